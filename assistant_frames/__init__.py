@@ -1,0 +1,62 @@
+"""assistant-frames: model-context federation for Python assistants.
+
+Frames (sub-agents, worker processes, browser iframes, remote services) register tools
+and instructions; a parent assistant's hosts subscribe to them over postMessage-like
+transports, see one merged, live model context, and have every tool call routed back to
+the frame that owns the tool. Wire-compatible with assistant-ui's Assistant Frames.
+"""
+
+from .errors import (
+    AssistantFramesError,
+    FrameDisconnected,
+    ToolArgumentsError,
+    ToolCallError,
+    ToolCallTimeout,
+    ToolConflictError,
+    ToolDisabledError,
+    ToolNotFoundError,
+)
+from .frames import AssistantFrameHost, AssistantFrameProvider
+from .registry import (
+    ConflictPolicy,
+    InstructionHandle,
+    ModelContext,
+    ModelContextProvider,
+    ModelContextRegistry,
+    ProviderHandle,
+    Tool,
+    ToolCallContext,
+    ToolConflict,
+    ToolHandle,
+    merge_model_contexts,
+)
+from .transports import MemoryTransport, memory_pair
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AssistantFrameHost",
+    "AssistantFrameProvider",
+    "AssistantFramesError",
+    "ConflictPolicy",
+    "FrameDisconnected",
+    "InstructionHandle",
+    "MemoryTransport",
+    "ModelContext",
+    "ModelContextProvider",
+    "ModelContextRegistry",
+    "ProviderHandle",
+    "Tool",
+    "ToolArgumentsError",
+    "ToolCallContext",
+    "ToolCallError",
+    "ToolCallTimeout",
+    "ToolConflict",
+    "ToolConflictError",
+    "ToolDisabledError",
+    "ToolHandle",
+    "ToolNotFoundError",
+    "__version__",
+    "memory_pair",
+    "merge_model_contexts",
+]

@@ -1,0 +1,7 @@
+"""The frame protocol: the sans-I/O wire format, the frame side and the host side."""
+
+from . import protocol
+from .host import AssistantFrameHost
+from .provider import AssistantFrameProvider
+
+__all__ = ["AssistantFrameHost", "AssistantFrameProvider", "protocol"]

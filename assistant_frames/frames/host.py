@@ -1,0 +1,358 @@
+"""``AssistantFrameHost``: the host side of one frame connection."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+import secrets
+from collections.abc import Callable
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any, Literal
+
+import anyio
+from anyio.abc import ObjectStream, TaskGroup
+
+from ..errors import FrameDisconnected, ToolArgumentsError, ToolCallError, ToolCallTimeout
+from ..registry.context import ModelContext, Unsubscribe
+from ..registry.registry import _Subscribers
+from ..registry.tool import Tool, ToolCallContext
+from . import protocol
+from .protocol import (
+    MalformedMessage,
+    ModelContextResponse,
+    ModelContextUpdate,
+    SerializedModelContext,
+    SerializedTool,
+    ToolResult,
+)
+
+__all__ = ["AssistantFrameHost"]
+
+logger = logging.getLogger("assistant_frames.frames")
+
+_CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
+_EMPTY_CONTEXT = ModelContext()
+_CANCEL_SEND_TIMEOUT = 1.0
+
+State = Literal["new", "connected", "disconnected", "closed"]
+
+
+class _Pending:
+    """A call awaiting its ``tool-result``."""
+
+    __slots__ = ("done", "error", "result")
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.result: ToolResult | None = None
+        self.error: FrameDisconnected | None = None
+
+
+class AssistantFrameHost:
+    """The host end of a connection to one frame; a :class:`ModelContextProvider`.
+
+    Use it as an async context manager. On entry it starts reading the transport and
+    asks the frame for its context; :meth:`wait_for_context` waits for the first one.
+    The frame's tools appear in :meth:`get_model_context` with an ``execute`` that calls
+    across the channel, so ``parent_registry.add_provider(host)`` federates the frame.
+
+    ``timeout`` (seconds, ``None`` for none) bounds each call unless the call gives its
+    own. When the transport breaks, pending calls fail at once with
+    :class:`FrameDisconnected`, the frame's tools disappear and subscribers are told.
+    The host owns ``transport`` and closes it on exit.
+    """
+
+    def __init__(
+        self,
+        transport: ObjectStream[Any],
+        *,
+        timeout: float | None = 30.0,
+        name: str | None = None,
+    ) -> None:
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be positive or None, not {timeout!r}")
+        self.timeout = timeout
+        self.name = name or "frame"
+        self._transport = transport
+        self._state: State = "new"
+        self._context = _EMPTY_CONTEXT
+        self._wire: SerializedModelContext | None = None
+        self._subscribers = _Subscribers()
+        self._pending: dict[str, _Pending] = {}
+        self._ids = itertools.count(1)
+        self._id_prefix = f"tool-{secrets.token_hex(3)}"
+        self._subscribed = False
+        self._malformed = 0
+        self._ready: anyio.Event | None = None
+        self._disconnected: FrameDisconnected | None = None
+        self._exit_stack: AsyncExitStack | None = None
+        self._task_group: TaskGroup | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def __aenter__(self) -> AssistantFrameHost:
+        if self._state != "new":
+            raise RuntimeError("An AssistantFrameHost can be entered only once")
+        self._ready = anyio.Event()
+        async with AsyncExitStack() as stack:
+            self._task_group = await stack.enter_async_context(anyio.create_task_group())
+            self._state = "connected"
+            self._task_group.start_soon(self._receive_loop)
+            try:
+                await self._transport.send(protocol.encode_context_request())
+            except _CLOSED:
+                self._disconnect("The frame's transport was already closed")
+            self._exit_stack = stack.pop_all()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+    async def aclose(self) -> None:
+        """Cancel pending calls (sending ``tool-cancel``), unsubscribe and close."""
+        if self._state == "closed":
+            return
+        was_connected = self._state == "connected"
+        self._state = "closed"
+        closed = FrameDisconnected(f"The host of {self.name} was closed")
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_SEND_TIMEOUT):
+            if was_connected:
+                for call_id in list(self._pending):
+                    await self._try_send(protocol.encode_tool_cancel(call_id))
+                if self._subscribed:
+                    await self._try_send(protocol.encode_context_unsubscribe())
+        self._fail_pending(closed)
+        if self._task_group is not None:
+            self._task_group.cancel_scope.cancel()
+        try:
+            with anyio.CancelScope(shield=True):
+                await self._transport.aclose()
+        finally:
+            if self._exit_stack is not None:
+                stack, self._exit_stack = self._exit_stack, None
+                await stack.aclose()
+
+    @property
+    def state(self) -> State:
+        """``"new"``, ``"connected"``, ``"disconnected"`` (transport broke) or ``"closed"``."""
+        return self._state
+
+    @property
+    def connected(self) -> bool:
+        """True while the transport is open."""
+        return self._state == "connected"
+
+    async def wait_for_context(self, timeout: float | None = None) -> ModelContext:
+        """Wait until the frame's first context has arrived and return the current one.
+
+        Raises ``TimeoutError`` after ``timeout`` seconds (default: the host's) and
+        :class:`FrameDisconnected` if the connection ends first.
+        """
+        if self._ready is None:
+            raise RuntimeError("Enter the host (async with) before waiting for its context")
+        limit = self.timeout if timeout is None else timeout
+        with anyio.fail_after(math.inf if limit is None else limit):
+            await self._ready.wait()
+        if self._wire is None:
+            raise self._disconnected or FrameDisconnected(f"{self.name} is not connected")
+        return self._context
+
+    # -- ModelContextProvider ------------------------------------------------------------
+
+    def get_model_context(self) -> ModelContext:
+        """The frame's latest context (empty before the first and after a disconnect)."""
+        return self._context
+
+    def subscribe(self, callback: Callable[[], None]) -> Unsubscribe:
+        """Call ``callback()`` whenever the frame's context changes."""
+        return self._subscribers.add(callback)
+
+    # -- tool calls ----------------------------------------------------------------------
+
+    async def call_tool(
+        self,
+        name: str,
+        args: Any = None,
+        *,
+        timeout: float | None = None,
+        tool_call_id: str | None = None,
+    ) -> Any:
+        """Call the frame's tool ``name`` and return its result.
+
+        Raises :class:`ToolCallError` with the frame's message when the tool fails,
+        :class:`ToolCallTimeout` after ``timeout`` seconds (default: the host's; a
+        ``tool-cancel`` is sent), and :class:`FrameDisconnected` when the connection is
+        or goes away. Cancelling the caller also sends ``tool-cancel``.
+        """
+        if self._state != "connected":
+            raise self._not_connected()
+        call_id = tool_call_id or f"{self._id_prefix}{next(self._ids)}"
+        if call_id in self._pending:
+            raise ValueError(f"A call with id {call_id!r} is already pending")
+        pending = _Pending()
+        self._pending[call_id] = pending
+        limit = self.timeout if timeout is None else timeout
+        try:
+            try:
+                await self._transport.send(protocol.encode_tool_call(call_id, name, args))
+            except (TypeError, ValueError) as exc:
+                raise ToolArgumentsError(
+                    f'Arguments for tool "{name}" cannot be sent: {exc}',
+                    tool_name=name,
+                    tool_call_id=call_id,
+                ) from None
+            except _CLOSED:
+                self._disconnect("The frame's transport is closed")
+            if limit is None:
+                await pending.done.wait()
+            else:
+                with anyio.move_on_after(limit):
+                    await pending.done.wait()
+        except anyio.get_cancelled_exc_class():
+            if pending.result is None and pending.error is None:
+                await self._cancel_remote(call_id)
+            raise
+        finally:
+            self._pending.pop(call_id, None)
+        result = pending.result
+        if result is not None:
+            if isinstance(result.error, str):
+                raise ToolCallError(result.error, tool_name=name, tool_call_id=call_id)
+            return result.result
+        if pending.error is not None:
+            raise pending.error
+        await self._cancel_remote(call_id)
+        raise ToolCallTimeout(name, limit or 0.0, tool_call_id=call_id)
+
+    async def _cancel_remote(self, call_id: str) -> None:
+        if self._state == "connected":
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_SEND_TIMEOUT):
+                await self._try_send(protocol.encode_tool_cancel(call_id))
+
+    async def _try_send(self, message: dict[str, Any]) -> None:
+        try:
+            await self._transport.send(message)
+        except _CLOSED:
+            pass
+
+    def _not_connected(self) -> FrameDisconnected:
+        if self._state == "new":
+            return FrameDisconnected(f"Enter the host of {self.name} (async with) first")
+        return self._disconnected or FrameDisconnected(f"{self.name} is not connected")
+
+    # -- receiving -----------------------------------------------------------------------
+
+    async def _receive_loop(self) -> None:
+        receive = self._transport.receive
+        try:
+            while True:
+                raw = await receive()
+                try:
+                    message = protocol.decode(raw)
+                except MalformedMessage as exc:
+                    self._log_malformed(exc.reason)
+                    continue
+                if message is None:
+                    continue
+                if type(message) is ToolResult:
+                    call = self._pending.pop(message.id, None)
+                    if call is not None:
+                        call.result = message
+                        call.done.set()
+                elif type(message) is ModelContextUpdate or type(message) is ModelContextResponse:
+                    await self._apply(message.context)
+                else:
+                    logger.debug("Host ignored a %s message", message.type)
+        except _CLOSED:
+            self._disconnect(f"{self.name} closed the connection")
+        except Exception as exc:  # a transport failing in its own way
+            logger.warning("Transport of %s failed: %r", self.name, exc)
+            self._disconnect(f"The transport of {self.name} failed: {exc!r}")
+
+    def _log_malformed(self, reason: str) -> None:
+        self._malformed += 1
+        level = logging.WARNING if self._malformed == 1 else logging.DEBUG
+        logger.log(level, "Host dropped a malformed message from %s (%s)", self.name, reason)
+
+    async def _apply(self, wire: SerializedModelContext) -> None:
+        if wire == self._wire:
+            self._set_ready()
+            return
+        try:
+            context = self._build_context(wire)
+        except (TypeError, ValueError) as exc:
+            self._log_malformed(f"unusable context, kept the last good one: {exc}")
+            return
+        first = self._wire is None
+        self._wire = wire
+        self._context = context
+        self._set_ready()
+        if first and not self._subscribed and self._state == "connected":
+            self._subscribed = True
+            await self._try_send(protocol.encode_context_subscribe())
+        self._subscribers.notify()
+
+    def _set_ready(self) -> None:
+        if self._ready is not None:
+            self._ready.set()
+
+    def _build_context(self, wire: SerializedModelContext) -> ModelContext:
+        previous_tools = self._context.tools
+        previous_wire = (self._wire or {}).get("tools") or {}
+        tools: dict[str, Tool] = {}
+        for name, spec in (wire.get("tools") or {}).items():
+            old = previous_tools.get(name)
+            if old is not None and previous_wire.get(name) == spec:
+                tools[name] = old  # unchanged: keep the same object
+            else:
+                tools[name] = self._remote_tool(name, spec)
+        return ModelContext(system=wire.get("system"), tools=tools)
+
+    def _remote_tool(self, name: str, spec: SerializedTool) -> Tool:
+        if not name:
+            raise ValueError("a tool with an empty name")
+        call_tool = self.call_tool
+
+        async def invoke(args: Any, context: ToolCallContext) -> Any:
+            return await call_tool(name, args)
+
+        return Tool.from_parts(
+            name,
+            invoke,
+            description=spec.get("description"),
+            parameters=spec.get("parameters"),
+            disabled=bool(spec.get("disabled")),
+            type=spec.get("type"),
+        )
+
+    # -- disconnection -------------------------------------------------------------------
+
+    def _disconnect(self, reason: str) -> None:
+        if self._state != "connected":
+            return
+        self._state = "disconnected"
+        self._disconnected = FrameDisconnected(reason)
+        self._fail_pending(self._disconnected)
+        self._set_ready()
+        had_context = self._wire is not None
+        self._wire = None
+        self._context = _EMPTY_CONTEXT
+        if had_context:
+            self._subscribers.notify()
+
+    def _fail_pending(self, error: FrameDisconnected) -> None:
+        pending, self._pending = self._pending, {}
+        for call in pending.values():
+            call.error = error
+            call.done.set()
+
+    def __repr__(self) -> str:
+        return f"<AssistantFrameHost {self.name!r} {self._state} tools={len(self._context.tools)}>"

@@ -1,0 +1,291 @@
+"""The frame wire protocol, sans-I/O: message models, decoding and encoding.
+
+Every message is ``{"channel": "assistant-ui-frame", "message": {...}}``. :func:`decode`
+turns a received value into one of the message models below, returns ``None`` for values
+that are not ours (another channel, not an object), and raises :class:`MalformedMessage`
+for values on our channel that do not validate. The ``encode_*`` functions build the
+plain JSON-compatible dicts to send. Nothing here awaits or touches a transport.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Final, Literal, TypeAlias
+
+from typing_extensions import TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from ..registry.context import ModelContext
+from ..registry.tool import Tool
+
+__all__ = [
+    "CHANNEL",
+    "RESULT_NOT_SENDABLE",
+    "FrameMessage",
+    "MalformedMessage",
+    "ModelContextRequest",
+    "ModelContextResponse",
+    "ModelContextSubscribe",
+    "ModelContextUnsubscribe",
+    "ModelContextUpdate",
+    "NotJSONSerializable",
+    "SerializedModelContext",
+    "SerializedTool",
+    "ToolCall",
+    "ToolCancel",
+    "ToolResult",
+    "decode",
+    "encode_context_request",
+    "encode_context_subscribe",
+    "encode_context_unsubscribe",
+    "encode_context_update",
+    "encode_tool_call",
+    "encode_tool_cancel",
+    "encode_tool_error",
+    "encode_tool_result",
+    "serialize_context",
+    "serialize_tool",
+    "to_json_value",
+]
+
+CHANNEL: Final = "assistant-ui-frame"
+RESULT_NOT_SENDABLE: Final = "Tool result could not be sent across the frame boundary"
+
+
+class SerializedTool(TypedDict, total=False):
+    """A tool as it crosses the wire: everything but ``execute``."""
+
+    description: str | None
+    parameters: dict[str, Any] | None
+    disabled: bool | None
+    type: str | None
+
+
+class SerializedModelContext(TypedDict, total=False):
+    """A model context as it crosses the wire: ``system`` and ``tools`` only."""
+
+    system: str | None
+    tools: dict[str, SerializedTool] | None
+
+
+class _Message(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+
+
+class ModelContextRequest(_Message):
+    """host -> frame: send me your context (and, per the JS host, keep me updated)."""
+
+    type: Literal["model-context-request"] = "model-context-request"
+
+
+class ModelContextSubscribe(_Message):
+    """host -> frame: push every change to me until I unsubscribe."""
+
+    type: Literal["model-context-subscribe"] = "model-context-subscribe"
+
+
+class ModelContextUnsubscribe(_Message):
+    """host -> frame: stop pushing changes."""
+
+    type: Literal["model-context-unsubscribe"] = "model-context-unsubscribe"
+
+
+class ModelContextUpdate(_Message):
+    """frame -> host: the frame's whole current context."""
+
+    type: Literal["model-context-update"] = "model-context-update"
+    context: SerializedModelContext
+
+
+class ModelContextResponse(_Message):
+    """frame -> host: same as an update; accepted, never sent (the JS host ignores it)."""
+
+    type: Literal["model-context-response"] = "model-context-response"
+    context: SerializedModelContext
+
+
+class ToolCall(_Message):
+    """host -> frame: run ``tool_name`` with ``args``; answer with a ``tool-result``."""
+
+    type: Literal["tool-call"] = "tool-call"
+    id: str
+    tool_name: str = Field(alias="toolName")
+    args: Any = None
+
+
+class ToolCancel(_Message):
+    """host -> frame: abandon call ``id``; no result is sent for it."""
+
+    type: Literal["tool-cancel"] = "tool-cancel"
+    id: str
+
+
+class ToolResult(_Message):
+    """frame -> host: the outcome of call ``id``.
+
+    A string ``error`` (even empty) means failure; anything else is success with
+    ``result`` (a missing ``result`` is success with ``None``), as in the JS host.
+    """
+
+    type: Literal["tool-result"] = "tool-result"
+    id: str
+    result: Any = None
+    error: Any = None
+
+    @property
+    def failed(self) -> bool:
+        """True when the frame reported an error."""
+        return isinstance(self.error, str)
+
+
+FrameMessage: TypeAlias = Annotated[
+    ModelContextRequest
+    | ModelContextSubscribe
+    | ModelContextUnsubscribe
+    | ModelContextUpdate
+    | ModelContextResponse
+    | ToolCall
+    | ToolCancel
+    | ToolResult,
+    Field(discriminator="type"),
+]
+
+_message_validator = TypeAdapter[FrameMessage](FrameMessage).validator
+
+
+class MalformedMessage(ValueError):
+    """A message on our channel that does not validate.
+
+    ``tool_call_id`` is set when it looks like a ``tool-call`` with a string ``id``, so
+    the frame can still answer it with an error ``tool-result``.
+    """
+
+    def __init__(self, reason: str, *, message: object, tool_call_id: str | None = None):
+        super().__init__(reason)
+        self.reason = reason
+        self.message = message
+        self.tool_call_id = tool_call_id
+
+
+def decode(raw: object) -> FrameMessage | None:
+    """Decode a received value: a message, ``None`` (not ours), or ``MalformedMessage``."""
+    if not isinstance(raw, dict) or raw.get("channel") != CHANNEL:
+        return None
+    message = raw.get("message")
+    try:
+        return _message_validator.validate_python(message)  # type: ignore[no-any-return]
+    except ValidationError as exc:
+        tool_call_id = None
+        if isinstance(message, dict) and message.get("type") == "tool-call":
+            candidate = message.get("id")
+            if isinstance(candidate, str):
+                tool_call_id = candidate
+        raise MalformedMessage(
+            _describe(exc), message=message, tool_call_id=tool_call_id
+        ) from None
+
+
+def _describe(exc: ValidationError) -> str:
+    parts = []
+    for error in exc.errors(include_url=False)[:3]:
+        loc = ".".join(str(p) for p in error["loc"])
+        parts.append(f"{loc}: {error['msg']}" if loc else error["msg"])
+    return "; ".join(parts)
+
+
+# -- encoding --------------------------------------------------------------------------------
+
+
+def _envelope(message: dict[str, Any]) -> dict[str, Any]:
+    return {"channel": CHANNEL, "message": message}
+
+
+def encode_context_request() -> dict[str, Any]:
+    """``model-context-request``."""
+    return _envelope({"type": "model-context-request"})
+
+
+def encode_context_subscribe() -> dict[str, Any]:
+    """``model-context-subscribe``."""
+    return _envelope({"type": "model-context-subscribe"})
+
+
+def encode_context_unsubscribe() -> dict[str, Any]:
+    """``model-context-unsubscribe``."""
+    return _envelope({"type": "model-context-unsubscribe"})
+
+
+def encode_context_update(context: SerializedModelContext) -> dict[str, Any]:
+    """``model-context-update`` carrying an already serialized context."""
+    return _envelope({"type": "model-context-update", "context": context})
+
+
+def encode_tool_call(tool_call_id: str, tool_name: str, args: Any) -> dict[str, Any]:
+    """``tool-call``."""
+    return _envelope({"type": "tool-call", "id": tool_call_id, "toolName": tool_name, "args": args})
+
+
+def encode_tool_cancel(tool_call_id: str) -> dict[str, Any]:
+    """``tool-cancel``."""
+    return _envelope({"type": "tool-cancel", "id": tool_call_id})
+
+
+def encode_tool_result(tool_call_id: str, result: Any) -> dict[str, Any]:
+    """A successful ``tool-result``; ``result`` must already be JSON-compatible."""
+    return _envelope({"type": "tool-result", "id": tool_call_id, "result": result})
+
+
+def encode_tool_error(tool_call_id: str, error: str) -> dict[str, Any]:
+    """A failed ``tool-result``."""
+    return _envelope({"type": "tool-result", "id": tool_call_id, "error": error})
+
+
+class NotJSONSerializable(TypeError):
+    """A value has no JSON form (see :func:`to_json_value`)."""
+
+
+def to_json_value(value: Any) -> Any:
+    """Convert a tool result to plain JSON data (Pydantic models, dataclasses, datetimes...).
+
+    Non-finite floats become ``null`` as in JavaScript's ``JSON.stringify``; values with
+    no JSON form raise :class:`NotJSONSerializable`.
+    """
+    if value is None or type(value) in (str, int, bool):
+        return value
+    try:
+        return to_jsonable_python(value, inf_nan_mode="null")
+    except (PydanticSerializationError, ValueError, TypeError, RecursionError) as exc:
+        raise NotJSONSerializable(str(exc)) from None
+
+
+def serialize_tool(tool: Tool) -> SerializedTool:
+    """The wire form of a tool (cached on the immutable tool)."""
+    cached = tool._serialized
+    if cached is None:
+        cached = {"parameters": dict(tool.parameters)}
+        if tool.description:
+            cached["description"] = tool.description
+        if tool.disabled:
+            cached["disabled"] = True
+        if tool.type:
+            cached["type"] = tool.type
+        tool._serialized = cached
+    return cached  # type: ignore[return-value]
+
+
+def serialize_context(context: ModelContext) -> SerializedModelContext:
+    """The wire form of a context: ``system`` and ``tools``, nothing else."""
+    wire: SerializedModelContext = {}
+    if context.system is not None:
+        wire["system"] = context.system
+    if context.tools:
+        wire["tools"] = {name: serialize_tool(tool) for name, tool in context.tools.items()}
+    return wire
+
+
+def tool_parameters(serialized: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The parameter schema of a received tool (``None`` when the frame sent none)."""
+    parameters = serialized.get("parameters")
+    return parameters if isinstance(parameters, dict) else None

@@ -1,0 +1,261 @@
+"""``AssistantFrameProvider``: the frame side, serving model contexts to hosts."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+from anyio.abc import ObjectStream, TaskGroup
+from pydantic_core import to_json
+
+from ..errors import ToolCallError
+from ..registry.context import ModelContext, ModelContextProvider
+from ..registry.registry import ModelContextRegistry
+from ..registry.tool import ToolCallContext
+from . import protocol
+from .protocol import (
+    RESULT_NOT_SENDABLE,
+    MalformedMessage,
+    ModelContextRequest,
+    ModelContextSubscribe,
+    ModelContextUnsubscribe,
+    NotJSONSerializable,
+    SerializedModelContext,
+    ToolCall,
+    ToolCancel,
+)
+
+__all__ = ["DEFAULT_MAX_ARGUMENT_BYTES", "AssistantFrameProvider"]
+
+logger = logging.getLogger("assistant_frames.frames")
+
+DEFAULT_MAX_ARGUMENT_BYTES = 1024 * 1024
+_CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
+
+
+class AssistantFrameProvider:
+    """Serves the merged context of its providers to every host that connects.
+
+    ``await provider.serve(transport)`` serves one connection until the peer closes it
+    (or the caller cancels); run it once per connection, as many at once as you like. A
+    peer that sent ``model-context-request`` or ``model-context-subscribe`` is pushed every
+    change, coalesced into one snapshot per burst. Tool calls run concurrently, each
+    cancellable by ``tool-cancel``; bad input never ends the connection.
+
+    ``max_argument_bytes`` refuses tool calls whose arguments are larger as JSON
+    (``None``: no limit).
+    """
+
+    def __init__(
+        self,
+        *providers: ModelContextProvider,
+        max_argument_bytes: int | None = DEFAULT_MAX_ARGUMENT_BYTES,
+    ) -> None:
+        self.max_argument_bytes = max_argument_bytes
+        self._registry = ModelContextRegistry()
+        self._registry.subscribe(self._on_change)
+        self._connections: set[_Connection] = set()
+        self._wire_source: ModelContext | None = None
+        self._wire: SerializedModelContext = {}
+        for provider in providers:
+            self.add_model_context_provider(provider)
+
+    def add_model_context_provider(self, provider: ModelContextProvider) -> Callable[[], None]:
+        """Offer ``provider``'s context too; returns the function that withdraws it."""
+        return self._registry.add_provider(provider).remove
+
+    def get_model_context(self) -> ModelContext:
+        """The merged context this frame serves."""
+        return self._registry.get_model_context()
+
+    @property
+    def connection_count(self) -> int:
+        """How many connections are being served right now."""
+        return len(self._connections)
+
+    async def serve(self, transport: ObjectStream[Any]) -> None:
+        """Serve one connection until it closes; closes ``transport`` on the way out."""
+        async with transport, anyio.create_task_group() as task_group:
+            connection = _Connection(transport, task_group)
+            self._connections.add(connection)
+            try:
+                task_group.start_soon(self._push_updates, connection)
+                await self._receive_loop(connection)
+            finally:
+                self._connections.discard(connection)
+                task_group.cancel_scope.cancel()
+
+    # -- receiving -------------------------------------------------------------------------
+
+    async def _receive_loop(self, connection: _Connection) -> None:
+        receive = connection.transport.receive
+        while True:
+            try:
+                raw = await receive()
+            except _CLOSED:
+                return
+            try:
+                message = protocol.decode(raw)
+            except MalformedMessage as exc:
+                await self._on_malformed(connection, exc)
+                continue
+            if message is None:
+                continue
+            if type(message) is ToolCall:
+                self._start_call(connection, message)
+            elif type(message) is ToolCancel:
+                call = connection.calls.pop(message.id, None)
+                if call is not None:
+                    call.cancel()
+            elif type(message) is ModelContextRequest:
+                connection.subscribed = True
+                await self._send_context(connection, force=True)
+            elif type(message) is ModelContextSubscribe:
+                connection.subscribed = True
+                await self._send_context(connection, force=False)
+            elif type(message) is ModelContextUnsubscribe:
+                connection.subscribed = False
+            else:  # frame -> host types arriving at a frame: not for us
+                logger.debug("Frame ignored a %s message", message.type)
+
+    async def _on_malformed(self, connection: _Connection, exc: MalformedMessage) -> None:
+        connection.malformed += 1
+        level = logging.WARNING if connection.malformed == 1 else logging.DEBUG
+        logger.log(
+            level,
+            "Dropped a malformed frame message (%s)%s",
+            exc.reason,
+            "; further ones on this connection are logged at DEBUG"
+            if connection.malformed == 1
+            else "",
+        )
+        if exc.tool_call_id is not None:
+            await connection.send(
+                protocol.encode_tool_error(exc.tool_call_id, f"Malformed tool-call: {exc.reason}")
+            )
+
+    # -- model context -------------------------------------------------------------------
+
+    def _on_change(self) -> None:
+        for connection in self._connections:
+            if connection.subscribed:
+                connection.wake.set()
+
+    def _current_wire(self) -> SerializedModelContext:
+        context = self._registry.get_model_context()
+        if context is not self._wire_source:
+            self._wire = protocol.serialize_context(context)
+            self._wire_source = context
+        return self._wire
+
+    async def _send_context(self, connection: _Connection, *, force: bool) -> None:
+        wire = self._current_wire()
+        if not force and (wire is connection.last_sent or wire == connection.last_sent):
+            return
+        connection.last_sent = wire
+        await connection.send(protocol.encode_context_update(wire))
+
+    async def _push_updates(self, connection: _Connection) -> None:
+        while True:
+            await connection.wake.wait()
+            connection.wake = anyio.Event()
+            await anyio.lowlevel.checkpoint()  # let the rest of a burst land first
+            if connection.subscribed:
+                await self._send_context(connection, force=False)
+
+    # -- tool calls ----------------------------------------------------------------------
+
+    def _start_call(self, connection: _Connection, message: ToolCall) -> None:
+        previous = connection.calls.pop(message.id, None)
+        if previous is not None:  # a reused live id cancels the older call
+            previous.cancel()
+        call = _Call(message.id, message.tool_name)
+        connection.calls[message.id] = call
+        connection.task_group.start_soon(self._run_call, connection, call, message.args)
+
+    async def _run_call(self, connection: _Connection, call: _Call, args: Any) -> None:
+        with call.scope:
+            reply = await self._execute(call, args)
+        if connection.calls.get(call.id) is not call:
+            return  # cancelled or superseded: no result
+        del connection.calls[call.id]
+        try:
+            await connection.transport.send(reply)
+        except _CLOSED:
+            pass
+        except (TypeError, ValueError):  # the transport could not encode the result
+            await connection.send(protocol.encode_tool_error(call.id, RESULT_NOT_SENDABLE))
+
+    async def _execute(self, call: _Call, args: Any) -> dict[str, Any]:
+        tool = self._registry.get_model_context().tools.get(call.name)
+        if tool is None:
+            return protocol.encode_tool_error(call.id, f'Tool "{call.name}" not found')
+        limit = self.max_argument_bytes
+        if limit is not None and args is not None and type(args) is not str:
+            size = len(to_json(args))
+            if size > limit:
+                return protocol.encode_tool_error(
+                    call.id,
+                    f'Arguments for tool "{call.name}" are too large '
+                    f"({size} bytes; the limit is {limit})",
+                )
+        try:
+            result = await tool.invoke(args, context=call.context)
+        except ToolCallError as exc:
+            return protocol.encode_tool_error(call.id, exc.message)
+        except Exception as exc:
+            logger.debug("Tool %r raised", call.name, exc_info=True)
+            return protocol.encode_tool_error(call.id, str(exc) or type(exc).__name__)
+        try:
+            return protocol.encode_tool_result(call.id, protocol.to_json_value(result))
+        except NotJSONSerializable:
+            return protocol.encode_tool_error(call.id, RESULT_NOT_SENDABLE)
+
+
+class _Call:
+    """One tool call in progress: cancelling it cancels its task and flags its context."""
+
+    __slots__ = ("context", "id", "name", "scope")
+
+    def __init__(self, call_id: str, name: str) -> None:
+        self.id = call_id
+        self.name = name
+        self.scope = anyio.CancelScope()
+        self.context = ToolCallContext(call_id, name)
+
+    def cancel(self) -> None:
+        self.context.cancel()
+        self.scope.cancel()
+
+
+class _Connection:
+    """What a frame knows about one connected host."""
+
+    __slots__ = (
+        "calls",
+        "last_sent",
+        "malformed",
+        "subscribed",
+        "task_group",
+        "transport",
+        "wake",
+    )
+
+    def __init__(self, transport: ObjectStream[Any], task_group: TaskGroup) -> None:
+        self.transport = transport
+        self.task_group = task_group
+        self.calls: dict[str, _Call] = {}
+        self.subscribed = False
+        self.last_sent: SerializedModelContext | None = None
+        self.malformed = 0
+        self.wake = anyio.Event()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        """Send, treating a peer that is already gone as nothing to do."""
+        try:
+            await self.transport.send(message)
+        except _CLOSED:
+            pass

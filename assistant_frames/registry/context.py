@@ -1,0 +1,85 @@
+"""``ModelContext`` (what a model is offered) and the ``ModelContextProvider`` protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Protocol, runtime_checkable
+
+from ..errors import ToolNotFoundError
+from .tool import Tool
+
+__all__ = ["ModelContext", "ModelContextProvider", "ToolConflict", "Unsubscribe"]
+
+Unsubscribe = Callable[[], None]
+
+_EMPTY: Mapping[str, Tool] = MappingProxyType({})
+
+
+@dataclass(frozen=True, slots=True)
+class ToolConflict:
+    """Two tools of one name at the same priority; ``kept`` won, ``dropped`` lost.
+
+    ``kept_source`` and ``dropped_source`` are the providers (or contexts) that offered
+    them, so the report can say which frame collided with which.
+    """
+
+    name: str
+    priority: int
+    kept: Tool
+    dropped: Tool
+    kept_source: object = None
+    dropped_source: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class ModelContext:
+    """What a model is offered: instructions (``system``) and tools, plus settings.
+
+    Only ``system`` and ``tools`` cross a frame boundary; ``priority`` orders contexts
+    when they are merged, and ``call_settings``/``config`` are for the local model call.
+    ``conflicts`` lists the same-priority name collisions a merge resolved.
+    """
+
+    system: str | None = None
+    tools: Mapping[str, Tool] = field(default_factory=lambda: _EMPTY)
+    priority: int = 0
+    call_settings: Mapping[str, Any] | None = None
+    config: Mapping[str, Any] | None = None
+    conflicts: tuple[ToolConflict, ...] = ()
+
+    async def call_tool(
+        self, name: str, args: Any = None, *, tool_call_id: str | None = None
+    ) -> Any:
+        """Run the tool ``name`` of this context; wherever it lives, the call goes there.
+
+        Raises :class:`~assistant_frames.ToolNotFoundError` for an unknown name and
+        :class:`~assistant_frames.ToolCallError` (or a subclass) when the call fails.
+        """
+        tool = self.tools.get(name)
+        if tool is None:
+            raise ToolNotFoundError(name, tool_call_id=tool_call_id)
+        return await tool.invoke(args, tool_call_id=tool_call_id)
+
+    def enabled_tools(self) -> dict[str, Tool]:
+        """The tools that are not disabled, in order."""
+        return {name: tool for name, tool in self.tools.items() if not tool.disabled}
+
+
+@runtime_checkable
+class ModelContextProvider(Protocol):
+    """Anything that offers a model context and tells when it changes.
+
+    ``get_model_context`` must be cheap and synchronous (cache the result);
+    ``subscribe`` registers a no-argument callback called after every change and returns
+    a function that unregisters it. Callbacks run synchronously in the changer's thread.
+    """
+
+    def get_model_context(self) -> ModelContext:
+        """The current context."""
+        ...
+
+    def subscribe(self, callback: Callable[[], None]) -> Unsubscribe:
+        """Call ``callback`` after each change until the returned function is called."""
+        ...

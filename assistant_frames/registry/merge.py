@@ -1,0 +1,125 @@
+"""``merge_model_contexts``: assistant-ui's merge rules plus what federation needs."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Literal, TypeAlias
+
+from ..errors import ToolConflictError
+from .context import ModelContext, ModelContextProvider, ToolConflict
+from .tool import Tool
+
+__all__ = ["ConflictPolicy", "merge_model_contexts", "namespaced"]
+
+ConflictPolicy: TypeAlias = Literal["first", "last", "error"]
+"""What to do with two same-name tools at the same priority.
+
+``"first"`` keeps the one from the context listed (registered) first, ``"last"`` the one
+listed last, ``"error"`` raises :class:`~assistant_frames.ToolConflictError`. Tools at
+different priorities never conflict: the higher priority wins.
+"""
+
+Source: TypeAlias = ModelContext | ModelContextProvider
+
+
+def merge_model_contexts(
+    *sources: Source | Iterable[Source], conflict: ConflictPolicy = "first"
+) -> ModelContext:
+    """Merge contexts (or providers' current contexts) into one.
+
+    The rules are assistant-ui's: contexts are ordered by ``priority``, highest first and
+    stable; their ``system`` texts are joined with a blank line in that order; a tool name
+    offered at several priorities resolves to the highest. A same-priority clash, which
+    assistant-ui turns into an exception, is resolved by ``conflict`` and recorded in the
+    result's ``conflicts`` so that a remote frame cannot break ``get_model_context()`` by
+    publishing a colliding name. ``call_settings`` and ``config`` are merged key by key,
+    higher priority winning.
+    """
+    items: list[tuple[ModelContext, object]] = []
+    for source in _flatten(sources):
+        context = source if isinstance(source, ModelContext) else source.get_model_context()
+        items.append((context, source))
+    return _merge(items, conflict)
+
+
+def _flatten(sources: tuple[Source | Iterable[Source], ...]) -> Iterable[Source]:
+    for source in sources:
+        if isinstance(source, ModelContext) or hasattr(source, "get_model_context"):
+            yield source  # type: ignore[misc]
+        else:
+            yield from source  # type: ignore[union-attr]
+
+
+def _merge(items: list[tuple[ModelContext, object]], conflict: ConflictPolicy) -> ModelContext:
+    if conflict not in ("first", "last", "error"):
+        raise ValueError(f"conflict must be 'first', 'last' or 'error', not {conflict!r}")
+    items = sorted(items, key=lambda item: -item[0].priority)  # stable
+    systems: list[str] = []
+    tools: dict[str, Tool] = {}
+    owners: dict[str, tuple[int, object]] = {}  # name -> (priority, source)
+    conflicts: list[ToolConflict] = []
+    call_settings: dict[str, Any] = {}
+    config: dict[str, Any] = {}
+    for context, source in items:
+        if context.system:
+            systems.append(context.system)
+        priority = context.priority
+        for name, tool in context.tools.items():
+            existing = tools.get(name)
+            if existing is None:
+                tools[name] = tool
+                owners[name] = (priority, source)
+                continue
+            existing_priority, existing_source = owners[name]
+            if existing is tool or existing_priority != priority:
+                continue  # the same tool twice, or the earlier (higher) priority wins
+            if conflict == "error":
+                raise ToolConflictError(
+                    name,
+                    f"Two tools named {name!r} at priority {priority}: from {existing_source!r} "
+                    f"and from {source!r}",
+                )
+            if conflict == "last":
+                tools[name] = tool
+                owners[name] = (priority, source)
+                conflicts.append(
+                    ToolConflict(name, priority, tool, existing, source, existing_source)
+                )
+            else:
+                conflicts.append(
+                    ToolConflict(name, priority, existing, tool, existing_source, source)
+                )
+        _update_lower(call_settings, context.call_settings)
+        _update_lower(config, context.config)
+    return ModelContext(
+        system="\n\n".join(systems) or None,
+        tools=tools,
+        call_settings=call_settings or None,
+        config=config or None,
+        conflicts=tuple(conflicts),
+    )
+
+
+def _update_lower(target: dict[str, Any], values: Mapping[str, Any] | None) -> None:
+    """Add keys a higher-priority context has not already set."""
+    if values:
+        for key, value in values.items():
+            target.setdefault(key, value)
+
+
+def namespaced(context: ModelContext, namespace: str, separator: str = "_") -> ModelContext:
+    """A copy of ``context`` whose tools are named ``<namespace><separator><name>``.
+
+    Calls to a renamed tool still reach the original (a remote frame still sees its own
+    name), so namespacing is purely how the parent and its model see the tool.
+    """
+    prefix = f"{namespace}{separator}"
+    return ModelContext(
+        system=context.system,
+        tools={f"{prefix}{name}": tool.replace(name=f"{prefix}{name}") for name, tool in
+               context.tools.items()},
+        priority=context.priority,
+        call_settings=context.call_settings,
+        config=context.config,
+        conflicts=context.conflicts,
+    )

@@ -1,0 +1,417 @@
+"""``ModelContextRegistry``: tools, instructions and providers, merged into one context."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable
+from dataclasses import replace as dataclass_replace
+from typing import Any, Generic, TypeVar, overload
+
+from ..errors import ToolConflictError
+from .context import ModelContext, ModelContextProvider, ToolConflict, Unsubscribe
+from .merge import ConflictPolicy, _merge, namespaced
+from .tool import ExecuteFunction, Parameters, Tool, ToolType
+
+__all__ = ["InstructionHandle", "ModelContextRegistry", "ProviderHandle", "ToolHandle"]
+
+logger = logging.getLogger("assistant_frames.registry")
+
+F = TypeVar("F", bound=Callable[..., Any])
+_UNSET: Any = object()
+
+
+class _Subscribers:
+    """Synchronous callbacks; one that raises is logged and never stops the others."""
+
+    __slots__ = ("_callbacks", "_ids")
+
+    def __init__(self) -> None:
+        self._callbacks: dict[int, Callable[[], None]] = {}
+        self._ids = itertools.count()
+
+    def add(self, callback: Callable[[], None]) -> Unsubscribe:
+        if not callable(callback):
+            raise TypeError(f"subscribe() needs a callable, not {callback!r}")
+        key = next(self._ids)
+        self._callbacks[key] = callback
+
+        def unsubscribe() -> None:
+            self._callbacks.pop(key, None)
+
+        return unsubscribe
+
+    def notify(self) -> None:
+        for callback in tuple(self._callbacks.values()):
+            try:
+                callback()
+            except Exception:
+                logger.exception("A model context subscriber raised; it stays subscribed")
+
+
+class ModelContextRegistry:
+    """A mutable collection of tools, instructions and other providers.
+
+    It is itself a :class:`ModelContextProvider`: ``get_model_context()`` returns the
+    merge of its own instructions and tools (one context at ``priority``, counted as
+    registered first) with every added provider, cached until something changes.
+
+    Same-name tools among the registry's own tools are refused at once. Between
+    providers, a same-priority clash is resolved by ``conflict`` (see
+    :data:`~assistant_frames.ConflictPolicy`) and reported in the context's
+    ``conflicts`` and the log; with ``strict=True`` a registration that would create one
+    raises :class:`~assistant_frames.ToolConflictError` and is rolled back instead.
+
+    A registry is not thread-safe: change it from one thread (normally the event loop's).
+    """
+
+    def __init__(
+        self, *, priority: int = 0, conflict: ConflictPolicy = "first", strict: bool = False
+    ) -> None:
+        if conflict not in ("first", "last"):
+            raise ValueError("conflict must be 'first' or 'last' (use strict=True to raise)")
+        self.priority = priority
+        self.conflict: ConflictPolicy = conflict
+        self.strict = strict
+        self._ids = itertools.count()
+        self._tools: dict[int, Tool] = {}
+        self._tool_names: dict[str, int] = {}
+        self._instructions: dict[int, str] = {}
+        self._providers: dict[int, _ProviderEntry] = {}
+        self._subscribers = _Subscribers()
+        self._cache: ModelContext | None = None
+        self._reported: set[tuple[str, int, int]] = set()
+
+    # -- ModelContextProvider ------------------------------------------------------------
+
+    def get_model_context(self) -> ModelContext:
+        """The merged context, rebuilt only after a change."""
+        context = self._cache
+        if context is None:
+            context = self._cache = self._build(self.conflict)
+            if context.conflicts:
+                self._report(context.conflicts)
+        return context
+
+    def subscribe(self, callback: Callable[[], None]) -> Unsubscribe:
+        """Call ``callback()`` after every change; returns the function that unsubscribes."""
+        return self._subscribers.add(callback)
+
+    # -- tools ---------------------------------------------------------------------------
+
+    def add_tool(
+        self,
+        tool: Tool | str,
+        execute: ExecuteFunction | None = None,
+        *,
+        description: str | None = None,
+        parameters: Parameters | None = None,
+        disabled: bool = False,
+        type: ToolType | None = None,  # noqa: A002
+    ) -> ToolHandle:
+        """Add a :class:`Tool`, or build one from a name, ``execute`` and options."""
+        if not isinstance(tool, Tool):
+            tool = Tool(
+                tool,
+                execute,
+                description=description,
+                parameters=parameters,
+                disabled=disabled,
+                type=type,
+            )
+        elif execute is not None or parameters is not None or description is not None:
+            raise TypeError("add_tool(Tool(...)) takes no further options; set them on the Tool")
+        key = next(self._ids)
+        self._put_tool(key, tool)
+        return ToolHandle(self, key)
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+
+    @overload
+    def tool(
+        self,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        parameters: Parameters | None = None,
+        disabled: bool = False,
+        type: ToolType | None = None,  # noqa: A002
+    ) -> Callable[[F], F]: ...
+
+    def tool(
+        self,
+        fn: F | None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        parameters: Parameters | None = None,
+        disabled: bool = False,
+        type: ToolType | None = None,  # noqa: A002
+    ) -> F | Callable[[F], F]:
+        """Register a function as a tool; use bare (``@registry.tool``) or with options.
+
+        The name defaults to the function's name, the description to its docstring
+        (``Args:`` entries describe the parameters) and the schema to its type hints.
+        The function is returned unchanged, so it stays directly callable.
+        """
+
+        def register(function: F) -> F:
+            self.add_tool(
+                name or function.__name__,
+                function,
+                description=description,
+                parameters=parameters,
+                disabled=disabled,
+                type=type,
+            )
+            return function
+
+        return register(fn) if fn is not None else register
+
+    # -- instructions --------------------------------------------------------------------
+
+    def add_instruction(self, text: str) -> InstructionHandle:
+        """Add system text; instructions are joined with a blank line in order."""
+        if not isinstance(text, str):
+            raise TypeError(f"An instruction must be a string, not {text!r}")
+        key = next(self._ids)
+        self._instructions[key] = text
+        self._changed()
+        return InstructionHandle(self, key)
+
+    # -- providers -----------------------------------------------------------------------
+
+    def add_provider(
+        self,
+        provider: ModelContextProvider,
+        *,
+        priority: int | None = None,
+        namespace: str | None = None,
+    ) -> ProviderHandle:
+        """Merge another provider (a frame host, another registry...) into this one.
+
+        ``priority`` overrides the provider's own; ``namespace`` renames its tools to
+        ``<namespace>_<name>`` as this registry sees them.
+        """
+        if not callable(getattr(provider, "get_model_context", None)):
+            raise TypeError(f"{provider!r} is not a ModelContextProvider")
+        if provider is self:
+            raise ValueError("A registry cannot be added to itself")
+        key = next(self._ids)
+        entry = _ProviderEntry(provider, priority, namespace)
+        self._providers[key] = entry
+        try:
+            self._check_strict()
+        except ToolConflictError:
+            del self._providers[key]
+            raise
+        subscribe = getattr(provider, "subscribe", None)
+        if subscribe is not None:
+            entry.unsubscribe = subscribe(self._changed)
+        self._changed()
+        return ProviderHandle(self, key)
+
+    # -- internals -----------------------------------------------------------------------
+
+    def _put_tool(self, key: int, tool: Tool) -> None:
+        owner = self._tool_names.get(tool.name)
+        if owner is not None and owner != key:
+            raise ToolConflictError(tool.name)
+        previous = self._tools.get(key)
+        self._tools[key] = tool
+        self._tool_names[tool.name] = key
+        if previous is not None and previous.name != tool.name:
+            del self._tool_names[previous.name]
+        try:
+            self._check_strict()
+        except ToolConflictError:
+            self._tool_names.pop(tool.name, None)
+            if previous is None:
+                del self._tools[key]
+            else:
+                self._tools[key] = previous
+                self._tool_names[previous.name] = key
+            raise
+        self._changed()
+
+    def _remove_tool(self, key: int) -> None:
+        tool = self._tools.pop(key, None)
+        if tool is not None:
+            del self._tool_names[tool.name]
+            self._changed()
+
+    def _check_strict(self) -> None:
+        if self.strict:
+            self._build("error")
+
+    def _changed(self) -> None:
+        self._cache = None
+        self._subscribers.notify()
+
+    def _build(self, conflict: ConflictPolicy) -> ModelContext:
+        own = ModelContext(
+            system="\n\n".join(text for text in self._instructions.values() if text) or None,
+            tools={tool.name: tool for tool in self._tools.values()},
+            priority=self.priority,
+        )
+        if not self._providers:
+            return own
+        items: list[tuple[ModelContext, object]] = [(own, self)]
+        items.extend((entry.context(), entry.provider) for entry in self._providers.values())
+        return _merge(items, conflict)
+
+    def _report(self, conflicts: tuple[ToolConflict, ...]) -> None:
+        for c in conflicts:
+            key = (c.name, id(c.kept_source), id(c.dropped_source))
+            if key not in self._reported:
+                self._reported.add(key)
+                logger.warning(
+                    "Tool name conflict: %r offered by %r and %r at priority %d; keeping %r",
+                    c.name,
+                    c.kept_source,
+                    c.dropped_source,
+                    c.priority,
+                    c.kept_source,
+                )
+
+    def __repr__(self) -> str:
+        return (
+            f"<ModelContextRegistry tools={len(self._tools)} "
+            f"instructions={len(self._instructions)} providers={len(self._providers)}>"
+        )
+
+
+class _ProviderEntry:
+    """A provider plus how this registry sees it; caches the adjusted context."""
+
+    __slots__ = ("_adjusted", "_seen", "namespace", "priority", "provider", "unsubscribe")
+
+    def __init__(
+        self, provider: ModelContextProvider, priority: int | None, namespace: str | None
+    ) -> None:
+        self.provider = provider
+        self.priority = priority
+        self.namespace = namespace
+        self.unsubscribe: Unsubscribe | None = None
+        self._seen: ModelContext | None = None
+        self._adjusted: ModelContext | None = None
+
+    def context(self) -> ModelContext:
+        context = self.provider.get_model_context()
+        if context is self._seen and self._adjusted is not None:
+            return self._adjusted
+        adjusted = context
+        if self.namespace:
+            adjusted = namespaced(adjusted, self.namespace)
+        if self.priority is not None and adjusted.priority != self.priority:
+            adjusted = dataclass_replace(adjusted, priority=self.priority)
+        self._seen, self._adjusted = context, adjusted
+        return adjusted
+
+
+class _Handle:
+    __slots__ = ("_key", "_registry")
+
+    def __init__(self, registry: ModelContextRegistry, key: int) -> None:
+        self._registry = registry
+        self._key = key
+
+
+class ToolHandle(_Handle):
+    """Returned by :meth:`ModelContextRegistry.add_tool`: change or remove that tool."""
+
+    __slots__ = ()
+
+    @property
+    def tool(self) -> Tool | None:
+        """The tool as registered now, or ``None`` once removed."""
+        return self._registry._tools.get(self._key)
+
+    def update(
+        self,
+        tool: Tool | None = None,
+        *,
+        name: str = _UNSET,
+        execute: ExecuteFunction | None = _UNSET,
+        description: str | None = _UNSET,
+        parameters: Parameters | None = _UNSET,
+        disabled: bool = _UNSET,
+        type: ToolType | None = _UNSET,  # noqa: A002
+    ) -> None:
+        """Replace the tool, or change some of its fields. No-op once removed."""
+        current = self.tool
+        if current is None:
+            return
+        if tool is None:
+            changes = {
+                k: v
+                for k, v in {
+                    "name": name,
+                    "execute": execute,
+                    "description": description,
+                    "parameters": parameters,
+                    "disabled": disabled,
+                    "type": type,
+                }.items()
+                if v is not _UNSET
+            }
+            tool = current.replace(**changes)
+        self._registry._put_tool(self._key, tool)
+
+    def remove(self) -> None:
+        """Remove the tool (idempotent)."""
+        self._registry._remove_tool(self._key)
+
+
+class InstructionHandle(_Handle):
+    """Returned by :meth:`ModelContextRegistry.add_instruction`."""
+
+    __slots__ = ()
+
+    def update(self, text: str) -> None:
+        """Replace the text. No-op once removed."""
+        if not isinstance(text, str):
+            raise TypeError(f"An instruction must be a string, not {text!r}")
+        if self._key in self._registry._instructions:
+            self._registry._instructions[self._key] = text
+            self._registry._changed()
+
+    def remove(self) -> None:
+        """Remove the instruction (idempotent)."""
+        if self._registry._instructions.pop(self._key, None) is not None:
+            self._registry._changed()
+
+
+class ProviderHandle(_Handle):
+    """Returned by :meth:`ModelContextRegistry.add_provider`."""
+
+    __slots__ = ()
+
+    def update(self, *, priority: int | None = _UNSET, namespace: str | None = _UNSET) -> None:
+        """Change how the registry sees the provider. No-op once removed."""
+        entry = self._registry._providers.get(self._key)
+        if entry is None:
+            return
+        old = (entry.priority, entry.namespace)
+        if priority is not _UNSET:
+            entry.priority = priority
+        if namespace is not _UNSET:
+            entry.namespace = namespace
+        entry._seen = None
+        try:
+            self._registry._check_strict()
+        except ToolConflictError:
+            entry.priority, entry.namespace = old
+            entry._seen = None
+            raise
+        self._registry._changed()
+
+    def remove(self) -> None:
+        """Remove the provider and stop listening to it (idempotent)."""
+        entry = self._registry._providers.pop(self._key, None)
+        if entry is not None:
+            if entry.unsubscribe is not None:
+                entry.unsubscribe()
+            self._registry._changed()

@@ -1,0 +1,478 @@
+"""``Tool``: a named, described, schema-checked callable that a model may call.
+
+A tool's parameters come from one of three places, and that choice also fixes how
+``execute`` is called:
+
+* nothing given: the schema is derived from ``execute``'s typed signature (Pydantic), and
+  ``execute`` is called with the validated arguments as keyword arguments;
+* a type (a Pydantic model, a ``TypedDict``, a dataclass...): ``execute`` receives one
+  validated instance of it;
+* a JSON Schema dict: the arguments are checked with ``jsonschema`` and ``execute``
+  receives the dict.
+
+``execute`` may be sync (it then runs in a worker thread so it cannot stall the event
+loop) or async, and may ask for a :class:`ToolCallContext` by annotating a parameter with
+that type (or, with explicit parameters, by taking a second positional argument).
+"""
+
+from __future__ import annotations
+
+import builtins
+import inspect
+import itertools
+import threading
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Literal, TypeAlias, get_args, get_origin, get_type_hints
+
+import anyio.to_thread
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+
+from ..errors import ToolArgumentsError, ToolDisabledError
+from .docstrings import parse_docstring
+from .schema import EMPTY_OBJECT_SCHEMA, inline_refs
+
+__all__ = ["ExecuteFunction", "Parameters", "Tool", "ToolCallContext", "ToolType"]
+
+ToolType: TypeAlias = Literal["frontend", "backend", "human"] | str
+"""assistant-ui's tool kinds; any string crosses the wire unchanged."""
+
+ExecuteFunction: TypeAlias = Callable[..., Any]
+Parameters: TypeAlias = Mapping[str, Any] | type[Any]
+
+_call_ids = itertools.count(1)
+_event_lock = threading.Lock()
+_UNSET: Any = object()
+
+
+class ToolCallContext:
+    """What an ``execute`` function may learn about the call it is serving.
+
+    Async tools are cancelled the ordinary way (their task is cancelled); sync tools run in
+    a thread that cannot be interrupted, so they should poll :attr:`cancelled` or block in
+    :meth:`wait_cancelled` instead of ``time.sleep``.
+    """
+
+    __slots__ = ("_cancelled", "_event", "tool_call_id", "tool_name")
+
+    def __init__(self, tool_call_id: str, tool_name: str) -> None:
+        self.tool_call_id = tool_call_id
+        self.tool_name = tool_name
+        self._cancelled = False
+        self._event: threading.Event | None = None
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the caller has cancelled this call (``tool-cancel`` or timeout)."""
+        return self._cancelled
+
+    def cancel(self) -> None:
+        """Mark the call cancelled and wake :meth:`wait_cancelled` (frames call this)."""
+        with _event_lock:
+            self._cancelled = True
+            if self._event is not None:
+                self._event.set()
+
+    def wait_cancelled(self, timeout: float | None = None) -> bool:
+        """Block the calling thread until cancelled or ``timeout``; return :attr:`cancelled`.
+
+        Meant for sync tools running in a worker thread; never call it on the event loop.
+        """
+        with _event_lock:
+            if self._cancelled:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
+
+    def __repr__(self) -> str:
+        return (
+            f"ToolCallContext(tool_call_id={self.tool_call_id!r}, "
+            f"tool_name={self.tool_name!r}, cancelled={self._cancelled})"
+        )
+
+
+# An invoker takes already-received arguments and a context, validates, and runs execute.
+_Invoker: TypeAlias = Callable[[Any, ToolCallContext], Awaitable[Any]]
+
+
+class Tool:
+    """A tool: ``name``, ``description``, JSON Schema ``parameters`` and ``execute``.
+
+    Tools are immutable; :meth:`replace` returns a changed copy. ``parameters`` is always
+    a self-contained JSON Schema (``$ref`` inlined) whatever it was built from.
+    """
+
+    __slots__ = (
+        "_invoker",
+        "_parameters_source",
+        "_serialized",
+        "description",
+        "disabled",
+        "execute",
+        "name",
+        "parameters",
+        "type",
+    )
+
+    name: str
+    description: str | None
+    parameters: Mapping[str, Any]
+    execute: ExecuteFunction | None
+    disabled: bool
+    type: ToolType | None
+
+    def __init__(
+        self,
+        name: str,
+        execute: ExecuteFunction | None = None,
+        *,
+        description: str | None = None,
+        parameters: Parameters | None = None,
+        disabled: bool = False,
+        type: ToolType | None = None,  # noqa: A002 - assistant-ui's field name
+    ) -> None:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"A tool name must be a non-empty string, not {name!r}")
+        if execute is not None and not callable(execute):
+            raise TypeError(f"execute for tool {name!r} must be callable, not {execute!r}")
+        self.name = name
+        self.execute = execute
+        self.disabled = bool(disabled)
+        self.type = type
+        self._parameters_source = parameters
+        self._serialized: dict[str, Any] | None = None
+        doc_description, self.parameters, self._invoker = _build(name, execute, parameters)
+        self.description = description if description is not None else doc_description
+
+    @classmethod
+    def from_parts(
+        cls,
+        name: str,
+        invoke: Callable[[Any, ToolCallContext], Awaitable[Any]],
+        *,
+        description: str | None = None,
+        parameters: Mapping[str, Any] | None = None,
+        disabled: bool = False,
+        type: ToolType | None = None,  # noqa: A002
+    ) -> Tool:
+        """Build a tool around a ready ``invoke(args, context)`` coroutine function.
+
+        Nothing is derived or validated: ``parameters`` is kept exactly as given and
+        ``invoke`` receives the raw arguments. Frame hosts use this for remote tools,
+        whose frame validates the arguments itself; it is also the cheapest way to
+        build many tools at once.
+        """
+        tool = object.__new__(cls)
+        tool.name = name
+        tool.description = description
+        tool.parameters = parameters if parameters is not None else dict(EMPTY_OBJECT_SCHEMA)
+        tool.disabled = bool(disabled)
+        tool.type = type
+        tool.execute = invoke
+        tool._invoker = invoke
+        tool._parameters_source = tool.parameters
+        tool._serialized = None
+        return tool
+
+    # -- calling ---------------------------------------------------------------------
+
+    async def invoke(
+        self,
+        args: Any = None,
+        *,
+        tool_call_id: str | None = None,
+        context: ToolCallContext | None = None,
+    ) -> Any:
+        """Validate ``args`` against the schema and run ``execute``; return its result.
+
+        Raises :class:`ToolDisabledError` for a disabled tool and
+        :class:`ToolArgumentsError` when the arguments do not fit the schema; whatever
+        ``execute`` raises propagates unchanged.
+        """
+        if self.disabled:
+            raise ToolDisabledError(self.name, tool_call_id=tool_call_id)
+        if context is None:
+            context = ToolCallContext(tool_call_id or f"call-{next(_call_ids)}", self.name)
+        return await self._invoker(args, context)
+
+    # -- copies ----------------------------------------------------------------------
+
+    def replace(
+        self,
+        *,
+        name: str = _UNSET,
+        execute: ExecuteFunction | None = _UNSET,
+        description: str | None = _UNSET,
+        parameters: Parameters | None = _UNSET,
+        disabled: bool = _UNSET,
+        type: ToolType | None = _UNSET,  # noqa: A002
+    ) -> Tool:
+        """Return a copy with the given fields changed."""
+        if execute is not _UNSET or parameters is not _UNSET:
+            return Tool(
+                self.name if name is _UNSET else name,
+                self.execute if execute is _UNSET else execute,
+                description=self.description if description is _UNSET else description,
+                parameters=self._parameters_source if parameters is _UNSET else parameters,
+                disabled=self.disabled if disabled is _UNSET else disabled,
+                type=self.type if type is _UNSET else type,
+            )
+        copy = object.__new__(Tool)
+        for slot in Tool.__slots__:
+            object.__setattr__(copy, slot, getattr(self, slot))
+        copy._serialized = None
+        if name is not _UNSET:
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"A tool name must be a non-empty string, not {name!r}")
+            copy.name = name
+        if description is not _UNSET:
+            copy.description = description
+        if disabled is not _UNSET:
+            copy.disabled = bool(disabled)
+        if type is not _UNSET:
+            copy.type = type
+        return copy
+
+    def __repr__(self) -> str:
+        flags = ", disabled=True" if self.disabled else ""
+        return f"Tool(name={self.name!r}, description={self.description!r}{flags})"
+
+
+# -- building the invoker ------------------------------------------------------------------
+
+
+def _is_async(fn: Callable[..., Any]) -> bool:
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - callable objects with async __call__
+    )
+
+
+def _runner(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
+    """Wrap ``fn`` so calling it returns an awaitable: direct if async, else in a thread."""
+    if _is_async(fn):
+        return fn
+
+    async def run_sync(*args: Any, **kwargs: Any) -> Any:
+        result = await anyio.to_thread.run_sync(
+            lambda: fn(*args, **kwargs), abandon_on_cancel=True
+        )
+        if inspect.isawaitable(result):  # a sync callable that returned a coroutine
+            result = await result
+        return result
+
+    return run_sync
+
+
+def _build(
+    name: str, execute: ExecuteFunction | None, parameters: Parameters | None
+) -> tuple[str | None, dict[str, Any], _Invoker]:
+    """Return ``(docstring description, JSON Schema, invoker)`` for a tool."""
+    doc_description: str | None = None
+    if execute is not None:
+        doc_description, _ = parse_docstring(inspect.getdoc(execute))
+
+    if parameters is None:
+        if execute is None:
+            return doc_description, dict(EMPTY_OBJECT_SCHEMA), _no_execute(name)
+        return (doc_description, *_from_signature(name, execute))
+    if isinstance(parameters, Mapping):
+        return doc_description, *_from_json_schema(name, execute, parameters)
+    if isinstance(parameters, builtins.type):
+        return doc_description, *_from_type(name, execute, parameters)
+    raise TypeError(
+        f"parameters for tool {name!r} must be a JSON Schema dict or a type "
+        f"(e.g. a Pydantic model), not {parameters!r}"
+    )
+
+
+def _no_execute(name: str) -> _Invoker:
+    async def invoke(args: Any, context: ToolCallContext) -> Any:
+        return None
+
+    return invoke
+
+
+def _wants_context_positionally(execute: Callable[..., Any]) -> bool:
+    """For ``execute(args)`` style tools: does it take a second (context) argument?"""
+    try:
+        params = list(inspect.signature(execute).parameters.values())
+    except (TypeError, ValueError):
+        return False
+    positional = [
+        p
+        for p in params
+        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) or p.kind is p.VAR_POSITIONAL
+    ]
+    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
+
+
+def _call_with_one(execute: ExecuteFunction | None, validate: Callable[[Any], Any]) -> _Invoker:
+    """Invoker for tools whose execute receives the validated arguments as one value."""
+    if execute is None:
+
+        async def invoke_nothing(args: Any, context: ToolCallContext) -> Any:
+            validate(args)
+            return None
+
+        return invoke_nothing
+    run = _runner(execute)
+    if _wants_context_positionally(execute):
+
+        async def invoke_with_context(args: Any, context: ToolCallContext) -> Any:
+            return await run(validate(args), context)
+
+        return invoke_with_context
+
+    async def invoke(args: Any, context: ToolCallContext) -> Any:
+        return await run(validate(args))
+
+    return invoke
+
+
+def _from_json_schema(
+    name: str, execute: ExecuteFunction | None, parameters: Mapping[str, Any]
+) -> tuple[dict[str, Any], _Invoker]:
+    schema = inline_refs(parameters)
+    compiled: list[Any] = []  # compiled on first call: hosts may hold thousands of tools
+
+    def validate(args: Any) -> Any:
+        if args is None and schema.get("type") == "object":
+            args = {}
+        if not compiled:
+            import jsonschema.validators
+
+            cls = jsonschema.validators.validator_for(schema)
+            compiled.append(cls(schema))
+        errors = sorted(compiled[0].iter_errors(args), key=lambda e: str(list(e.absolute_path)))
+        if errors:
+            raise ToolArgumentsError(
+                _format_errors(name, (_jsonschema_error(e) for e in errors)), tool_name=name
+            )
+        return args
+
+    return schema, _call_with_one(execute, validate)
+
+
+def _jsonschema_error(error: Any) -> str:
+    path = ".".join(str(p) for p in error.absolute_path)
+    return f"{path}: {error.message}" if path else str(error.message)
+
+
+def _from_type(
+    name: str, execute: ExecuteFunction | None, parameters: type[Any]
+) -> tuple[dict[str, Any], _Invoker]:
+    adapter: TypeAdapter[Any] = TypeAdapter(parameters)
+    schema = inline_refs(adapter.json_schema())
+    schema.pop("title", None)
+    validator = adapter.validator
+
+    def validate(args: Any) -> Any:
+        try:
+            return validator.validate_python({} if args is None else args)
+        except ValidationError as exc:
+            raise ToolArgumentsError(_pydantic_message(name, exc), tool_name=name) from None
+
+    return schema, _call_with_one(execute, validate)
+
+
+def _is_context_annotation(annotation: Any) -> bool:
+    if annotation is ToolCallContext:
+        return True
+    return get_origin(annotation) is not None and ToolCallContext in get_args(annotation)
+
+
+def _from_signature(name: str, execute: ExecuteFunction) -> tuple[dict[str, Any], _Invoker]:
+    try:
+        signature = inspect.signature(execute)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"Cannot read the signature of execute for tool {name!r}") from exc
+    try:
+        hints = get_type_hints(execute, include_extras=True)
+    except Exception:  # unresolvable forward references: fall back to the raw annotations
+        hints = {}
+    _, param_docs = parse_docstring(inspect.getdoc(execute))
+
+    fields: dict[str, Any] = {}
+    aliases: dict[str, str] = {}  # model field -> parameter name, where they differ
+    context_param: str | None = None
+    for param in signature.parameters.values():
+        annotation = hints.get(param.name, param.annotation)
+        if annotation is inspect.Parameter.empty:
+            annotation = Any
+        if _is_context_annotation(annotation):
+            context_param = param.name
+            continue
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+            raise TypeError(
+                f"Tool {name!r}: parameter {param.name!r} must be passable by keyword "
+                "(no *args, **kwargs or positional-only parameters); pass `parameters=` "
+                "explicitly to use such a function"
+            )
+        field_name = param.name
+        if field_name.startswith("_") or hasattr(BaseModel, field_name):
+            field_name = f"field_{len(fields)}"
+            aliases[field_name] = param.name
+        default = ... if param.default is inspect.Parameter.empty else param.default
+        field = Field(
+            default,
+            alias=param.name if field_name != param.name else None,
+            description=param_docs.get(param.name),
+        )
+        fields[field_name] = (annotation, field)
+
+    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+        f"{name}_arguments",
+        __config__=ConfigDict(protected_namespaces=(), arbitrary_types_allowed=True),
+        **fields,
+    )
+    try:
+        schema = inline_refs(model.model_json_schema())
+    except Exception as exc:
+        raise TypeError(f"Tool {name!r}: cannot build a JSON Schema for its parameters: {exc}")
+    schema.pop("title", None)
+    schema.setdefault("properties", {})
+    validator = model.__pydantic_validator__
+    run = _runner(execute)
+
+    def validate(args: Any) -> dict[str, Any]:
+        try:
+            values: dict[str, Any] = validator.validate_python(
+                {} if args is None else args
+            ).__dict__
+        except ValidationError as exc:
+            raise ToolArgumentsError(_pydantic_message(name, exc), tool_name=name) from None
+        if aliases:
+            return {aliases.get(k, k): v for k, v in values.items()}
+        return values
+
+    if context_param is not None:
+        key = context_param
+
+        async def invoke_with_context(args: Any, context: ToolCallContext) -> Any:
+            kwargs = dict(validate(args))
+            kwargs[key] = context
+            return await run(**kwargs)
+
+        return schema, invoke_with_context
+
+    async def invoke(args: Any, context: ToolCallContext) -> Any:
+        return await run(**validate(args))
+
+    return schema, invoke
+
+
+def _pydantic_message(name: str, exc: ValidationError) -> str:
+    def one(error: Any) -> str:
+        loc = ".".join(str(part) for part in error["loc"])
+        return f"{loc}: {error['msg']}" if loc else str(error["msg"])
+
+    return _format_errors(name, (one(e) for e in exc.errors(include_url=False)))
+
+
+def _format_errors(name: str, errors: Any, limit: int = 5) -> str:
+    items = list(itertools.islice(errors, limit + 1))
+    text = "; ".join(items[:limit])
+    if len(items) > limit:
+        text += "; ..."
+    return f'Invalid arguments for tool "{name}": {text}'
