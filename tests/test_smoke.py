@@ -1,0 +1,25 @@
+from __future__ import annotations
+
+import pytest
+
+from assistant_frames import ModelContextRegistry
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def frame() -> ModelContextRegistry:
+    registry = ModelContextRegistry()
+    registry.add_instruction("Adds.")
+
+    @registry.tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    return registry
+
+
+async def test_plugin_fixture_connects(frame_host) -> None:  # type: ignore[no-untyped-def]
+    assert frame_host.get_model_context().system == "Adds."
+    assert await frame_host.call_tool("add", {"a": 2, "b": 3}) == 5
