@@ -7,7 +7,7 @@ import logging
 import math
 import secrets
 from collections.abc import Callable
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 from types import TracebackType
 from typing import Any, Literal
 
@@ -238,10 +238,8 @@ class AssistantFrameHost:
                 await self._try_send(protocol.encode_tool_cancel(call_id))
 
     async def _try_send(self, message: dict[str, Any]) -> None:
-        try:
+        with suppress(_CLOSED):
             await self._transport.send(message)
-        except _CLOSED:
-            pass
 
     def _not_connected(self) -> FrameDisconnected:
         if self._state == "new":

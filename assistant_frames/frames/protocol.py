@@ -12,10 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
-from typing_extensions import TypedDict
-
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
+from typing_extensions import TypedDict
 
 from ..registry.context import ModelContext
 from ..registry.tool import Tool
@@ -182,9 +181,7 @@ def decode(raw: object) -> FrameMessage | None:
             candidate = message.get("id")
             if isinstance(candidate, str):
                 tool_call_id = candidate
-        raise MalformedMessage(
-            _describe(exc), message=message, tool_call_id=tool_call_id
-        ) from None
+        raise MalformedMessage(_describe(exc), message=message, tool_call_id=tool_call_id) from None
 
 
 def _describe(exc: ValidationError) -> str:

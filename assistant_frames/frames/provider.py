@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -255,7 +256,5 @@ class _Connection:
 
     async def send(self, message: dict[str, Any]) -> None:
         """Send, treating a peer that is already gone as nothing to do."""
-        try:
+        with contextlib.suppress(*_CLOSED):
             await self.transport.send(message)
-        except _CLOSED:
-            pass

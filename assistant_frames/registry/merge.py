@@ -47,7 +47,7 @@ def _flatten(sources: tuple[Source | Iterable[Source], ...]) -> Iterable[Source]
         if isinstance(source, ModelContext) or hasattr(source, "get_model_context"):
             yield source  # type: ignore[misc]
         else:
-            yield from source  # type: ignore[union-attr]
+            yield from source
 
 
 def _merge(items: list[tuple[ModelContext, object]], conflict: ConflictPolicy) -> ModelContext:
@@ -116,8 +116,10 @@ def namespaced(context: ModelContext, namespace: str, separator: str = "_") -> M
     prefix = f"{namespace}{separator}"
     return ModelContext(
         system=context.system,
-        tools={f"{prefix}{name}": tool.replace(name=f"{prefix}{name}") for name, tool in
-               context.tools.items()},
+        tools={
+            f"{prefix}{name}": tool.replace(name=f"{prefix}{name}")
+            for name, tool in context.tools.items()
+        },
         priority=context.priority,
         call_settings=context.call_settings,
         config=context.config,

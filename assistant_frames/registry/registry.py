@@ -6,19 +6,18 @@ import itertools
 import logging
 from collections.abc import Callable
 from dataclasses import replace as dataclass_replace
-from typing import Any, Generic, TypeVar, overload
+from typing import Any, TypeVar, overload
 
 from ..errors import ToolConflictError
 from .context import ModelContext, ModelContextProvider, ToolConflict, Unsubscribe
 from .merge import ConflictPolicy, _merge, namespaced
-from .tool import ExecuteFunction, Parameters, Tool, ToolType
+from .tool import _UNSET, ExecuteFunction, Parameters, Tool, ToolType
 
 __all__ = ["InstructionHandle", "ModelContextRegistry", "ProviderHandle", "ToolHandle"]
 
 logger = logging.getLogger("assistant_frames.registry")
 
 F = TypeVar("F", bound=Callable[..., Any])
-_UNSET: Any = object()
 
 
 class _Subscribers:
@@ -107,7 +106,7 @@ class ModelContextRegistry:
         description: str | None = None,
         parameters: Parameters | None = None,
         disabled: bool = False,
-        type: ToolType | None = None,  # noqa: A002
+        type: ToolType | None = None,
     ) -> ToolHandle:
         """Add a :class:`Tool`, or build one from a name, ``execute`` and options."""
         if not isinstance(tool, Tool):
@@ -136,10 +135,10 @@ class ModelContextRegistry:
         description: str | None = None,
         parameters: Parameters | None = None,
         disabled: bool = False,
-        type: ToolType | None = None,  # noqa: A002
+        type: ToolType | None = None,
     ) -> Callable[[F], F]: ...
 
-    def tool(
+    def tool(  # type: ignore[misc]
         self,
         fn: F | None = None,
         /,
@@ -148,7 +147,7 @@ class ModelContextRegistry:
         description: str | None = None,
         parameters: Parameters | None = None,
         disabled: bool = False,
-        type: ToolType | None = None,  # noqa: A002
+        type: ToolType | None = None,
     ) -> F | Callable[[F], F]:
         """Register a function as a tool; use bare (``@registry.tool``) or with options.
 
@@ -338,26 +337,21 @@ class ToolHandle(_Handle):
         description: str | None = _UNSET,
         parameters: Parameters | None = _UNSET,
         disabled: bool = _UNSET,
-        type: ToolType | None = _UNSET,  # noqa: A002
+        type: ToolType | None = _UNSET,
     ) -> None:
         """Replace the tool, or change some of its fields. No-op once removed."""
         current = self.tool
         if current is None:
             return
         if tool is None:
-            changes = {
-                k: v
-                for k, v in {
-                    "name": name,
-                    "execute": execute,
-                    "description": description,
-                    "parameters": parameters,
-                    "disabled": disabled,
-                    "type": type,
-                }.items()
-                if v is not _UNSET
-            }
-            tool = current.replace(**changes)
+            tool = current.replace(
+                name=name,
+                execute=execute,
+                description=description,
+                parameters=parameters,
+                disabled=disabled,
+                type=type,
+            )
         self._registry._put_tool(self._key, tool)
 
     def remove(self) -> None:

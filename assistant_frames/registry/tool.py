@@ -130,7 +130,7 @@ class Tool:
         description: str | None = None,
         parameters: Parameters | None = None,
         disabled: bool = False,
-        type: ToolType | None = None,  # noqa: A002 - assistant-ui's field name
+        type: ToolType | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"A tool name must be a non-empty string, not {name!r}")
@@ -154,7 +154,7 @@ class Tool:
         description: str | None = None,
         parameters: Mapping[str, Any] | None = None,
         disabled: bool = False,
-        type: ToolType | None = None,  # noqa: A002
+        type: ToolType | None = None,
     ) -> Tool:
         """Build a tool around a ready ``invoke(args, context)`` coroutine function.
 
@@ -206,7 +206,7 @@ class Tool:
         description: str | None = _UNSET,
         parameters: Parameters | None = _UNSET,
         disabled: bool = _UNSET,
-        type: ToolType | None = _UNSET,  # noqa: A002
+        type: ToolType | None = _UNSET,
     ) -> Tool:
         """Return a copy with the given fields changed."""
         if execute is not _UNSET or parameters is not _UNSET:
@@ -254,9 +254,7 @@ def _runner(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
         return fn
 
     async def run_sync(*args: Any, **kwargs: Any) -> Any:
-        result = await anyio.to_thread.run_sync(
-            lambda: fn(*args, **kwargs), abandon_on_cancel=True
-        )
+        result = await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs), abandon_on_cancel=True)
         if inspect.isawaitable(result):  # a sync callable that returned a coroutine
             result = await result
         return result
@@ -421,7 +419,7 @@ def _from_signature(name: str, execute: ExecuteFunction) -> tuple[dict[str, Any]
         )
         fields[field_name] = (annotation, field)
 
-    model: type[BaseModel] = create_model(  # type: ignore[call-overload]
+    model: type[BaseModel] = create_model(
         f"{name}_arguments",
         __config__=ConfigDict(protected_namespaces=(), arbitrary_types_allowed=True),
         **fields,
@@ -429,7 +427,9 @@ def _from_signature(name: str, execute: ExecuteFunction) -> tuple[dict[str, Any]
     try:
         schema = inline_refs(model.model_json_schema())
     except Exception as exc:
-        raise TypeError(f"Tool {name!r}: cannot build a JSON Schema for its parameters: {exc}")
+        raise TypeError(
+            f"Tool {name!r}: cannot build a JSON Schema for its parameters: {exc}"
+        ) from exc
     schema.pop("title", None)
     schema.setdefault("properties", {})
     validator = model.__pydantic_validator__

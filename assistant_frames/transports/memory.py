@@ -31,7 +31,9 @@ class MemoryTransport(ObjectStream[Any]):
     """One end of :func:`memory_pair`: an anyio object stream of JSON messages."""
 
     def __init__(
-        self, send_stream: MemoryObjectSendStream[Any], receive_stream: MemoryObjectReceiveStream[Any]
+        self,
+        send_stream: MemoryObjectSendStream[Any],
+        receive_stream: MemoryObjectReceiveStream[Any],
     ) -> None:
         self._send_stream = send_stream
         self._receive_stream = receive_stream
