@@ -238,7 +238,7 @@ class AssistantFrameHost:
                 await self._try_send(protocol.encode_tool_cancel(call_id))
 
     async def _try_send(self, message: dict[str, Any]) -> None:
-        with suppress(_CLOSED):
+        with suppress(*_CLOSED):
             await self._transport.send(message)
 
     def _not_connected(self) -> FrameDisconnected:
