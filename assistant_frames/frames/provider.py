@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from collections import deque
 from collections.abc import Callable
 from typing import Any
 
@@ -34,6 +35,7 @@ __all__ = ["DEFAULT_MAX_ARGUMENT_BYTES", "AssistantFrameProvider"]
 logger = logging.getLogger("assistant_frames.frames")
 
 DEFAULT_MAX_ARGUMENT_BYTES = 1024 * 1024
+_MAX_IDLE_WORKERS = 8
 _CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 
 
@@ -173,13 +175,29 @@ class AssistantFrameProvider:
         previous = connection.calls.pop(message.id, None)
         if previous is not None:  # a reused live id cancels the older call
             previous.cancel()
-        call = _Call(message.id, message.tool_name)
+        call = _Call(message.id, message.tool_name, message.args)
         connection.calls[message.id] = call
-        connection.task_group.start_soon(self._run_call, connection, call, message.args)
+        connection.queue.append(call)
+        if connection.idle:
+            connection.idle.pop().set()
+        else:
+            connection.task_group.start_soon(self._worker, connection)
 
-    async def _run_call(self, connection: _Connection, call: _Call, args: Any) -> None:
+    async def _worker(self, connection: _Connection) -> None:
+        """Run queued calls; stay around while idle, so most calls start no task."""
+        queue, idle = connection.queue, connection.idle
+        while True:
+            while queue:
+                await self._run_call(connection, queue.popleft())
+            if len(idle) >= _MAX_IDLE_WORKERS:
+                return
+            wake = anyio.Event()
+            idle.append(wake)
+            await wake.wait()
+
+    async def _run_call(self, connection: _Connection, call: _Call) -> None:
         with call.scope:
-            reply = await self._execute(call, args)
+            reply = await self._execute(call)
         if connection.calls.get(call.id) is not call:
             return  # cancelled or superseded: no result
         del connection.calls[call.id]
@@ -190,7 +208,8 @@ class AssistantFrameProvider:
         except (TypeError, ValueError):  # the transport could not encode the result
             await connection.send(protocol.encode_tool_error(call.id, RESULT_NOT_SENDABLE))
 
-    async def _execute(self, call: _Call, args: Any) -> dict[str, Any]:
+    async def _execute(self, call: _Call) -> dict[str, Any]:
+        args = call.args
         tool = self._registry.get_model_context().tools.get(call.name)
         if tool is None:
             return protocol.encode_tool_error(call.id, f'Tool "{call.name}" not found')
@@ -219,11 +238,12 @@ class AssistantFrameProvider:
 class _Call:
     """One tool call in progress: cancelling it cancels its task and flags its context."""
 
-    __slots__ = ("context", "id", "name", "scope")
+    __slots__ = ("args", "context", "id", "name", "scope")
 
-    def __init__(self, call_id: str, name: str) -> None:
+    def __init__(self, call_id: str, name: str, args: Any) -> None:
         self.id = call_id
         self.name = name
+        self.args = args
         self.scope = anyio.CancelScope()
         self.context = ToolCallContext(call_id, name)
 
@@ -237,8 +257,10 @@ class _Connection:
 
     __slots__ = (
         "calls",
+        "idle",
         "last_sent",
         "malformed",
+        "queue",
         "subscribed",
         "task_group",
         "transport",
@@ -249,6 +271,8 @@ class _Connection:
         self.transport = transport
         self.task_group = task_group
         self.calls: dict[str, _Call] = {}
+        self.queue: deque[_Call] = deque()  # calls not yet picked up by a worker
+        self.idle: list[anyio.Event] = []  # one per idle worker: set it to wake that one
         self.subscribed = False
         self.last_sent: SerializedModelContext | None = None
         self.malformed = 0

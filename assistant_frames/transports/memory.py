@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import math
+from collections import deque
 from typing import Any
 
 import anyio
 from anyio.abc import ObjectStream
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 __all__ = ["MemoryTransport", "copy_json", "memory_pair"]
@@ -27,41 +26,79 @@ def copy_json(value: Any) -> Any:
         raise TypeError(f"Cannot send a value that has no JSON form: {exc}") from None
 
 
-class MemoryTransport(ObjectStream[Any]):
-    """One end of :func:`memory_pair`: an anyio object stream of JSON messages."""
+class _Direction:
+    """The messages flowing one way, and who is waiting for them."""
 
-    def __init__(
-        self,
-        send_stream: MemoryObjectSendStream[Any],
-        receive_stream: MemoryObjectReceiveStream[Any],
-    ) -> None:
-        self._send_stream = send_stream
-        self._receive_stream = receive_stream
+    __slots__ = ("eof", "items", "receiver_closed", "waiter")
+
+    def __init__(self) -> None:
+        self.items: deque[Any] = deque()
+        self.waiter: anyio.Event | None = None
+        self.eof = False  # the sender is done: the receiver drains, then gets EndOfStream
+        self.receiver_closed = False  # sending now raises BrokenResourceError
+
+    def wake(self) -> None:
+        waiter, self.waiter = self.waiter, None
+        if waiter is not None:
+            waiter.set()
+
+
+class MemoryTransport(ObjectStream[Any]):
+    """One end of :func:`memory_pair`: an anyio object stream of JSON messages.
+
+    Like ``postMessage``, :meth:`send` never blocks: the buffer is unbounded and
+    sending only queues a copy and wakes the receiver. :meth:`receive` waits only when
+    nothing is queued.
+    """
+
+    def __init__(self, incoming: _Direction, outgoing: _Direction) -> None:
+        self._incoming = incoming
+        self._outgoing = outgoing
+        self._closed = False
 
     async def send(self, item: Any) -> None:
-        """Send a copy of ``item``; ``TypeError`` if it is not JSON data."""
-        await self._send_stream.send(copy_json(item))
+        """Queue a copy of ``item`` for the peer; ``TypeError`` if it is not JSON data."""
+        outgoing = self._outgoing
+        if self._closed or outgoing.eof:
+            raise anyio.ClosedResourceError
+        if outgoing.receiver_closed:
+            raise anyio.BrokenResourceError
+        outgoing.items.append(copy_json(item))
+        outgoing.wake()
 
     async def receive(self) -> Any:
         """The next message; ``anyio.EndOfStream`` once the peer has closed."""
-        return await self._receive_stream.receive()
+        incoming = self._incoming
+        while True:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            if incoming.items:
+                return incoming.items.popleft()
+            if incoming.eof:
+                raise anyio.EndOfStream
+            waiter = incoming.waiter
+            if waiter is None:
+                waiter = incoming.waiter = anyio.Event()
+            await waiter.wait()
 
     async def send_eof(self) -> None:
-        """Close the sending direction; the peer's ``receive`` then ends."""
-        await self._send_stream.aclose()
+        """Close the sending direction; the peer's ``receive`` ends once it has drained."""
+        self._outgoing.eof = True
+        self._outgoing.wake()
 
     async def aclose(self) -> None:
-        """Close both directions."""
-        await self._send_stream.aclose()
-        await self._receive_stream.aclose()
+        """Close both directions (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._outgoing.eof = True
+        self._outgoing.wake()
+        self._incoming.receiver_closed = True
+        self._incoming.items.clear()
+        self._incoming.wake()
 
 
-def memory_pair(max_buffer_size: float = math.inf) -> tuple[MemoryTransport, MemoryTransport]:
-    """Two connected transports: what one sends, the other receives (as its own copy).
-
-    The buffer is unbounded by default, like ``postMessage``; a bound makes ``send``
-    wait while the peer has that many unread messages.
-    """
-    a_send, b_receive = anyio.create_memory_object_stream[Any](max_buffer_size)
-    b_send, a_receive = anyio.create_memory_object_stream[Any](max_buffer_size)
-    return MemoryTransport(a_send, a_receive), MemoryTransport(b_send, b_receive)
+def memory_pair() -> tuple[MemoryTransport, MemoryTransport]:
+    """Two connected transports: what one sends, the other receives (as its own copy)."""
+    a_to_b, b_to_a = _Direction(), _Direction()
+    return MemoryTransport(b_to_a, a_to_b), MemoryTransport(a_to_b, b_to_a)
