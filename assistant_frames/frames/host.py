@@ -6,7 +6,7 @@ import itertools
 import logging
 import math
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack, suppress
 from types import TracebackType
 from typing import Any, Literal
@@ -23,7 +23,6 @@ from .protocol import (
     MalformedMessage,
     ModelContextResponse,
     ModelContextUpdate,
-    SerializedModelContext,
     SerializedTool,
     ToolResult,
 )
@@ -78,7 +77,7 @@ class AssistantFrameHost:
         self._transport = transport
         self._state: State = "new"
         self._context = _EMPTY_CONTEXT
-        self._wire: SerializedModelContext | None = None
+        self._wire: Mapping[str, Any] | None = None
         self._subscribers = _Subscribers()
         self._pending: dict[str, _Pending] = {}
         self._deadlines: dict[str, tuple[float, _Pending]] = {}  # ascending deadlines
@@ -319,43 +318,52 @@ class AssistantFrameHost:
         level = logging.WARNING if self._malformed == 1 else logging.DEBUG
         logger.log(level, "Host dropped a malformed message from %s (%s)", self.name, reason)
 
-    async def _apply(self, wire: SerializedModelContext) -> None:
-        if wire == self._wire:
-            self._set_ready()
-            return
+    async def _apply(self, wire: Mapping[str, Any]) -> None:
         try:
-            context = self._build_context(wire)
-        except (TypeError, ValueError) as exc:
+            context, changed = self._build_context(wire)
+        except ValueError as exc:
             self._log_malformed(f"unusable context, kept the last good one: {exc}")
             return
         first = self._wire is None
         self._wire = wire
-        self._context = context
         self._set_ready()
         if first and not self._subscribed and self._state == "connected":
             self._subscribed = True
             await self._try_send(protocol.encode_context_subscribe())
-        self._subscribers.notify()
+        if changed:
+            self._context = context
+            self._subscribers.notify()
 
     def _set_ready(self) -> None:
         if self._ready is not None:
             self._ready.set()
 
-    def _build_context(self, wire: SerializedModelContext) -> ModelContext:
+    def _build_context(self, wire: Mapping[str, Any]) -> tuple[ModelContext, bool]:
+        """The context for ``wire``, reusing unchanged tools; and whether anything changed.
+
+        One pass over the tools: a frame may hold thousands, and every change resends all.
+        """
+        previous = self._wire or {}
         previous_tools = self._context.tools
-        previous_wire = (self._wire or {}).get("tools") or {}
+        previous_specs = previous.get("tools") or {}
+        specs = wire.get("tools") or {}
+        system = wire.get("system")
+        changed = (
+            self._wire is None
+            or system != previous.get("system")
+            or len(specs) != len(previous_specs)
+        )
         tools: dict[str, Tool] = {}
-        for name, spec in (wire.get("tools") or {}).items():
+        for name, spec in specs.items():
             old = previous_tools.get(name)
-            if old is not None and previous_wire.get(name) == spec:
+            if old is not None and previous_specs.get(name) == spec:
                 tools[name] = old  # unchanged: keep the same object
             else:
-                tools[name] = self._remote_tool(name, spec)
-        return ModelContext(system=wire.get("system"), tools=tools)
+                tools[name] = self._remote_tool(name, protocol.check_tool(name, spec))
+                changed = True
+        return ModelContext(system=system, tools=tools), changed
 
     def _remote_tool(self, name: str, spec: SerializedTool) -> Tool:
-        if not name:
-            raise ValueError("a tool with an empty name")
         call_tool = self.call_tool
 
         async def invoke(args: Any, context: ToolCallContext) -> Any:

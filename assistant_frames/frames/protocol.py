@@ -44,6 +44,7 @@ __all__ = [
     "encode_tool_cancel",
     "encode_tool_error",
     "encode_tool_result",
+    "check_tool",
     "serialize_context",
     "serialize_tool",
     "to_json_value",
@@ -69,8 +70,19 @@ class SerializedModelContext(TypedDict, total=False):
     tools: dict[str, SerializedTool] | None
 
 
+class _ReceivedContext(TypedDict, total=False):
+    """What a received context must look like before its tools are checked one by one.
+
+    Tools are checked by :func:`check_tool` while the host walks them anyway, rather
+    than by Pydantic up front: a context can hold thousands of tools.
+    """
+
+    system: str | None
+    tools: dict[str, dict[str, Any]] | None
+
+
 class _Message(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore", populate_by_name=True)
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
 
 class ModelContextRequest(_Message):
@@ -95,14 +107,14 @@ class ModelContextUpdate(_Message):
     """frame -> host: the frame's whole current context."""
 
     type: Literal["model-context-update"] = "model-context-update"
-    context: SerializedModelContext
+    context: _ReceivedContext
 
 
 class ModelContextResponse(_Message):
     """frame -> host: same as an update; accepted, never sent (the JS host ignores it)."""
 
     type: Literal["model-context-response"] = "model-context-response"
-    context: SerializedModelContext
+    context: _ReceivedContext
 
 
 class ToolCall(_Message):
@@ -282,7 +294,24 @@ def serialize_context(context: ModelContext) -> SerializedModelContext:
     return wire
 
 
-def tool_parameters(serialized: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The parameter schema of a received tool (``None`` when the frame sent none)."""
-    parameters = serialized.get("parameters")
-    return parameters if isinstance(parameters, dict) else None
+_TOOL_FIELDS: Final = (
+    ("description", str),
+    ("parameters", dict),
+    ("disabled", bool),
+    ("type", str),
+)
+
+
+def check_tool(name: str, spec: Mapping[str, Any]) -> SerializedTool:
+    """Check one received tool; ``ValueError`` naming the field if it is unusable.
+
+    Every field may be missing or ``null`` (JSON drops ``undefined``); unknown fields are
+    ignored for forward compatibility.
+    """
+    if not name:
+        raise ValueError("a tool has an empty name")
+    for field, kind in _TOOL_FIELDS:
+        value = spec.get(field)
+        if value is not None and not isinstance(value, kind):
+            raise ValueError(f"tools.{name}.{field} must be {kind.__name__}, not {value!r:.40}")
+    return spec  # type: ignore[return-value]

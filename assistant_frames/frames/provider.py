@@ -214,7 +214,7 @@ class AssistantFrameProvider:
         if tool is None:
             return protocol.encode_tool_error(call.id, f'Tool "{call.name}" not found')
         limit = self.max_argument_bytes
-        if limit is not None and args is not None and type(args) is not str:
+        if limit is not None and args is not None:
             size = len(to_json(args))
             if size > limit:
                 return protocol.encode_tool_error(

@@ -46,8 +46,10 @@ def _flatten(sources: tuple[Source | Iterable[Source], ...]) -> Iterable[Source]
     for source in sources:
         if isinstance(source, ModelContext) or hasattr(source, "get_model_context"):
             yield source  # type: ignore[misc]
-        else:
+        elif isinstance(source, Iterable) and not isinstance(source, (str, bytes, Mapping)):
             yield from source
+        else:
+            raise TypeError(f"Cannot merge {source!r}: not a ModelContext or a provider")
 
 
 def _merge(items: list[tuple[ModelContext, object]], conflict: ConflictPolicy) -> ModelContext:
@@ -61,6 +63,7 @@ def _merge(items: list[tuple[ModelContext, object]], conflict: ConflictPolicy) -
     call_settings: dict[str, Any] = {}
     config: dict[str, Any] = {}
     for context, source in items:
+        conflicts.extend(context.conflicts)  # resolved further down: still worth reporting
         if context.system:
             systems.append(context.system)
         priority = context.priority

@@ -259,7 +259,7 @@ class ModelContextRegistry:
             return own
         items: list[tuple[ModelContext, object]] = [(own, self)]
         items.extend((entry.context(), entry.provider) for entry in self._providers.values())
-        return _merge(items, conflict)
+        return dataclass_replace(_merge(items, conflict), priority=self.priority)
 
     def _report(self, conflicts: tuple[ToolConflict, ...]) -> None:
         for c in conflicts:

@@ -5,9 +5,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["EMPTY_OBJECT_SCHEMA", "inline_refs", "model_schema"]
+from pydantic.json_schema import GenerateJsonSchema
+from pydantic_core import CoreSchema, core_schema
+
+__all__ = ["EMPTY_OBJECT_SCHEMA", "ToolJsonSchema", "inline_refs", "model_schema"]
 
 EMPTY_OBJECT_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
+
+
+class ToolJsonSchema(GenerateJsonSchema):
+    """Pydantic's JSON Schema without the titles it invents from field names.
+
+    ``{"a": {"title": "A", "type": "integer"}}`` tells a model nothing the key does not,
+    and costs bytes in every context update; titles a user sets explicitly are kept.
+    """
+
+    def field_title_should_be_set(self, schema: CoreSchema | core_schema.DataclassField) -> bool:
+        return False
 
 
 def inline_refs(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -53,7 +67,7 @@ def _local_def_name(ref: str) -> str | None:
 
 def model_schema(model: type[Any]) -> dict[str, Any]:
     """The inlined JSON Schema of a Pydantic model class, without the top-level title."""
-    schema = inline_refs(model.model_json_schema())
+    schema = inline_refs(model.model_json_schema(schema_generator=ToolJsonSchema))
     schema.pop("title", None)
     schema.setdefault("properties", {})
     return schema

@@ -25,11 +25,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, TypeAlias, get_args, get_origin, get_type_hints
 
 import anyio.to_thread
+import jsonschema
+import jsonschema.validators
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
 from ..errors import ToolArgumentsError, ToolDisabledError
 from .docstrings import parse_docstring
-from .schema import EMPTY_OBJECT_SCHEMA, inline_refs
+from .schema import EMPTY_OBJECT_SCHEMA, ToolJsonSchema, inline_refs
 
 __all__ = ["ExecuteFunction", "Parameters", "Tool", "ToolCallContext", "ToolType"]
 
@@ -332,17 +334,26 @@ def _from_json_schema(
     name: str, execute: ExecuteFunction | None, parameters: Mapping[str, Any]
 ) -> tuple[dict[str, Any], _Invoker]:
     schema = inline_refs(parameters)
-    compiled: list[Any] = []  # compiled on first call: hosts may hold thousands of tools
+    validator_class = jsonschema.validators.validator_for(schema)
+    try:
+        validator_class.check_schema(schema)
+    except jsonschema.SchemaError as exc:
+        raise ValueError(
+            f"parameters of tool {name!r} are not a valid JSON Schema "
+            f"({validator_class.__name__}): {exc.message}"
+        ) from None
+    validator = validator_class(schema)
 
     def validate(args: Any) -> Any:
         if args is None and schema.get("type") == "object":
             args = {}
-        if not compiled:
-            import jsonschema.validators
-
-            cls = jsonschema.validators.validator_for(schema)
-            compiled.append(cls(schema))
-        errors = sorted(compiled[0].iter_errors(args), key=lambda e: str(list(e.absolute_path)))
+        try:
+            errors = sorted(validator.iter_errors(args), key=lambda e: str(list(e.absolute_path)))
+        except Exception as exc:  # e.g. an unresolvable $ref: still the caller's problem
+            raise ToolArgumentsError(
+                f'Cannot check arguments for tool "{name}" against its schema: {exc}',
+                tool_name=name,
+            ) from None
         if errors:
             raise ToolArgumentsError(
                 _format_errors(name, (_jsonschema_error(e) for e in errors)), tool_name=name
@@ -361,7 +372,7 @@ def _from_type(
     name: str, execute: ExecuteFunction | None, parameters: type[Any]
 ) -> tuple[dict[str, Any], _Invoker]:
     adapter: TypeAdapter[Any] = TypeAdapter(parameters)
-    schema = inline_refs(adapter.json_schema())
+    schema = inline_refs(adapter.json_schema(schema_generator=ToolJsonSchema))
     schema.pop("title", None)
     validator = adapter.validator
 
@@ -412,12 +423,12 @@ def _from_signature(name: str, execute: ExecuteFunction) -> tuple[dict[str, Any]
             field_name = f"field_{len(fields)}"
             aliases[field_name] = param.name
         default = ... if param.default is inspect.Parameter.empty else param.default
-        field = Field(
-            default,
-            alias=param.name if field_name != param.name else None,
-            description=param_docs.get(param.name),
-        )
-        fields[field_name] = (annotation, field)
+        options: dict[str, Any] = {}
+        if field_name != param.name:
+            options["alias"] = param.name
+        if param.name in param_docs:  # never override an Annotated Field's description
+            options["description"] = param_docs[param.name]
+        fields[field_name] = (annotation, Field(default, **options) if options else default)
 
     model: type[BaseModel] = create_model(
         f"{name}_arguments",
@@ -425,7 +436,7 @@ def _from_signature(name: str, execute: ExecuteFunction) -> tuple[dict[str, Any]
         **fields,
     )
     try:
-        schema = inline_refs(model.model_json_schema())
+        schema = inline_refs(model.model_json_schema(schema_generator=ToolJsonSchema))
     except Exception as exc:
         raise TypeError(
             f"Tool {name!r}: cannot build a JSON Schema for its parameters: {exc}"
