@@ -346,7 +346,7 @@ class AssistantFrameHost:
         previous = self._wire or {}
         previous_tools = self._context.tools
         previous_specs = previous.get("tools") or {}
-        specs = wire.get("tools") or {}
+        specs = protocol.check_tools(wire.get("tools"))
         system = wire.get("system")
         changed = (
             self._wire is None

@@ -45,6 +45,7 @@ __all__ = [
     "encode_tool_error",
     "encode_tool_result",
     "check_tool",
+    "check_tools",
     "serialize_context",
     "serialize_tool",
     "to_json_value",
@@ -78,7 +79,7 @@ class _ReceivedContext(TypedDict, total=False):
     """
 
     system: str | None
-    tools: dict[str, dict[str, Any]] | None
+    tools: Any  # checked by check_tools
 
 
 class _Message(BaseModel):
@@ -302,7 +303,16 @@ _TOOL_FIELDS: Final = (
 )
 
 
-def check_tool(name: str, spec: Mapping[str, Any]) -> SerializedTool:
+def check_tools(tools: Any) -> Mapping[str, Any]:
+    """Check the ``tools`` of a received context: an object, or missing/``null``."""
+    if tools is None:
+        return {}
+    if not isinstance(tools, dict):
+        raise ValueError(f"tools must be an object, not {tools!r:.40}")
+    return tools
+
+
+def check_tool(name: str, spec: Any) -> SerializedTool:
     """Check one received tool; ``ValueError`` naming the field if it is unusable.
 
     Every field may be missing or ``null`` (JSON drops ``undefined``); unknown fields are
@@ -310,6 +320,8 @@ def check_tool(name: str, spec: Mapping[str, Any]) -> SerializedTool:
     """
     if not name:
         raise ValueError("a tool has an empty name")
+    if not isinstance(spec, dict):
+        raise ValueError(f"tools.{name} must be an object, not {spec!r:.40}")
     for field, kind in _TOOL_FIELDS:
         value = spec.get(field)
         if value is not None and not isinstance(value, kind):
