@@ -26,6 +26,8 @@ from assistant_frames.frames.protocol import (
     ToolCall,
     ToolCancel,
     ToolResult,
+    check_tool,
+    check_tools,
     decode,
     encode_context_request,
     encode_context_subscribe,
@@ -228,8 +230,6 @@ def test_tool_result_string_error_wins_over_result() -> None:
         {"type": "model-context-update"},
         {"type": "model-context-update", "context": "everything"},
         {"type": "model-context-update", "context": {"system": 5}},
-        {"type": "model-context-update", "context": {"tools": []}},
-        {"type": "model-context-update", "context": {"tools": {"t": "not a tool"}}},
         {"type": "model-context-response", "context": None},
     ],
 )
@@ -639,3 +639,28 @@ def test_tool_result_round_trip(call_id: str, result: Any) -> None:
     message = decode(json.loads(json.dumps(encode_tool_result(call_id, result))))
     assert isinstance(message, ToolResult)
     assert (message.id, message.failed, message.result) == (call_id, False, result)
+
+
+def _check_context_tools(tools: object) -> None:
+    for name, spec in check_tools(tools).items():
+        check_tool(name, spec)
+
+
+@pytest.mark.parametrize(
+    "tools",
+    [[], "tools", 3, {"t": "not a tool"}, {"t": {"parameters": []}}, {"": {}}],
+)
+def test_unusable_context_tools_are_refused_by_the_checks(tools: object) -> None:
+    # decode() leaves a context's tools to check_tools/check_tool, which a host runs
+    # while it walks the tools anyway (contexts can hold thousands).
+    envelope = {"type": "model-context-update", "context": {"tools": tools}}
+    message = decode({"channel": CHANNEL, "message": envelope})
+    assert isinstance(message, ModelContextUpdate)
+    with pytest.raises(ValueError, match="tool"):
+        _check_context_tools(message.context.get("tools"))
+
+
+def test_tool_checks_accept_missing_and_null_fields() -> None:
+    assert check_tools(None) == {}
+    spec = {"description": None, "parameters": None, "disabled": None, "type": None, "x": 1}
+    assert check_tool("t", spec) is spec

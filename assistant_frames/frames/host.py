@@ -14,6 +14,7 @@ from typing import Any, Literal
 import anyio
 from anyio.abc import ObjectStream, TaskGroup
 
+from .._anyio import event_class
 from ..errors import FrameDisconnected, ToolArgumentsError, ToolCallError, ToolCallTimeout
 from ..registry.context import ModelContext, Unsubscribe
 from ..registry.registry import _Subscribers
@@ -43,8 +44,8 @@ class _Pending:
 
     __slots__ = ("done", "error", "result")
 
-    def __init__(self) -> None:
-        self.done = anyio.Event()
+    def __init__(self, done: anyio.Event) -> None:
+        self.done = done
         self.result: ToolResult | None = None
         self.error: FrameDisconnected | None = None
 
@@ -98,6 +99,7 @@ class AssistantFrameHost:
         if self._state != "new":
             raise RuntimeError("An AssistantFrameHost can be entered only once")
         self._ready = anyio.Event()
+        self._new_event = event_class()
         async with AsyncExitStack() as stack:
             self._task_group = await stack.enter_async_context(anyio.create_task_group())
             self._state = "connected"
@@ -200,7 +202,7 @@ class AssistantFrameHost:
         call_id = tool_call_id or f"{self._id_prefix}{next(self._ids)}"
         if call_id in self._pending:
             raise ValueError(f"A call with id {call_id!r} is already pending")
-        pending = _Pending()
+        pending = _Pending(self._new_event())
         self._pending[call_id] = pending
         limit = self.timeout if timeout is None else timeout
         try:

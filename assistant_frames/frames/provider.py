@@ -13,6 +13,7 @@ import anyio.lowlevel
 from anyio.abc import ObjectStream, TaskGroup
 from pydantic_core import to_json
 
+from .._anyio import event_class
 from ..errors import ToolCallError
 from ..registry.context import ModelContext, ModelContextProvider
 from ..registry.registry import ModelContextRegistry
@@ -178,26 +179,55 @@ class AssistantFrameProvider:
         call = _Call(message.id, message.tool_name, message.args)
         connection.calls[message.id] = call
         connection.queue.append(call)
+        if connection.ready == 0:
+            self._add_worker(connection)
+
+    def _add_worker(self, connection: _Connection) -> None:
+        connection.ready += 1
         if connection.idle:
             connection.idle.pop().set()
         else:
             connection.task_group.start_soon(self._worker, connection)
 
     async def _worker(self, connection: _Connection) -> None:
-        """Run queued calls; stay around while idle, so most calls start no task."""
-        queue, idle = connection.queue, connection.idle
-        while True:
-            while queue:
-                await self._run_call(connection, queue.popleft())
-            if len(idle) >= _MAX_IDLE_WORKERS:
-                return
-            wake = anyio.Event()
-            idle.append(wake)
-            await wake.wait()
+        """Run queued calls one after another, each cancellable on its own.
 
-    async def _run_call(self, connection: _Connection, call: _Call) -> None:
-        with call.scope:
-            reply = await self._execute(call)
+        A worker is *ready* while it is not running a call. One that takes a call while
+        others wait and nobody else is ready recruits another worker first, so a slow
+        call never holds up the rest, while a burst of quick calls runs in one task
+        instead of a task each. Idle workers wait to be woken rather than exit.
+
+        One cancel scope serves many calls: cancelling a call cancels the scope of the
+        worker running it, which then carries on in a fresh scope. Entering a scope per
+        call would cost a large share of a call.
+        """
+        queue, calls, idle = connection.queue, connection.calls, connection.idle
+        while True:
+            with anyio.CancelScope() as scope:
+                while not scope.cancel_called:
+                    if not queue:
+                        connection.ready -= 1
+                        if len(idle) >= _MAX_IDLE_WORKERS:
+                            return
+                        wake = connection.new_event()
+                        idle.append(wake)
+                        await wake.wait()  # whoever wakes us counted us ready again
+                        continue
+                    call = queue.popleft()
+                    if calls.get(call.id) is not call:
+                        continue  # cancelled or superseded while queued
+                    connection.ready -= 1
+                    if queue and connection.ready == 0:
+                        self._add_worker(connection)
+                    call.scope = scope
+                    try:
+                        reply = await self._execute(call)
+                    finally:
+                        call.scope = None
+                        connection.ready += 1
+                    await self._reply(connection, call, reply)
+
+    async def _reply(self, connection: _Connection, call: _Call, reply: dict[str, Any]) -> None:
         if connection.calls.get(call.id) is not call:
             return  # cancelled or superseded: no result
         del connection.calls[call.id]
@@ -236,7 +266,11 @@ class AssistantFrameProvider:
 
 
 class _Call:
-    """One tool call in progress: cancelling it cancels its task and flags its context."""
+    """One tool call, queued or running.
+
+    Cancelling it flags its context (for sync tools in threads) and, while it runs,
+    cancels the scope of the worker running it.
+    """
 
     __slots__ = ("args", "context", "id", "name", "scope")
 
@@ -244,12 +278,13 @@ class _Call:
         self.id = call_id
         self.name = name
         self.args = args
-        self.scope = anyio.CancelScope()
         self.context = ToolCallContext(call_id, name)
+        self.scope: anyio.CancelScope | None = None
 
     def cancel(self) -> None:
         self.context.cancel()
-        self.scope.cancel()
+        if self.scope is not None:
+            self.scope.cancel()
 
 
 class _Connection:
@@ -260,7 +295,9 @@ class _Connection:
         "idle",
         "last_sent",
         "malformed",
+        "new_event",
         "queue",
+        "ready",
         "subscribed",
         "task_group",
         "transport",
@@ -273,6 +310,8 @@ class _Connection:
         self.calls: dict[str, _Call] = {}
         self.queue: deque[_Call] = deque()  # calls not yet picked up by a worker
         self.idle: list[anyio.Event] = []  # one per idle worker: set it to wake that one
+        self.ready = 0  # workers not running a call (see AssistantFrameProvider._worker)
+        self.new_event = event_class()
         self.subscribed = False
         self.last_sent: SerializedModelContext | None = None
         self.malformed = 0

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 import anyio
 from anyio.abc import ObjectStream
 from pydantic_core import PydanticSerializationError, to_jsonable_python
+
+from .._anyio import event_class
 
 __all__ = ["MemoryTransport", "copy_json", "memory_pair"]
 
@@ -55,6 +58,7 @@ class MemoryTransport(ObjectStream[Any]):
         self._incoming = incoming
         self._outgoing = outgoing
         self._closed = False
+        self._new_event: Callable[[], anyio.Event] | None = None
 
     async def send(self, item: Any) -> None:
         """Queue a copy of ``item`` for the peer; ``TypeError`` if it is not JSON data."""
@@ -78,7 +82,9 @@ class MemoryTransport(ObjectStream[Any]):
                 raise anyio.EndOfStream
             waiter = incoming.waiter
             if waiter is None:
-                waiter = incoming.waiter = anyio.Event()
+                if self._new_event is None:
+                    self._new_event = event_class()
+                waiter = incoming.waiter = self._new_event()
             await waiter.wait()
 
     async def send_eof(self) -> None:
