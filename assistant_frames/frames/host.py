@@ -350,11 +350,12 @@ class AssistantFrameHost:
         previous_specs = previous.get("tools") or {}
         specs = protocol.check_tools(wire.get("tools"))
         system = wire.get("system")
-        changed = (
-            self._wire is None
-            or system != previous.get("system")
-            or len(specs) != len(previous_specs)
-        )
+        system_changed = self._wire is None or system != previous.get("system")
+        if self._wire is not None and specs == previous_specs:  # one C-level pass
+            if not system_changed:
+                return self._context, False
+            return ModelContext(system=system, tools=previous_tools), True
+        changed = system_changed or len(specs) != len(previous_specs)
         tools: dict[str, Tool] = {}
         for name, spec in specs.items():
             old = previous_tools.get(name)

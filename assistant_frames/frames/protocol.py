@@ -48,6 +48,7 @@ __all__ = [
     "check_tools",
     "serialize_context",
     "serialize_tool",
+    "serialize_tools",
     "to_json_value",
 ]
 
@@ -285,13 +286,23 @@ def serialize_tool(tool: Tool) -> SerializedTool:
     return cached  # type: ignore[return-value]
 
 
-def serialize_context(context: ModelContext) -> SerializedModelContext:
-    """The wire form of a context: ``system`` and ``tools``, nothing else."""
+def serialize_tools(tools: Mapping[str, Tool]) -> dict[str, SerializedTool]:
+    """The wire form of a context's tools."""
+    return {name: serialize_tool(tool) for name, tool in tools.items()}
+
+
+def serialize_context(
+    context: ModelContext, *, tools: dict[str, SerializedTool] | None = None
+) -> SerializedModelContext:
+    """The wire form of a context: ``system`` and ``tools``, nothing else.
+
+    ``tools`` is the context's tools already serialized, for callers that cache them.
+    """
     wire: SerializedModelContext = {}
     if context.system is not None:
         wire["system"] = context.system
     if context.tools:
-        wire["tools"] = {name: serialize_tool(tool) for name, tool in context.tools.items()}
+        wire["tools"] = serialize_tools(context.tools) if tools is None else tools
     return wire
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -17,7 +17,7 @@ from .._anyio import event_class
 from ..errors import ToolCallError
 from ..registry.context import ModelContext, ModelContextProvider
 from ..registry.registry import ModelContextRegistry
-from ..registry.tool import ToolCallContext
+from ..registry.tool import Tool, ToolCallContext
 from . import protocol
 from .protocol import (
     RESULT_NOT_SENDABLE,
@@ -27,6 +27,7 @@ from .protocol import (
     ModelContextUnsubscribe,
     NotJSONSerializable,
     SerializedModelContext,
+    SerializedTool,
     ToolCall,
     ToolCancel,
 )
@@ -64,6 +65,8 @@ class AssistantFrameProvider:
         self._connections: set[_Connection] = set()
         self._wire_source: ModelContext | None = None
         self._wire: SerializedModelContext = {}
+        self._tools_source: Mapping[str, Tool] | None = None
+        self._tools_wire: dict[str, SerializedTool] = {}
         for provider in providers:
             self.add_model_context_provider(provider)
 
@@ -151,7 +154,10 @@ class AssistantFrameProvider:
     def _current_wire(self) -> SerializedModelContext:
         context = self._registry.get_model_context()
         if context is not self._wire_source:
-            self._wire = protocol.serialize_context(context)
+            if context.tools is not self._tools_source:  # not an instructions-only change
+                self._tools_source = context.tools
+                self._tools_wire = protocol.serialize_tools(context.tools)
+            self._wire = protocol.serialize_context(context, tools=self._tools_wire)
             self._wire_source = context
         return self._wire
 

@@ -56,6 +56,11 @@ def _merge(items: list[tuple[ModelContext, object]], conflict: ConflictPolicy) -
     if conflict not in ("first", "last", "error"):
         raise ValueError(f"conflict must be 'first', 'last' or 'error', not {conflict!r}")
     items = sorted(items, key=lambda item: -item[0].priority)  # stable
+    with_tools = [context for context, _ in items if context.tools]
+    if len(with_tools) == 1:  # nothing to resolve: share the one mapping (often 1,000s)
+        tools_only: Mapping[str, Tool] | None = with_tools[0].tools
+    else:
+        tools_only = None
     systems: list[str] = []
     tools: dict[str, Tool] = {}
     owners: dict[str, tuple[int, object]] = {}  # name -> (priority, source)
@@ -67,7 +72,7 @@ def _merge(items: list[tuple[ModelContext, object]], conflict: ConflictPolicy) -
         if context.system:
             systems.append(context.system)
         priority = context.priority
-        for name, tool in context.tools.items():
+        for name, tool in () if tools_only is not None else context.tools.items():
             existing = tools.get(name)
             if existing is None:
                 tools[name] = tool
@@ -96,7 +101,7 @@ def _merge(items: list[tuple[ModelContext, object]], conflict: ConflictPolicy) -
         _update_lower(config, context.config)
     return ModelContext(
         system="\n\n".join(systems) or None,
-        tools=tools,
+        tools=tools if tools_only is None else tools_only,
         call_settings=call_settings or None,
         config=config or None,
         conflicts=tuple(conflicts),

@@ -74,6 +74,7 @@ class ModelContextRegistry:
         self.strict = strict
         self._ids = itertools.count()
         self._tools: dict[int, Tool] = {}
+        self._tools_by_name: dict[str, Tool] | None = None  # cache; never mutated once built
         self._tool_names: dict[str, int] = {}
         self._instructions: dict[int, str] = {}
         self._providers: dict[int, _ProviderEntry] = {}
@@ -219,6 +220,7 @@ class ModelContextRegistry:
         if owner is not None and owner != key:
             raise ToolConflictError(tool.name)
         previous = self._tools.get(key)
+        self._tools_by_name = None
         self._tools[key] = tool
         self._tool_names[tool.name] = key
         if previous is not None and previous.name != tool.name:
@@ -232,12 +234,14 @@ class ModelContextRegistry:
             else:
                 self._tools[key] = previous
                 self._tool_names[previous.name] = key
+            self._tools_by_name = None
             raise
         self._changed()
 
     def _remove_tool(self, key: int) -> None:
         tool = self._tools.pop(key, None)
         if tool is not None:
+            self._tools_by_name = None
             del self._tool_names[tool.name]
             self._changed()
 
@@ -249,10 +253,17 @@ class ModelContextRegistry:
         self._cache = None
         self._subscribers.notify()
 
+    def _own_tools(self) -> dict[str, Tool]:
+        """The registry's own tools by name; the same object until a tool changes."""
+        tools = self._tools_by_name
+        if tools is None:
+            tools = self._tools_by_name = {tool.name: tool for tool in self._tools.values()}
+        return tools
+
     def _build(self, conflict: ConflictPolicy) -> ModelContext:
         own = ModelContext(
             system="\n\n".join(text for text in self._instructions.values() if text) or None,
-            tools={tool.name: tool for tool in self._tools.values()},
+            tools=self._own_tools(),
             priority=self.priority,
         )
         if not self._providers:
