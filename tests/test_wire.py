@@ -20,9 +20,13 @@ from assistant_frames import (
     AssistantFrameProvider,
     MemoryTransport,
     ModelContextRegistry,
+    ToolArgumentsError,
     ToolCallError,
+    ToolDisabledError,
+    ToolNotFoundError,
     memory_pair,
 )
+from assistant_frames.testing import connect_frame
 
 pytestmark = pytest.mark.anyio
 
@@ -592,3 +596,20 @@ async def test_frame_pushes_to_several_js_hosts_only_if_they_asked() -> None:
             assert update["context"]["system"] == "Python tools.\n\nNew."
             assert await barrier(silent[0]) == []
             tg.cancel_scope.cancel()
+
+
+async def test_known_refusals_from_a_frame_keep_their_type() -> None:
+    registry = ModelContextRegistry()
+    registry.add_tool("off", lambda: 1, disabled=True)
+
+    @registry.tool
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    async with connect_frame(registry) as host:
+        with pytest.raises(ToolNotFoundError, match='Tool "nope" not found'):
+            await host.call_tool("nope", {})
+        with pytest.raises(ToolDisabledError, match='Tool "off" is disabled'):
+            await host.call_tool("off", {})
+        with pytest.raises(ToolArgumentsError, match='Invalid arguments for tool "add"'):
+            await host.call_tool("add", {"a": "x"})

@@ -15,7 +15,14 @@ import anyio
 from anyio.abc import ObjectStream, TaskGroup
 
 from .._anyio import event_class
-from ..errors import FrameDisconnected, ToolArgumentsError, ToolCallError, ToolCallTimeout
+from ..errors import (
+    FrameDisconnected,
+    ToolArgumentsError,
+    ToolCallError,
+    ToolCallTimeout,
+    ToolDisabledError,
+    ToolNotFoundError,
+)
 from ..registry.context import ModelContext, Unsubscribe
 from ..registry.registry import _Subscribers
 from ..registry.tool import Tool, ToolCallContext
@@ -37,6 +44,17 @@ _EMPTY_CONTEXT = ModelContext()
 _CANCEL_SEND_TIMEOUT = 1.0
 
 State = Literal["new", "connected", "disconnected", "closed"]
+
+
+def _remote_error(message: str, name: str, call_id: str) -> ToolCallError:
+    """The error for a failed ``tool-result``, typed when the message is a known refusal."""
+    if message == f'Tool "{name}" not found':
+        return ToolNotFoundError(name, tool_call_id=call_id)
+    if message == f'Tool "{name}" is disabled':
+        return ToolDisabledError(name, tool_call_id=call_id)
+    if message.startswith(f'Invalid arguments for tool "{name}"'):
+        return ToolArgumentsError(message, tool_name=name, tool_call_id=call_id)
+    return ToolCallError(message, tool_name=name, tool_call_id=call_id)
 
 
 class _Pending:
@@ -233,7 +251,7 @@ class AssistantFrameHost:
         result = pending.result
         if result is not None:
             if isinstance(result.error, str):
-                raise ToolCallError(result.error, tool_name=name, tool_call_id=call_id)
+                raise _remote_error(result.error, name, call_id)
             return result.result
         if pending.error is not None:
             raise FrameDisconnected(str(pending.error))
