@@ -302,6 +302,8 @@ class AssistantFrameHost:
     def _not_connected(self) -> FrameDisconnected:
         if self._state == "new":
             return FrameDisconnected(f"Enter the host of {self.name} (async with) first")
+        if self._state == "closed":
+            return FrameDisconnected(f"The host of {self.name} was closed")
         return self._disconnected or FrameDisconnected(f"{self.name} is not connected")
 
     # -- receiving -----------------------------------------------------------------------
@@ -346,13 +348,13 @@ class AssistantFrameHost:
             return
         first = self._wire is None
         self._wire = wire
+        self._context = context
         self._set_ready()
+        if changed:
+            self._subscribers.notify()
         if first and not self._subscribed and self._state == "connected":
             self._subscribed = True
             await self._try_send(protocol.encode_context_subscribe())
-        if changed:
-            self._context = context
-            self._subscribers.notify()
 
     def _set_ready(self) -> None:
         if self._ready is not None:

@@ -93,6 +93,8 @@ class AssistantFrameProvider:
                 await self._receive_loop(connection)
             finally:
                 self._connections.discard(connection)
+                for call in connection.calls.values():
+                    call.context.cancel()  # sync tools in threads see the flag
                 task_group.cancel_scope.cancel()
 
     # -- receiving -------------------------------------------------------------------------
@@ -103,6 +105,9 @@ class AssistantFrameProvider:
             try:
                 raw = await receive()
             except _CLOSED:
+                return
+            except Exception as exc:  # a transport failing in its own way ends only this one
+                logger.warning("Frame connection ended: its transport failed: %r", exc)
                 return
             try:
                 message = protocol.decode(raw)

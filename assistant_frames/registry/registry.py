@@ -119,7 +119,13 @@ class ModelContextRegistry:
                 disabled=disabled,
                 type=type,
             )
-        elif execute is not None or parameters is not None or description is not None:
+        elif (
+            execute is not None
+            or parameters is not None
+            or description is not None
+            or disabled
+            or type is not None
+        ):
             raise TypeError("add_tool(Tool(...)) takes no further options; set them on the Tool")
         key = next(self._ids)
         self._put_tool(key, tool)

@@ -6,7 +6,7 @@ A tool's parameters come from one of three places, and that choice also fixes ho
 * nothing given: the schema is derived from ``execute``'s typed signature (Pydantic), and
   ``execute`` is called with the validated arguments as keyword arguments;
 * a type (a Pydantic model, a ``TypedDict``, a dataclass...): ``execute`` receives one
-  validated instance of it;
+  validated instance of it (on Python < 3.12 Pydantic needs ``typing_extensions.TypedDict``);
 * a JSON Schema dict: the arguments are checked with ``jsonschema`` and ``execute``
   receives the dict.
 
