@@ -1,4 +1,4 @@
-"""Run every ```python block of docs/*.md in a fresh interpreter.
+"""Run every ```python block of README.md and docs/*.md in a fresh interpreter.
 
 A block whose fence line is immediately preceded by a ``<!-- not-runnable -->`` line is
 skipped. Blocks are numbered from 1 in each page, counting every ```python block.
@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-DOCS = Path(__file__).resolve().parent.parent / "docs"
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 SKIP_MARKER = "<!-- not-runnable -->"
 FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
 TIMEOUT = 30
@@ -35,13 +36,13 @@ def _blocks(path: Path) -> list[tuple[int, int, str]]:
 def _cases() -> list[Any]:
     return [
         pytest.param(path.name, number, line, code, id=f"{path.name}-{number}")
-        for path in sorted(DOCS.glob("*.md"))
+        for path in PAGES
         for number, line, code in _blocks(path)
     ]
 
 
 def test_docs_have_runnable_blocks() -> None:
-    assert _cases(), f"no runnable ```python blocks found under {DOCS}"
+    assert _cases(), "no runnable ```python blocks found in README.md or docs/"
 
 
 @pytest.mark.parametrize(("page", "number", "line", "code"), _cases())
