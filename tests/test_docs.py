@@ -47,7 +47,7 @@ def test_docs_have_runnable_blocks() -> None:
 
 @pytest.mark.parametrize(("page", "number", "line", "code"), _cases())
 def test_doc_block_runs(page: str, number: int, line: int, code: str, tmp_path: Path) -> None:
-    where = f"docs/{page}, python block {number} (line {line})"
+    where = f"{page}, python block {number} (line {line})"
     script = tmp_path / f"{Path(page).stem}_block_{number}.py"
     script.write_text(code, encoding="utf-8")
     try:
