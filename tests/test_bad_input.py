@@ -5,10 +5,7 @@ Every test ends with a valid call on the same connection.
 
 from __future__ import annotations
 
-import itertools
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any
 
@@ -20,90 +17,40 @@ from assistant_frames import (
     AssistantFrameHost,
     AssistantFrameProvider,
     MemoryTransport,
-    ModelContextRegistry,
     ToolArgumentsError,
     ToolCallError,
     ToolCallTimeout,
     memory_pair,
 )
 
+from helpers import (
+    CHANNEL,
+    EMPTY_OBJECT,
+    Gate,
+    Outcome,
+    calculator,
+    call_raw,
+    envelope,
+    raw_frame,
+    serve_frame,
+    served,
+)
+
 pytestmark = pytest.mark.anyio
 
-CHANNEL = "assistant-ui-frame"
 LOGGER = "assistant_frames.frames"
 NOT_SENDABLE = "Tool result could not be sent across the frame boundary"
-EMPTY_OBJECT = {"type": "object", "properties": {}}
 GOOD_CONTEXT = {
     "system": "Good.",
     "tools": {"add": {"description": "Add", "parameters": EMPTY_OBJECT}},
 }
 
 
-def envelope(message: Any) -> dict[str, Any]:
-    return {"channel": CHANNEL, "message": message}
-
-
 def warnings_from_frames(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.name == LOGGER and r.levelno >= logging.WARNING]
 
 
-_ids = itertools.count()
-
-
 # -- the frame side: a Python frame fed by a raw host end ---------------------------------------
-
-
-class Gate:
-    """An async tool that runs until released, recording start and cancellation."""
-
-    def __init__(self) -> None:
-        self.started = anyio.Event()
-        self.release = anyio.Event()
-        self.cancelled = anyio.Event()
-
-    async def __call__(self) -> str:
-        self.started.set()
-        try:
-            await self.release.wait()
-        except anyio.get_cancelled_exc_class():
-            self.cancelled.set()
-            raise
-        return "released"
-
-
-def frame_registry() -> ModelContextRegistry:
-    registry = ModelContextRegistry()
-    registry.add_instruction("Frame.")
-
-    @registry.tool
-    def add(a: int, b: int) -> int:
-        return a + b
-
-    return registry
-
-
-@asynccontextmanager
-async def served(registry: ModelContextRegistry, **options: Any) -> AsyncIterator[MemoryTransport]:
-    """Serve a Python frame; yield the raw end that plays the host."""
-    frame = AssistantFrameProvider(registry, **options)
-    host_end, frame_end = memory_pair()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(frame.serve, frame_end)
-        yield host_end
-        tg.cancel_scope.cancel()
-
-
-async def call_raw(end: MemoryTransport, tool: str, args: Any) -> tuple[dict[str, Any], list[Any]]:
-    """Send a tool-call; return its tool-result message and what arrived before it."""
-    call_id = f"tool-{next(_ids)}"
-    await end.send(envelope({"type": "tool-call", "id": call_id, "toolName": tool, "args": args}))
-    before: list[Any] = []
-    while True:
-        raw = await end.receive()
-        message = raw["message"]
-        if message.get("type") == "tool-result" and message.get("id") == call_id:
-            return message, before
-        before.append(message)
 
 
 async def frame_still_serves(end: MemoryTransport) -> list[Any]:
@@ -140,7 +87,7 @@ async def test_frame_ignores_what_is_not_ours(
     garbage: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     with anyio.fail_after(5):
-        async with served(frame_registry()) as end:
+        async with served(calculator()) as end:
             await end.send(garbage)
             assert await frame_still_serves(end) == []
     assert warnings_from_frames(caplog) == []
@@ -174,7 +121,7 @@ async def test_frame_drops_malformed_messages_with_one_warning(
     message: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     with anyio.fail_after(5):
-        async with served(frame_registry()) as end:
+        async with served(calculator()) as end:
             await end.send(envelope(message))
             await end.send(envelope(message))
             assert await frame_still_serves(end) == []
@@ -195,7 +142,7 @@ async def test_frame_answers_a_malformed_tool_call_that_has_an_id(
     message: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     with anyio.fail_after(5):
-        async with served(frame_registry()) as end:
+        async with served(calculator()) as end:
             await end.send(envelope(message))
             (reply,) = await frame_still_serves(end)
             assert set(reply) == {"type", "id", "error"}
@@ -210,7 +157,7 @@ async def test_frame_ignores_host_bound_messages_it_receives(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with anyio.fail_after(5):
-        async with served(frame_registry()) as end:
+        async with served(calculator()) as end:
             for message in (
                 {"type": "model-context-update", "context": GOOD_CONTEXT},
                 {"type": "model-context-response", "context": {}},
@@ -237,7 +184,7 @@ async def test_frame_ignores_host_bound_messages_it_receives(
 )
 async def test_frame_refuses_arguments_that_fail_the_schema(args: Any, detail: str) -> None:
     with anyio.fail_after(5):
-        async with served(frame_registry()) as end:
+        async with served(calculator()) as end:
             result, _ = await call_raw(end, "add", args)
             assert result["error"].startswith('Invalid arguments for tool "add": ')
             assert detail in result["error"]
@@ -245,7 +192,7 @@ async def test_frame_refuses_arguments_that_fail_the_schema(args: Any, detail: s
 
 
 async def test_frame_refuses_arguments_that_fail_a_dict_schema() -> None:
-    registry = frame_registry()
+    registry = calculator()
     registry.add_tool(
         "echo",
         lambda args: args,
@@ -266,7 +213,7 @@ async def test_frame_refuses_arguments_that_fail_a_dict_schema() -> None:
 
 
 async def test_frame_refuses_oversized_arguments() -> None:
-    registry = frame_registry()
+    registry = calculator()
     seen: list[Any] = []
     registry.add_tool("take", seen.append, parameters={"type": "object"})
     with anyio.fail_after(5):
@@ -283,7 +230,7 @@ async def test_frame_refuses_oversized_arguments() -> None:
 
 async def test_frame_refuses_oversized_string_arguments() -> None:
     """A tool whose arguments are a bare string must not slip past the size limit."""
-    registry = frame_registry()
+    registry = calculator()
     seen: list[Any] = []
     registry.add_tool("shout", seen.append, parameters={"type": "string"})
     with anyio.fail_after(5):
@@ -295,7 +242,7 @@ async def test_frame_refuses_oversized_string_arguments() -> None:
 
 
 async def test_frame_sends_only_the_message_of_a_raising_tool() -> None:
-    registry = frame_registry()
+    registry = calculator()
 
     def deep() -> None:
         raise ValueError("bad value: 42")
@@ -329,21 +276,15 @@ async def test_frame_sends_only_the_message_of_a_raising_tool() -> None:
 
 
 async def test_host_times_out_a_hanging_tool_and_the_connection_survives() -> None:
-    registry = frame_registry()
+    registry = calculator()
     gate = Gate()
     registry.add_tool("hang", gate)
-    frame = AssistantFrameProvider(registry)
-    host_end, frame_end = memory_pair()
     with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(frame.serve, frame_end)
-            async with AssistantFrameHost(host_end, timeout=5) as host:
-                await host.wait_for_context()
-                with pytest.raises(ToolCallTimeout):
-                    await host.call_tool("hang", {}, timeout=0.2)
-                await gate.cancelled.wait()
-                assert await host.call_tool("add", {"a": 2, "b": 3}) == 5
-            tg.cancel_scope.cancel()
+        async with serve_frame(AssistantFrameProvider(registry)) as host:
+            with pytest.raises(ToolCallTimeout):
+                await host.call_tool("hang", {}, timeout=0.2)
+            await gate.cancelled.wait()
+            assert await host.call_tool("add", {"a": 2, "b": 3}) == 5
 
 
 class Unprintable:
@@ -371,7 +312,7 @@ def _cyclic() -> list[Any]:
     ids=repr,
 )
 async def test_frame_results_that_are_not_json(value: Any, expected: Any) -> None:
-    registry = frame_registry()
+    registry = calculator()
     registry.add_tool("odd", lambda: value)
     with anyio.fail_after(5):
         async with served(registry) as end:
@@ -389,7 +330,7 @@ async def test_frame_ignores_cancels_for_unknown_and_finished_ids(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     with anyio.fail_after(5):
-        async with served(frame_registry()) as end:
+        async with served(calculator()) as end:
             await end.send(envelope({"type": "tool-cancel", "id": "tool-never"}))
             result, _ = await call_raw(end, "add", {"a": 1, "b": 1})
             await end.send(envelope({"type": "tool-cancel", "id": result["id"]}))
@@ -399,7 +340,7 @@ async def test_frame_ignores_cancels_for_unknown_and_finished_ids(
 
 
 async def test_frame_duplicate_ids() -> None:
-    registry = frame_registry()
+    registry = calculator()
     gate = Gate()
     registry.add_tool("slow", gate)
     with anyio.fail_after(5):
@@ -438,35 +379,6 @@ async def test_frame_duplicate_ids() -> None:
 # -- the host side: a Python host fed by a raw frame end ---------------------------------------
 
 
-@asynccontextmanager
-async def raw_frame() -> AsyncIterator[tuple[AssistantFrameHost, MemoryTransport]]:
-    """A Python host with a good context, whose peer is a raw end playing the frame."""
-    host_end, frame_end = memory_pair()
-    async with AssistantFrameHost(host_end, timeout=5) as host:
-        assert (await frame_end.receive())["message"] == {"type": "model-context-request"}
-        await frame_end.send(envelope({"type": "model-context-update", "context": GOOD_CONTEXT}))
-        await host.wait_for_context()
-        assert (await frame_end.receive())["message"] == {"type": "model-context-subscribe"}
-        yield host, frame_end
-
-
-class Outcome:
-    """Runs a host call in the background and keeps what it returned or raised."""
-
-    def __init__(self) -> None:
-        self.done = anyio.Event()
-        self.result: Any = None
-        self.error: BaseException | None = None
-
-    async def run(self, host: AssistantFrameHost, name: str, args: Any, **kw: Any) -> None:
-        try:
-            self.result = await host.call_tool(name, args, **kw)
-        except Exception as exc:
-            self.error = exc
-        finally:
-            self.done.set()
-
-
 async def host_still_works(host: AssistantFrameHost, frame_end: MemoryTransport) -> None:
     """A valid call round-trips through the raw frame end."""
     outcome = Outcome()
@@ -489,7 +401,7 @@ async def test_host_ignores_what_is_not_ours(
     garbage: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     with anyio.fail_after(5):
-        async with raw_frame() as (host, frame_end):
+        async with raw_frame(GOOD_CONTEXT) as (host, frame_end):
             before = host.get_model_context()
             await frame_end.send(garbage)
             await host_still_works(host, frame_end)
@@ -531,7 +443,7 @@ async def test_host_keeps_its_last_good_context_and_warns_once(
     message: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
     with anyio.fail_after(5):
-        async with raw_frame() as (host, frame_end):
+        async with raw_frame(GOOD_CONTEXT) as (host, frame_end):
             before = host.get_model_context()
             notified: list[int] = []
             host.subscribe(lambda: notified.append(1))
@@ -563,7 +475,7 @@ async def test_host_skips_a_malformed_first_context() -> None:
 
 async def test_host_ignores_results_for_unknown_ids(caplog: pytest.LogCaptureFixture) -> None:
     with anyio.fail_after(5):
-        async with raw_frame() as (host, frame_end):
+        async with raw_frame(GOOD_CONTEXT) as (host, frame_end):
             for message in (
                 {"type": "tool-result", "id": "tool-unknown", "result": 1},
                 {"type": "tool-result", "id": "", "error": "x"},
@@ -578,7 +490,7 @@ async def test_host_ignores_results_for_unknown_ids(caplog: pytest.LogCaptureFix
 
 async def test_host_refuses_a_duplicate_pending_id() -> None:
     with anyio.fail_after(5):
-        async with raw_frame() as (host, frame_end), anyio.create_task_group() as tg:
+        async with raw_frame(GOOD_CONTEXT) as (host, frame_end), anyio.create_task_group() as tg:
             first = Outcome()
             tg.start_soon(partial(first.run, host, "add", {}, tool_call_id="mine"))
             call = (await frame_end.receive())["message"]
@@ -593,22 +505,15 @@ async def test_host_refuses_a_duplicate_pending_id() -> None:
 
 @pytest.mark.parametrize("args", [object(), {"a": object()}, [1, Unprintable()]], ids=repr)
 async def test_host_refuses_arguments_that_are_not_json(args: Any) -> None:
-    registry = frame_registry()
-    frame = AssistantFrameProvider(registry)
-    host_end, frame_end = memory_pair()
     with anyio.fail_after(5):
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(frame.serve, frame_end)
-            async with AssistantFrameHost(host_end, timeout=5) as host:
-                await host.wait_for_context()
-                with pytest.raises(ToolArgumentsError) as info:
-                    await host.call_tool("add", args)
-                assert isinstance(info.value, ToolCallError)
-                assert info.value.tool_name == "add"
-                assert host.connected
-                assert await host.call_tool("add", {"a": 2, "b": 3}) == 5
-                # JSON-able non-dict values are converted, not refused
-                with pytest.raises(ToolCallError, match="Invalid arguments"):
-                    await host.call_tool("add", {1, 2})
-                assert await host.call_tool("add", {"a": 2, "b": 3}) == 5
-            tg.cancel_scope.cancel()
+        async with serve_frame(AssistantFrameProvider(calculator())) as host:
+            with pytest.raises(ToolArgumentsError) as info:
+                await host.call_tool("add", args)
+            assert isinstance(info.value, ToolCallError)
+            assert info.value.tool_name == "add"
+            assert host.connected
+            assert await host.call_tool("add", {"a": 2, "b": 3}) == 5
+            # JSON-able non-dict values are converted, not refused
+            with pytest.raises(ToolCallError, match="Invalid arguments"):
+                await host.call_tool("add", {1, 2})
+            assert await host.call_tool("add", {"a": 2, "b": 3}) == 5

@@ -12,7 +12,6 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 import pytest
-from pydantic import BaseModel
 
 from assistant_frames import (
     AssistantFrameHost,
@@ -27,29 +26,15 @@ from assistant_frames import (
     memory_pair,
 )
 
+from helpers import EMPTY_OBJECT, Outcome, Point, calculator, envelope, serve_frame
+
 pytestmark = pytest.mark.anyio
 
-CHANNEL = "assistant-ui-frame"
-REQUEST = {"channel": CHANNEL, "message": {"type": "model-context-request"}}
-EMPTY_OBJECT = {"type": "object", "properties": {}}
+REQUEST = envelope({"type": "model-context-request"})
 _GONE = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-@asynccontextmanager
-async def serve_frame(
-    frame: AssistantFrameProvider, *, timeout: float = 5.0, name: str | None = None
-) -> AsyncIterator[AssistantFrameHost]:
-    """Serve ``frame`` over a fresh memory_pair() and yield a host that has its context."""
-    host_end, frame_end = memory_pair()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(frame.serve, frame_end)
-        async with AssistantFrameHost(host_end, timeout=timeout, name=name) as host:
-            await host.wait_for_context(timeout=5)
-            yield host
-        tg.cancel_scope.cancel()
 
 
 class Tap:
@@ -139,40 +124,6 @@ class Hang:
             self.cancelled.set()
             raise
         return "unreachable"  # pragma: no cover
-
-
-class Outcome:
-    """Runs a host call in the background and keeps what it returned or raised."""
-
-    def __init__(self) -> None:
-        self.done = anyio.Event()
-        self.result: Any = None
-        self.error: BaseException | None = None
-
-    async def run(self, host: AssistantFrameHost, name: str, args: Any, **kw: Any) -> None:
-        try:
-            self.result = await host.call_tool(name, args, **kw)
-        except Exception as exc:
-            self.error = exc
-        finally:
-            self.done.set()
-
-
-class Point(BaseModel):
-    x: float
-    y: float
-
-
-def calculator() -> ModelContextRegistry:
-    registry = ModelContextRegistry()
-    registry.add_instruction("You can add numbers.")
-
-    @registry.tool
-    def add(a: int, b: int) -> int:
-        """Add two numbers."""
-        return a + b
-
-    return registry
 
 
 # -- first context and calls -----------------------------------------------------------------
@@ -380,7 +331,7 @@ async def test_unchanged_context_from_the_frame_does_not_notify() -> None:
 
 async def test_identical_pushes_do_not_notify_host_subscribers() -> None:
     context = {"system": "S", "tools": {"t": {"parameters": EMPTY_OBJECT}}}
-    update = {"channel": CHANNEL, "message": {"type": "model-context-update", "context": context}}
+    update = envelope({"type": "model-context-update", "context": context})
     with anyio.fail_after(5):
         host_end, frame_end = memory_pair()
         async with AssistantFrameHost(host_end, timeout=5) as host:
@@ -390,9 +341,7 @@ async def test_identical_pushes_do_not_notify_host_subscribers() -> None:
             notified = Notified(host)
             await frame_end.send(update)
             await frame_end.send(update)
-            await frame_end.send(
-                {"channel": CHANNEL, "message": {"type": "model-context-update", "context": {}}}
-            )
+            await frame_end.send(envelope({"type": "model-context-update", "context": {}}))
             await notified.until(lambda: host.get_model_context().system is None)
             assert notified.count == 1
             assert first.tools["t"].parameters == EMPTY_OBJECT

@@ -20,19 +20,9 @@ from assistant_frames import (
 )
 from assistant_frames.frames.protocol import MalformedMessage, decode
 
-CHANNEL = "assistant-ui-frame"
+from helpers import CHANNEL, EMPTY_OBJECT, MESSAGE_TYPES, envelope, nested_json
+
 BACKENDS = ("asyncio", "trio")
-TYPES = [
-    "model-context-request",
-    "model-context-subscribe",
-    "model-context-unsubscribe",
-    "model-context-update",
-    "model-context-response",
-    "tool-call",
-    "tool-cancel",
-    "tool-result",
-]
-EMPTY_OBJECT = {"type": "object", "properties": {}}
 # Longer than any generated id, so garbage can never touch the probe's calls.
 PROBE_ID = "probe-call-0123456789abcdef"
 PROBE_SYSTEM = "The probe context, which no generated value can equal by chance."
@@ -44,17 +34,15 @@ FUZZ = settings(
     suppress_health_check=[HealthCheck.too_slow],
 )
 
-json_values = st.recursive(
+json_values = nested_json(
     st.none()
     | st.booleans()
     | st.integers()
     | st.floats()
     | st.text(max_size=10)
-    | st.sampled_from([*TYPES, CHANNEL, "add", "probe"]),
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=8), children, max_size=4)
-    ),
-    max_leaves=12,
+    | st.sampled_from([*MESSAGE_TYPES, CHANNEL, "add", "probe"]),
+    max_size=4,
+    key_size=8,
 )
 ids = st.text(max_size=10) | json_values
 tool_names = st.sampled_from(["add", "probe", "nope", ""]) | st.text(max_size=8) | json_values
@@ -80,7 +68,7 @@ contexts = (
 )
 # Anything may be wrong with these: any field missing, mistyped or extra.
 loose_messages = st.fixed_dictionaries(
-    {"type": st.sampled_from(TYPES) | json_values},
+    {"type": st.sampled_from(MESSAGE_TYPES) | json_values},
     optional={
         "id": ids,
         "toolName": tool_names,
@@ -115,9 +103,9 @@ valid_contexts = st.fixed_dictionaries(
     },
 )
 valid_messages = st.one_of(
-    st.sampled_from(TYPES[:3]).map(lambda kind: {"type": kind}),
+    st.sampled_from(MESSAGE_TYPES[:3]).map(lambda kind: {"type": kind}),
     st.fixed_dictionaries(
-        {"type": st.sampled_from(TYPES[3:5]), "context": valid_contexts},
+        {"type": st.sampled_from(MESSAGE_TYPES[3:5]), "context": valid_contexts},
     ),
     st.fixed_dictionaries(
         {
@@ -157,10 +145,6 @@ garbage_values = st.lists(
     | st.fixed_dictionaries({"channel": st.text(max_size=8) | json_values, "message": messages}),
     max_size=8,
 )
-
-
-def envelope(message: dict[str, Any]) -> dict[str, Any]:
-    return {"channel": CHANNEL, "message": message}
 
 
 # -- the sans-I/O core -------------------------------------------------------------------------

@@ -41,6 +41,8 @@ from assistant_frames.frames.protocol import (
     to_json_value,
 )
 
+from helpers import MESSAGE_TYPES, envelope, nested_json
+
 # Messages captured from the real JavaScript @assistant-ui/core 0.3.20 (fixtures of real
 # traffic; keep them byte-for-byte as captured).
 GOLDEN_JS_MESSAGES: dict[str, str] = {
@@ -77,10 +79,6 @@ def _golden(key: str) -> Any:
     return json.loads(GOLDEN_JS_MESSAGES[key])
 
 
-def _env(message: Any) -> dict[str, Any]:
-    return {"channel": CHANNEL, "message": message}
-
-
 # -- not ours --------------------------------------------------------------------------------
 
 
@@ -113,9 +111,11 @@ def test_decode_ignores_what_is_not_ours(raw: object) -> None:
 
 
 def test_decode_request_subscribe_unsubscribe() -> None:
-    assert isinstance(decode(_env({"type": "model-context-request"})), ModelContextRequest)
-    assert isinstance(decode(_env({"type": "model-context-subscribe"})), ModelContextSubscribe)
-    assert isinstance(decode(_env({"type": "model-context-unsubscribe"})), ModelContextUnsubscribe)
+    assert isinstance(decode(envelope({"type": "model-context-request"})), ModelContextRequest)
+    assert isinstance(decode(envelope({"type": "model-context-subscribe"})), ModelContextSubscribe)
+    assert isinstance(
+        decode(envelope({"type": "model-context-unsubscribe"})), ModelContextUnsubscribe
+    )
 
 
 @pytest.mark.parametrize(
@@ -137,20 +137,20 @@ def test_decode_context_messages(type_: str, cls: type[Any]) -> None:
             }
         },
     }
-    message = decode(_env({"type": type_, "context": context}))
+    message = decode(envelope({"type": type_, "context": context}))
     assert isinstance(message, cls)
     assert message.context == context
 
 
 def test_decode_empty_context() -> None:
-    message = decode(_env({"type": "model-context-update", "context": {}}))
+    message = decode(envelope({"type": "model-context-update", "context": {}}))
     assert isinstance(message, ModelContextUpdate)
     assert message.context == {}
 
 
 def test_decode_tool_call_with_tool_name_alias() -> None:
     message = decode(
-        _env({"type": "tool-call", "id": "c1", "toolName": "add", "args": {"a": [1, None]}})
+        envelope({"type": "tool-call", "id": "c1", "toolName": "add", "args": {"a": [1, None]}})
     )
     assert isinstance(message, ToolCall)
     assert message.id == "c1"
@@ -159,19 +159,19 @@ def test_decode_tool_call_with_tool_name_alias() -> None:
 
 
 def test_decode_tool_cancel() -> None:
-    message = decode(_env({"type": "tool-cancel", "id": "c9"}))
+    message = decode(envelope({"type": "tool-cancel", "id": "c9"}))
     assert isinstance(message, ToolCancel)
     assert message.id == "c9"
 
 
 def test_decode_ignores_extra_fields() -> None:
-    message = decode(_env({"type": "tool-cancel", "id": "c9", "reason": "timeout"}))
+    message = decode(envelope({"type": "tool-cancel", "id": "c9", "reason": "timeout"}))
     assert isinstance(message, ToolCancel)
     assert decode({"channel": CHANNEL, "message": {"type": "model-context-request"}, "x": 1})
 
 
 def test_tool_result_success() -> None:
-    message = decode(_env({"type": "tool-result", "id": "r1", "result": [1, 2]}))
+    message = decode(envelope({"type": "tool-result", "id": "r1", "result": [1, 2]}))
     assert isinstance(message, ToolResult)
     assert message.failed is False
     assert message.result == [1, 2]
@@ -187,7 +187,7 @@ def test_tool_result_success() -> None:
     ],
 )
 def test_tool_result_missing_result_or_null_error_is_success(message: dict[str, Any]) -> None:
-    decoded = decode(_env(message))
+    decoded = decode(envelope(message))
     assert isinstance(decoded, ToolResult)
     assert decoded.failed is False
     assert decoded.result is None
@@ -195,14 +195,14 @@ def test_tool_result_missing_result_or_null_error_is_success(message: dict[str, 
 
 @pytest.mark.parametrize("error", ["boom", ""])
 def test_tool_result_string_error_is_failure(error: str) -> None:
-    decoded = decode(_env({"type": "tool-result", "id": "r", "error": error}))
+    decoded = decode(envelope({"type": "tool-result", "id": "r", "error": error}))
     assert isinstance(decoded, ToolResult)
     assert decoded.failed is True
     assert decoded.error == error
 
 
 def test_tool_result_string_error_wins_over_result() -> None:
-    decoded = decode(_env({"type": "tool-result", "id": "r", "result": 1, "error": "bad"}))
+    decoded = decode(envelope({"type": "tool-result", "id": "r", "result": 1, "error": "bad"}))
     assert isinstance(decoded, ToolResult)
     assert decoded.failed is True
 
@@ -235,7 +235,7 @@ def test_tool_result_string_error_wins_over_result() -> None:
 )
 def test_malformed_messages_on_our_channel(message: Any) -> None:
     with pytest.raises(MalformedMessage) as info:
-        decode(_env(message))
+        decode(envelope(message))
     assert info.value.tool_call_id is None
     assert isinstance(info.value, ValueError)
     assert info.value.reason
@@ -258,7 +258,7 @@ def test_missing_message_field_is_malformed() -> None:
 )
 def test_malformed_tool_call_with_string_id_carries_it(message: dict[str, Any]) -> None:
     with pytest.raises(MalformedMessage) as info:
-        decode(_env(message))
+        decode(envelope(message))
     assert info.value.tool_call_id == "c1"
 
 
@@ -275,13 +275,13 @@ def test_malformed_tool_call_with_string_id_carries_it(message: dict[str, Any]) 
 )
 def test_malformed_without_string_tool_call_id(message: dict[str, Any]) -> None:
     with pytest.raises(MalformedMessage) as info:
-        decode(_env(message))
+        decode(envelope(message))
     assert info.value.tool_call_id is None
 
 
 def test_malformed_reason_names_the_field() -> None:
     with pytest.raises(MalformedMessage) as info:
-        decode(_env({"type": "tool-call", "id": "c1", "args": {}}))
+        decode(envelope({"type": "tool-call", "id": "c1", "args": {}}))
     assert "toolName" in info.value.reason
 
 
@@ -536,28 +536,10 @@ JSON_SCALARS = (
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=20)
 )
-JSON_VALUES = st.recursive(
-    JSON_SCALARS,
-    lambda children: (
-        st.lists(children, max_size=5) | st.dictionaries(st.text(max_size=10), children, max_size=5)
-    ),
-    max_leaves=12,
-)
-MESSAGE_TYPES = st.sampled_from(
-    [
-        "model-context-request",
-        "model-context-subscribe",
-        "model-context-unsubscribe",
-        "model-context-update",
-        "model-context-response",
-        "tool-call",
-        "tool-cancel",
-        "tool-result",
-    ]
-)
+JSON_VALUES = nested_json(JSON_SCALARS, max_size=5, key_size=10)
 # Message-like objects: a known type plus fields with the right names and arbitrary values.
 MESSAGE_LIKE = st.fixed_dictionaries(
-    {"type": MESSAGE_TYPES | JSON_VALUES},
+    {"type": st.sampled_from(MESSAGE_TYPES) | JSON_VALUES},
     optional={
         "id": st.text(max_size=8) | JSON_VALUES,
         "toolName": st.text(max_size=8) | JSON_VALUES,
@@ -602,7 +584,7 @@ TOOL_CALL_LIKE = st.fixed_dictionaries(
 @settings(max_examples=120, deadline=None)
 @given(JSON_VALUES | MESSAGE_LIKE | TOOL_CALL_LIKE)
 def test_decode_any_envelope_on_our_channel(message: Any) -> None:
-    raw = _env(message)
+    raw = envelope(message)
     error: MalformedMessage | None = None
     decoded = None
     try:
@@ -653,8 +635,8 @@ def _check_context_tools(tools: object) -> None:
 def test_unusable_context_tools_are_refused_by_the_checks(tools: object) -> None:
     # decode() leaves a context's tools to check_tools/check_tool, which a host runs
     # while it walks the tools anyway (contexts can hold thousands).
-    envelope = {"type": "model-context-update", "context": {"tools": tools}}
-    message = decode({"channel": CHANNEL, "message": envelope})
+    update = {"type": "model-context-update", "context": {"tools": tools}}
+    message = decode({"channel": CHANNEL, "message": update})
     assert isinstance(message, ModelContextUpdate)
     with pytest.raises(ValueError, match="tool"):
         _check_context_tools(message.context.get("tools"))

@@ -4,20 +4,14 @@ import pytest
 
 from assistant_frames import ModelContextRegistry
 
+from helpers import calculator
+
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
 def frame() -> ModelContextRegistry:
-    registry = ModelContextRegistry()
-    registry.add_instruction("Adds.")
-
-    @registry.tool
-    def add(a: int, b: int) -> int:
-        """Add two numbers."""
-        return a + b
-
-    return registry
+    return calculator("Adds.")
 
 
 async def test_plugin_fixture_connects(frame_host) -> None:  # type: ignore[no-untyped-def]

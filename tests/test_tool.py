@@ -12,7 +12,7 @@ import anyio
 import anyio.lowlevel
 import anyio.to_thread
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import Field
 from typing_extensions import TypedDict
 
 from assistant_frames import (
@@ -22,6 +22,8 @@ from assistant_frames import (
     ToolDisabledError,
 )
 from assistant_frames.registry import Tool
+
+from helpers import Point, Segment
 
 pytestmark = pytest.mark.anyio
 
@@ -37,19 +39,6 @@ def _walk_keys(node: Any) -> set[str]:
         for item in node:
             keys |= _walk_keys(item)
     return keys
-
-
-class Point(BaseModel):
-    x: float
-    y: float
-
-
-class Segment(BaseModel):
-    """A line segment."""
-
-    start: Point
-    end: Point
-    label: str = "segment"
 
 
 class Person(TypedDict):

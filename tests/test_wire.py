@@ -7,13 +7,10 @@ JSON dicts exactly as the JS peer would.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
-from pydantic import BaseModel
 
 from assistant_frames import (
     AssistantFrameHost,
@@ -27,6 +24,20 @@ from assistant_frames import (
     memory_pair,
 )
 from assistant_frames.testing import connect_frame
+
+from helpers import (
+    CHANNEL,
+    EMPTY_OBJECT,
+    Gate,
+    Outcome,
+    Segment,
+    calculator,
+    call_raw,
+    envelope,
+    next_message,
+    raw_frame,
+    served,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -53,53 +64,10 @@ JS_EXPECTED_TOOL_RESULT = (
 SUBSCRIBE = '{"channel":"assistant-ui-frame","message":{"type":"model-context-subscribe"}}'
 UNSUBSCRIBE = '{"channel":"assistant-ui-frame","message":{"type":"model-context-unsubscribe"}}'
 
-CHANNEL = "assistant-ui-frame"
-EMPTY_OBJECT = {"type": "object", "properties": {}}
-
-
-def envelope(message: dict[str, Any]) -> dict[str, Any]:
-    return {"channel": CHANNEL, "message": message}
-
-
-async def next_message(end: MemoryTransport, kind: str | None = None) -> dict[str, Any]:
-    """The next message (of type ``kind``, skipping others) received on a raw end."""
-    while True:
-        raw = await end.receive()
-        assert raw["channel"] == CHANNEL
-        if kind is None or raw["message"]["type"] == kind:
-            return raw["message"]  # type: ignore[no-any-return]
-
-
-class Outcome:
-    """Runs a host call in the background and keeps what it returned or raised."""
-
-    def __init__(self) -> None:
-        self.done = anyio.Event()
-        self.result: Any = None
-        self.error: BaseException | None = None
-
-    async def run(self, host: AssistantFrameHost, name: str, args: Any) -> None:
-        try:
-            self.result = await host.call_tool(name, args)
-        except Exception as exc:
-            self.error = exc
-        finally:
-            self.done.set()
+JS_CONTEXT = json.loads(JS_FRAME_UPDATE)["message"]["context"]
 
 
 # -- Python host vs a JS frame ----------------------------------------------------------------
-
-
-@asynccontextmanager
-async def js_frame() -> AsyncIterator[tuple[AssistantFrameHost, MemoryTransport]]:
-    """A Python host whose peer is a raw end playing the JS frame (golden context sent)."""
-    host_end, frame_end = memory_pair()
-    async with AssistantFrameHost(host_end, timeout=5) as host:
-        assert await frame_end.receive() == json.loads(JS_HOST_REQUEST)
-        await frame_end.send(json.loads(JS_FRAME_UPDATE))
-        await host.wait_for_context(timeout=5)
-        assert await next_message(frame_end) == {"type": "model-context-subscribe"}
-        yield host, frame_end
 
 
 async def test_host_asks_first_and_accepts_the_js_context() -> None:
@@ -127,7 +95,7 @@ async def test_host_asks_first_and_accepts_the_js_context() -> None:
 
 async def test_host_tool_call_shape() -> None:
     with anyio.fail_after(5):
-        async with js_frame() as (host, frame_end), anyio.create_task_group() as tg:
+        async with raw_frame(JS_CONTEXT) as (host, frame_end), anyio.create_task_group() as tg:
             outcome = Outcome()
             tg.start_soon(outcome.run, host, "add", {"a": 2, "b": 3})
             call = await next_message(frame_end)
@@ -167,7 +135,7 @@ RESULT_CASES: list[tuple[str, str, Any]] = [
 @pytest.mark.parametrize(("reply", "kind", "expected"), RESULT_CASES)
 async def test_host_interprets_js_tool_results(reply: str, kind: str, expected: Any) -> None:
     with anyio.fail_after(5):
-        async with js_frame() as (host, frame_end), anyio.create_task_group() as tg:
+        async with raw_frame(JS_CONTEXT) as (host, frame_end), anyio.create_task_group() as tg:
             outcome = Outcome()
             tg.start_soon(outcome.run, host, "add", {"a": 2, "b": 3})
             call = await next_message(frame_end, "tool-call")
@@ -187,7 +155,7 @@ async def test_host_interprets_js_tool_results(reply: str, kind: str, expected: 
 
 async def test_host_ignores_unknown_and_duplicate_results() -> None:
     with anyio.fail_after(5):
-        async with js_frame() as (host, frame_end), anyio.create_task_group() as tg:
+        async with raw_frame(JS_CONTEXT) as (host, frame_end), anyio.create_task_group() as tg:
             first = Outcome()
             tg.start_soon(first.run, host, "add", {"a": 1, "b": 1})
             call = await next_message(frame_end, "tool-call")
@@ -227,7 +195,7 @@ async def test_host_ignores_unknown_and_duplicate_results() -> None:
 
 async def test_host_accepts_model_context_response_like_an_update() -> None:
     with anyio.fail_after(5):
-        async with js_frame() as (host, frame_end):
+        async with raw_frame(JS_CONTEXT) as (host, frame_end):
             changed = anyio.Event()
             host.subscribe(changed.set)
             await frame_end.send(
@@ -258,7 +226,7 @@ async def test_host_accepts_model_context_response_like_an_update() -> None:
 
 async def test_host_accepts_a_context_without_tools_or_system() -> None:
     with anyio.fail_after(5):
-        async with js_frame() as (host, frame_end):
+        async with raw_frame(JS_CONTEXT) as (host, frame_end):
             changed = anyio.Event()
             host.subscribe(changed.set)
             await frame_end.send(envelope({"type": "model-context-update", "context": {}}))
@@ -270,24 +238,8 @@ async def test_host_accepts_a_context_without_tools_or_system() -> None:
 # -- Python frame vs a JS host ----------------------------------------------------------------
 
 
-class Point(BaseModel):
-    x: float
-    y: float
-
-
-class Segment(BaseModel):
-    start: Point
-    end: Point
-
-
 def python_registry() -> ModelContextRegistry:
-    registry = ModelContextRegistry()
-    registry.add_instruction("Python tools.")
-
-    @registry.tool
-    def add(a: int, b: int) -> int:
-        """Add two numbers."""
-        return a + b
+    registry = calculator("Python tools.")
 
     @registry.tool
     def length(segment: Segment) -> float:
@@ -302,32 +254,11 @@ def python_registry() -> ModelContextRegistry:
     return registry
 
 
-@asynccontextmanager
-async def js_host(
-    registry: ModelContextRegistry,
-) -> AsyncIterator[MemoryTransport]:
-    """A served Python frame; yields the raw end that plays the JS host."""
-    frame = AssistantFrameProvider(registry)
-    host_end, frame_end = memory_pair()
-    async with anyio.create_task_group() as tg:
-        tg.start_soon(frame.serve, frame_end)
-        yield host_end
-        tg.cancel_scope.cancel()
-
-
-_barrier_ids = iter(range(10**9))
-
-
 async def barrier(end: MemoryTransport) -> list[dict[str, Any]]:
     """Round-trip a ping call; returns the messages received before its result."""
-    call_id = f"barrier-{next(_barrier_ids)}"
-    await end.send(envelope({"type": "tool-call", "id": call_id, "toolName": "ping", "args": {}}))
-    before: list[dict[str, Any]] = []
-    while True:
-        message = await next_message(end)
-        if message == {"type": "tool-result", "id": call_id, "result": "pong"}:
-            return before
-        before.append(message)
+    result, before = await call_raw(end, "ping", {})
+    assert result == {"type": "tool-result", "id": result["id"], "result": "pong"}
+    return before
 
 
 async def drain(end: MemoryTransport, seconds: float = 0.1) -> list[dict[str, Any]]:
@@ -354,7 +285,7 @@ async def test_frame_answers_a_js_request_with_an_update() -> None:
     registry = python_registry()
     registry.add_tool("off", parameters=EMPTY_OBJECT, disabled=True, type="frontend")
     with anyio.fail_after(5):
-        async with js_host(registry) as end:
+        async with served(registry) as end:
             await end.send(json.loads(JS_HOST_REQUEST))
             raw = await end.receive()
             assert set(raw) == {"channel", "message"}
@@ -387,7 +318,7 @@ async def test_frame_answers_a_js_request_with_an_update() -> None:
 
 async def test_frame_answers_the_js_golden_tool_call_exactly() -> None:
     with anyio.fail_after(5):
-        async with js_host(python_registry()) as end:
+        async with served(python_registry()) as end:
             await end.send(json.loads(JS_HOST_REQUEST))
             await next_message(end, "model-context-update")
             await end.send(json.loads(JS_HOST_TOOL_CALL))
@@ -396,7 +327,7 @@ async def test_frame_answers_the_js_golden_tool_call_exactly() -> None:
 
 async def test_frame_answers_tool_calls_without_any_request() -> None:
     with anyio.fail_after(5):
-        async with js_host(python_registry()) as end:
+        async with served(python_registry()) as end:
             await end.send(json.loads(JS_HOST_TOOL_CALL))
             assert await end.receive() == json.loads(JS_EXPECTED_TOOL_RESULT)
             await end.send(
@@ -412,7 +343,7 @@ async def test_frame_answers_tool_calls_without_any_request() -> None:
 async def test_frame_pushes_changes_to_a_js_host_that_only_requested() -> None:
     registry = python_registry()
     with anyio.fail_after(5):
-        async with js_host(registry) as end:
+        async with served(registry) as end:
             await end.send(json.loads(JS_HOST_REQUEST))
             await next_message(end, "model-context-update")
             registry.add_instruction("More.")
@@ -427,24 +358,6 @@ async def test_frame_pushes_changes_to_a_js_host_that_only_requested() -> None:
             assert "extra" not in update["context"]["tools"]
 
 
-class Gate:
-    """An async tool that runs until released, recording start and cancellation."""
-
-    def __init__(self) -> None:
-        self.started = anyio.Event()
-        self.release = anyio.Event()
-        self.cancelled = anyio.Event()
-
-    async def __call__(self) -> str:
-        self.started.set()
-        try:
-            await self.release.wait()
-        except anyio.get_cancelled_exc_class():
-            self.cancelled.set()
-            raise
-        return "released"
-
-
 def results_for(messages: list[dict[str, Any]], call_id: str) -> list[dict[str, Any]]:
     return [m for m in messages if m.get("type") == "tool-result" and m.get("id") == call_id]
 
@@ -454,7 +367,7 @@ async def test_tool_cancel_from_a_js_host() -> None:
     gate = Gate()
     registry.add_tool("slow", gate)
     with anyio.fail_after(5):
-        async with js_host(registry) as end:
+        async with served(registry) as end:
             await end.send(
                 envelope(
                     {"type": "tool-call", "id": "tool-slow001", "toolName": "slow", "args": {}}
@@ -484,7 +397,7 @@ async def test_a_call_cancelled_before_it_starts_never_runs() -> None:
         return "ran"
 
     with anyio.fail_after(5):
-        async with js_host(registry) as end:
+        async with served(registry) as end:
             for name in ("record_async", "record_sync"):
                 call_id = f"tool-{name}"
                 # the JS host aborts at once: both arrive before the frame runs anything
@@ -520,7 +433,7 @@ async def test_reused_live_id_cancels_the_older_call() -> None:
     gate = Gate()
     registry.add_tool("slow", gate)
     with anyio.fail_after(5):
-        async with js_host(registry) as end:
+        async with served(registry) as end:
             await end.send(
                 envelope(
                     {"type": "tool-call", "id": "tool-same123", "toolName": "slow", "args": {}}
@@ -552,7 +465,7 @@ async def test_reused_live_id_cancels_the_older_call() -> None:
 async def test_unsubscribe_stops_pushes() -> None:
     registry = python_registry()
     with anyio.fail_after(5):
-        async with js_host(registry) as end:
+        async with served(registry) as end:
             await end.send(json.loads(SUBSCRIBE))
             assert (await next_message(end))["type"] == "model-context-update"
             await end.send(json.loads(UNSUBSCRIBE))
@@ -571,7 +484,7 @@ async def test_unsubscribe_stops_pushes() -> None:
 async def test_a_peer_that_never_asked_gets_no_pushes() -> None:
     registry = python_registry()
     with anyio.fail_after(5):
-        async with js_host(registry) as end:
+        async with served(registry) as end:
             assert await barrier(end) == []
             registry.add_instruction("Unseen.")
             registry.add_tool("extra", parameters=EMPTY_OBJECT)

@@ -1,0 +1,192 @@
+"""Helpers shared by several test modules (``from helpers import ...``).
+
+Raw peers speak plain JSON dicts on the wire, as assistant-ui's JavaScript does: one side is
+the real Python class, the other a bare ``memory_pair()`` end driven by the test.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from assistant_frames import (
+    AssistantFrameHost,
+    AssistantFrameProvider,
+    MemoryTransport,
+    ModelContextRegistry,
+    memory_pair,
+)
+
+CHANNEL = "assistant-ui-frame"
+EMPTY_OBJECT = {"type": "object", "properties": {}}
+MESSAGE_TYPES = (
+    "model-context-request",
+    "model-context-subscribe",
+    "model-context-unsubscribe",
+    "model-context-update",
+    "model-context-response",
+    "tool-call",
+    "tool-cancel",
+    "tool-result",
+)
+
+
+# -- raw peers ---------------------------------------------------------------------------------
+
+
+def envelope(message: Any) -> dict[str, Any]:
+    return {"channel": CHANNEL, "message": message}
+
+
+async def next_message(end: MemoryTransport, kind: str | None = None) -> dict[str, Any]:
+    """The next message (of type ``kind``, skipping others) received on a raw end."""
+    while True:
+        raw = await end.receive()
+        assert raw["channel"] == CHANNEL
+        message: dict[str, Any] = raw["message"]
+        if kind is None or message["type"] == kind:
+            return message
+
+
+_call_ids = itertools.count()
+
+
+async def call_raw(end: MemoryTransport, tool: str, args: Any) -> tuple[dict[str, Any], list[Any]]:
+    """Send a tool-call; return its tool-result message and what arrived before it."""
+    call_id = f"tool-{next(_call_ids)}"
+    await end.send(envelope({"type": "tool-call", "id": call_id, "toolName": tool, "args": args}))
+    before: list[Any] = []
+    while True:
+        message = await next_message(end)
+        if message.get("type") == "tool-result" and message.get("id") == call_id:
+            return message, before
+        before.append(message)
+
+
+@asynccontextmanager
+async def served(registry: ModelContextRegistry, **options: Any) -> AsyncIterator[MemoryTransport]:
+    """Serve a Python frame for ``registry``; yield the raw end that plays the host."""
+    frame = AssistantFrameProvider(registry, **options)
+    host_end, frame_end = memory_pair()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(frame.serve, frame_end)
+        yield host_end
+        tg.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def raw_frame(
+    context: Mapping[str, Any],
+) -> AsyncIterator[tuple[AssistantFrameHost, MemoryTransport]]:
+    """A Python host whose peer is a raw end playing the frame.
+
+    The raw end has answered the host's request with ``context`` and received its subscribe.
+    """
+    host_end, frame_end = memory_pair()
+    async with AssistantFrameHost(host_end, timeout=5) as host:
+        assert await frame_end.receive() == envelope({"type": "model-context-request"})
+        await frame_end.send(envelope({"type": "model-context-update", "context": context}))
+        await host.wait_for_context(timeout=5)
+        assert await next_message(frame_end) == {"type": "model-context-subscribe"}
+        yield host, frame_end
+
+
+@asynccontextmanager
+async def serve_frame(
+    frame: AssistantFrameProvider, *, timeout: float = 5.0, name: str | None = None
+) -> AsyncIterator[AssistantFrameHost]:
+    """Serve ``frame`` over a fresh memory_pair() and yield a host that has its context."""
+    host_end, frame_end = memory_pair()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(frame.serve, frame_end)
+        async with AssistantFrameHost(host_end, timeout=timeout, name=name) as host:
+            await host.wait_for_context(timeout=5)
+            yield host
+        tg.cancel_scope.cancel()
+
+
+# -- tools, calls and registries ---------------------------------------------------------------
+
+
+class Gate:
+    """An async tool that runs until released, recording start and cancellation."""
+
+    def __init__(self) -> None:
+        self.started = anyio.Event()
+        self.release = anyio.Event()
+        self.cancelled = anyio.Event()
+
+    async def __call__(self) -> str:
+        self.started.set()
+        try:
+            await self.release.wait()
+        except anyio.get_cancelled_exc_class():
+            self.cancelled.set()
+            raise
+        return "released"
+
+
+class Outcome:
+    """Runs a host call in the background and keeps what it returned or raised."""
+
+    def __init__(self) -> None:
+        self.done = anyio.Event()
+        self.result: Any = None
+        self.error: BaseException | None = None
+
+    async def run(self, host: AssistantFrameHost, name: str, args: Any, **kw: Any) -> None:
+        try:
+            self.result = await host.call_tool(name, args, **kw)
+        except Exception as exc:
+            self.error = exc
+        finally:
+            self.done.set()
+
+
+class Point(BaseModel):
+    x: float
+    y: float
+
+
+class Segment(BaseModel):
+    """A line segment."""
+
+    start: Point
+    end: Point
+    label: str = "segment"
+
+
+def calculator(instruction: str = "You can add numbers.") -> ModelContextRegistry:
+    """A registry with one instruction and an ``add(a, b)`` tool."""
+    registry = ModelContextRegistry()
+    registry.add_instruction(instruction)
+
+    @registry.tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    return registry
+
+
+# -- hypothesis --------------------------------------------------------------------------------
+
+
+def nested_json(
+    scalars: st.SearchStrategy[Any], *, max_size: int, key_size: int
+) -> st.SearchStrategy[Any]:
+    """JSON values: ``scalars``, and lists and objects of them (at most 12 leaves in all)."""
+    return st.recursive(
+        scalars,
+        lambda children: (
+            st.lists(children, max_size=max_size)
+            | st.dictionaries(st.text(max_size=key_size), children, max_size=max_size)
+        ),
+        max_leaves=12,
+    )
