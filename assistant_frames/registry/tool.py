@@ -18,9 +18,11 @@ that type (or, with explicit parameters, by taking a second positional argument)
 from __future__ import annotations
 
 import builtins
+import contextlib
 import inspect
 import itertools
 import threading
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, TypeAlias, get_args, get_origin, get_type_hints
 
@@ -391,59 +393,88 @@ def _is_context_annotation(annotation: Any) -> bool:
     return get_origin(annotation) is not None and ToolCallContext in get_args(annotation)
 
 
-def _from_signature(name: str, execute: ExecuteFunction) -> tuple[dict[str, Any], _Invoker]:
-    try:
-        signature = inspect.signature(execute)
-    except (TypeError, ValueError) as exc:
-        raise TypeError(f"Cannot read the signature of execute for tool {name!r}") from exc
-    try:
-        hints = get_type_hints(execute, include_extras=True)
-    except Exception:  # unresolvable forward references: fall back to the raw annotations
-        hints = {}
-    _, param_docs = parse_docstring(inspect.getdoc(execute))
+class _Signature:
+    """What a typed signature gives a tool: schema, validator, and how to call ``execute``.
 
-    fields: dict[str, Any] = {}
-    aliases: dict[str, str] = {}  # model field -> parameter name, where they differ
-    context_param: str | None = None
-    for param in signature.parameters.values():
-        annotation = hints.get(param.name, param.annotation)
-        if annotation is inspect.Parameter.empty:
-            annotation = Any
-        if _is_context_annotation(annotation):
-            context_param = param.name
-            continue
-        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+    Cached per function, so registering many tools from one function (generated tools,
+    a burst of ``add_tool``) builds the Pydantic model once.
+    """
+
+    __slots__ = ("aliases", "context_param", "schema", "validator")
+
+    def __init__(self, name: str, execute: ExecuteFunction) -> None:
+        try:
+            signature = inspect.signature(execute)
+        except (TypeError, ValueError) as exc:
+            raise TypeError(f"Cannot read the signature of execute for tool {name!r}") from exc
+        try:
+            hints = get_type_hints(execute, include_extras=True)
+        except Exception:  # unresolvable forward references: fall back to the raw annotations
+            hints = {}
+        _, param_docs = parse_docstring(inspect.getdoc(execute))
+
+        fields: dict[str, Any] = {}
+        self.aliases: dict[str, str] = {}  # model field -> parameter name, where they differ
+        self.context_param: str | None = None
+        for param in signature.parameters.values():
+            annotation = hints.get(param.name, param.annotation)
+            if annotation is inspect.Parameter.empty:
+                annotation = Any
+            if _is_context_annotation(annotation):
+                self.context_param = param.name
+                continue
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+                raise TypeError(
+                    f"Tool {name!r}: parameter {param.name!r} must be passable by keyword "
+                    "(no *args, **kwargs or positional-only parameters); pass `parameters=` "
+                    "explicitly to use such a function"
+                )
+            field_name = param.name
+            if field_name.startswith("_") or hasattr(BaseModel, field_name):
+                field_name = f"field_{len(fields)}"
+                self.aliases[field_name] = param.name
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            options: dict[str, Any] = {}
+            if field_name != param.name:
+                options["alias"] = param.name
+            if param.name in param_docs:  # never override an Annotated Field's description
+                options["description"] = param_docs[param.name]
+            fields[field_name] = (annotation, Field(default, **options) if options else default)
+
+        model: type[BaseModel] = create_model(
+            f"{getattr(execute, '__name__', name)}_arguments",
+            __config__=ConfigDict(protected_namespaces=(), arbitrary_types_allowed=True),
+            **fields,
+        )
+        try:
+            schema = inline_refs(model.model_json_schema(schema_generator=ToolJsonSchema))
+        except Exception as exc:
             raise TypeError(
-                f"Tool {name!r}: parameter {param.name!r} must be passable by keyword "
-                "(no *args, **kwargs or positional-only parameters); pass `parameters=` "
-                "explicitly to use such a function"
-            )
-        field_name = param.name
-        if field_name.startswith("_") or hasattr(BaseModel, field_name):
-            field_name = f"field_{len(fields)}"
-            aliases[field_name] = param.name
-        default = ... if param.default is inspect.Parameter.empty else param.default
-        options: dict[str, Any] = {}
-        if field_name != param.name:
-            options["alias"] = param.name
-        if param.name in param_docs:  # never override an Annotated Field's description
-            options["description"] = param_docs[param.name]
-        fields[field_name] = (annotation, Field(default, **options) if options else default)
+                f"Tool {name!r}: cannot build a JSON Schema for its parameters: {exc}"
+            ) from exc
+        schema.pop("title", None)
+        schema.setdefault("properties", {})
+        self.schema = schema
+        self.validator = model.__pydantic_validator__
 
-    model: type[BaseModel] = create_model(
-        f"{name}_arguments",
-        __config__=ConfigDict(protected_namespaces=(), arbitrary_types_allowed=True),
-        **fields,
-    )
+
+_signatures: weakref.WeakKeyDictionary[Any, _Signature] = weakref.WeakKeyDictionary()
+
+
+def _signature_of(name: str, execute: ExecuteFunction) -> _Signature:
     try:
-        schema = inline_refs(model.model_json_schema(schema_generator=ToolJsonSchema))
-    except Exception as exc:
-        raise TypeError(
-            f"Tool {name!r}: cannot build a JSON Schema for its parameters: {exc}"
-        ) from exc
-    schema.pop("title", None)
-    schema.setdefault("properties", {})
-    validator = model.__pydantic_validator__
+        return _signatures[execute]
+    except (KeyError, TypeError):  # TypeError: not weakly referenceable
+        pass
+    signature = _Signature(name, execute)
+    with contextlib.suppress(TypeError):
+        _signatures[execute] = signature
+    return signature
+
+
+def _from_signature(name: str, execute: ExecuteFunction) -> tuple[dict[str, Any], _Invoker]:
+    info = _signature_of(name, execute)
+    validator, aliases = info.validator, info.aliases
     run = _runner(execute)
 
     def validate(args: Any) -> dict[str, Any]:
@@ -457,20 +488,20 @@ def _from_signature(name: str, execute: ExecuteFunction) -> tuple[dict[str, Any]
             return {aliases.get(k, k): v for k, v in values.items()}
         return values
 
-    if context_param is not None:
-        key = context_param
+    if info.context_param is not None:
+        key = info.context_param
 
         async def invoke_with_context(args: Any, context: ToolCallContext) -> Any:
             kwargs = dict(validate(args))
             kwargs[key] = context
             return await run(**kwargs)
 
-        return schema, invoke_with_context
+        return info.schema, invoke_with_context
 
     async def invoke(args: Any, context: ToolCallContext) -> Any:
         return await run(**validate(args))
 
-    return schema, invoke
+    return info.schema, invoke
 
 
 def _pydantic_message(name: str, exc: ValidationError) -> str:
