@@ -107,6 +107,7 @@ class AssistantFrameHost:
         self._subscribed = False
         self._malformed = 0
         self._ready: anyio.Event | None = None
+        self._new_event: Callable[[], anyio.Event] = anyio.Event  # the backend's, once entered
         self._disconnected: FrameDisconnected | None = None
         self._exit_stack: AsyncExitStack | None = None
         self._task_group: TaskGroup | None = None
