@@ -8,7 +8,9 @@ from __future__ import annotations
 
 __all__ = [
     "AssistantFramesError",
+    "ConnectError",
     "FrameDisconnected",
+    "HandshakeRejected",
     "ToolArgumentsError",
     "ToolCallError",
     "ToolCallTimeout",
@@ -83,3 +85,17 @@ class ToolConflictError(AssistantFramesError, ValueError):
             message or f"A tool named {tool_name!r} is already registered at the same priority"
         )
         self.tool_name = tool_name
+
+
+class ConnectError(AssistantFramesError, ConnectionError):
+    """A connection to a frame (or a listening socket) could not be set up."""
+
+
+class HandshakeRejected(ConnectError):
+    """The server refused the WebSocket handshake, e.g. HTTP 401 for a bad token."""
+
+    def __init__(self, status: int, body: str = "") -> None:
+        detail = f": {body}" if body else ""
+        super().__init__(f"The server refused the connection with HTTP {status}{detail}")
+        self.status = status
+        self.body = body

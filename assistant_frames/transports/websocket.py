@@ -1,0 +1,536 @@
+"""WebSocket transports: websockets' sans-I/O protocol driven by anyio TCP streams.
+
+One JSON message per text frame. The same code runs under asyncio and trio, because
+the I/O is anyio's and the protocol (handshake, framing, masking, close handshake,
+size limits) is the ``websockets`` package's sans-I/O core.
+
+* :func:`connect_websocket` dials a ``ws://`` (or ``wss://``) URL and returns a
+  transport, e.g. for an :class:`~assistant_frames.AssistantFrameHost`.
+* :func:`websocket_server` listens (on 127.0.0.1 unless told otherwise) and runs a
+  handler per accepted connection, e.g. ``provider.serve`` to serve a frame to every
+  host that connects, or a function that hosts frames dialling in.
+
+Security: an optional bearer token checked during the handshake (a refused client gets
+HTTP 401 and no frame traffic), an Origin allowlist for browser clients (HTTP 403), a
+maximum message size (the connection closes with code 1009), keep-alive pings while a
+connection is idle (code 1011 when unanswered) and a handshake timeout.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+import ssl
+import time
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import anyio
+import anyio.abc
+from anyio import TypedAttributeSet, typed_attribute
+from anyio.abc import ByteStream, ObjectStream, SocketAttribute
+from pydantic_core import from_json, to_json
+
+from ..errors import ConnectError, HandshakeRejected
+
+try:
+    from websockets.client import ClientProtocol
+    from websockets.exceptions import InvalidStatus
+    from websockets.frames import CloseCode, Frame, Opcode
+    from websockets.http11 import Request
+    from websockets.protocol import Protocol, State
+    from websockets.server import ServerProtocol
+    from websockets.typing import Origin
+    from websockets.uri import parse_uri
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "WebSocket transports need the 'websockets' package: "
+        "pip install 'assistant-frames[websockets]'"
+    ) from exc
+
+__all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
+    "WebSocketAttribute",
+    "WebSocketServer",
+    "WebSocketTransport",
+    "connect_websocket",
+    "websocket_server",
+]
+
+logger = logging.getLogger("assistant_frames.transports")
+
+DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
+_READ_SIZE = 65536
+_CLOSE_TIMEOUT = 2.0
+
+
+class WebSocketAttribute(TypedAttributeSet):
+    """What a WebSocket transport knows about its peer (``transport.extra(...)``)."""
+
+    #: The ``Origin`` header of the handshake (browsers send it), or ``None``.
+    origin: str | None = typed_attribute()
+    #: The request path (with query string) of the handshake.
+    path: str = typed_attribute()
+
+
+class WebSocketTransport(ObjectStream[Any]):
+    """One WebSocket connection as an anyio object stream of JSON messages.
+
+    Not built directly: use :func:`connect_websocket` or :func:`websocket_server`.
+    ``receive`` answers the peer's pings (keep a task receiving, as frames and hosts
+    always do); :meth:`keep_alive` pings the peer when the connection is idle.
+    Frames that are not JSON are dropped (one WARNING per connection).
+    """
+
+    def __init__(
+        self,
+        stream: ByteStream,
+        protocol: Protocol,
+        *,
+        ping_interval: float | None,
+        ping_timeout: float,
+        attributes: Mapping[Any, Callable[[], Any]] | None = None,
+        early_events: Sequence[object] = (),
+    ) -> None:
+        self._stream = stream
+        self._protocol = protocol
+        self._ping_interval = ping_interval
+        self._ping_timeout = ping_timeout
+        self._attributes = dict(attributes or {})
+        self._messages: deque[Any] = deque()
+        self._fragments: list[bytes] = []
+        self._send_lock = anyio.Lock(fast_acquire=True)  # no yield when uncontended
+        self._receive_lock = anyio.Lock(fast_acquire=True)
+        self._closed = False
+        self._ended: BaseException | None = None  # what receive raises once drained
+        self._dropped = 0
+        self._last_seen = time.monotonic()
+        for event in early_events:  # parsed in the same read as the handshake
+            if isinstance(event, Frame):
+                self._on_frame(event)
+
+    # -- ObjectStream ----------------------------------------------------------------------
+
+    async def send(self, item: Any) -> None:
+        """Send ``item`` as one text frame of JSON (``TypeError`` if it has no JSON form)."""
+        try:
+            data = to_json(item, inf_nan_mode="null")
+        except ValueError as exc:
+            raise TypeError(f"Cannot send a value that has no JSON form: {exc}") from None
+        if self._closed:
+            raise anyio.ClosedResourceError
+        async with self._send_lock:
+            if self._protocol.state is not State.OPEN:
+                raise anyio.BrokenResourceError(self._close_description())
+            self._protocol.send_text(data)
+            await self._flush()
+
+    async def receive(self) -> Any:
+        """The next message; ``anyio.EndOfStream`` (with the close reason) at the end."""
+        while True:
+            if self._messages:
+                return self._messages.popleft()
+            if self._closed:
+                raise anyio.ClosedResourceError
+            if self._ended is not None:
+                raise self._ended
+            async with self._receive_lock:
+                if not self._messages and self._ended is None:
+                    await self._read()
+
+    async def send_eof(self) -> None:
+        """Start the closing handshake (code 1000)."""
+        await self._close(CloseCode.NORMAL_CLOSURE, "")
+
+    async def aclose(self) -> None:
+        """Close the connection cleanly (code 1000), bounded in time."""
+        if self._closed:
+            return
+        await self._close(CloseCode.NORMAL_CLOSURE, "")
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            await self._stream.aclose()
+
+    @property
+    def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
+        return {**self._stream.extra_attributes, **self._attributes}
+
+    # -- internals -----------------------------------------------------------------------
+
+    async def _close(self, code: int, reason: str) -> None:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
+            async with self._send_lock:
+                if self._protocol.state is State.OPEN:
+                    self._protocol.send_close(code, reason)
+                    await self._flush()
+
+    async def _flush(self) -> None:
+        """Write what the protocol wants sent; the caller holds the send lock."""
+        for data in self._protocol.data_to_send():
+            try:
+                if data:
+                    await self._stream.send(data)
+                else:  # the protocol asks to half-close the TCP connection
+                    await self._stream.send_eof()
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                self._end(anyio.BrokenResourceError(f"WebSocket connection broke: {exc!r}"))
+                raise anyio.BrokenResourceError(str(self._ended)) from None
+
+    async def _read(self) -> None:
+        """Read once from the socket and process it, pinging the peer when idle."""
+        try:
+            data = await self._receive_bytes()
+        except anyio.EndOfStream:
+            self._protocol.receive_eof()
+            self._end(anyio.EndOfStream(self._close_description()))
+            return
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            self._end(anyio.BrokenResourceError(f"WebSocket connection broke: {exc!r}"))
+            return
+        self._process(data)
+        async with self._send_lock:  # pongs, the reply to a close...
+            try:
+                await self._flush()
+            except anyio.BrokenResourceError:
+                return
+        if self._protocol.state is not State.OPEN:  # closing: deliver what came, then end
+            self._end(anyio.EndOfStream(self._close_description()))
+
+    async def _receive_bytes(self) -> bytes:
+        data = await self._stream.receive(_READ_SIZE)
+        self._last_seen = time.monotonic()
+        return data
+
+    async def keep_alive(self) -> None:
+        """Ping the peer whenever the connection has been idle for ``ping_interval``.
+
+        A peer that answers nothing within ``ping_timeout`` gets the connection closed
+        with code 1011, and ``receive`` then raises. Runs until the connection ends;
+        :func:`connect_websocket` and :func:`websocket_server` run it for you. A task
+        rather than a deadline on every read keeps timers off the hot path.
+        """
+        interval = self._ping_interval
+        if interval is None:
+            return
+        while self._ended is None and not self._closed:
+            idle = time.monotonic() - self._last_seen
+            if idle < interval:
+                await anyio.sleep(interval - idle)
+                continue
+            pinged_at = time.monotonic()
+            async with self._send_lock:
+                if self._protocol.state is not State.OPEN:
+                    return
+                self._protocol.send_ping(b"keepalive")
+                try:
+                    await self._flush()
+                except anyio.BrokenResourceError:
+                    return
+            await anyio.sleep(self._ping_timeout)
+            if self._last_seen < pinged_at and self._ended is None and not self._closed:
+                await self._fail(CloseCode.INTERNAL_ERROR, "keepalive ping timeout")
+                return
+
+    async def _fail(self, code: int, reason: str) -> None:
+        """Close at once (no waiting for the peer) and make ``receive`` raise."""
+        self._end(anyio.BrokenResourceError(f"WebSocket connection failed: {reason}"))
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
+            async with self._send_lock:
+                if self._protocol.state is State.OPEN:
+                    self._protocol.fail(code, reason)
+                    with contextlib.suppress(anyio.BrokenResourceError):
+                        await self._flush()
+        with anyio.CancelScope(shield=True):
+            await self._stream.aclose()  # wakes a receive waiting on the socket
+
+    def _process(self, data: bytes) -> None:
+        self._protocol.receive_data(data)
+        for event in self._protocol.events_received():
+            if isinstance(event, Frame):
+                self._on_frame(event)
+
+    def _on_frame(self, frame: Frame) -> None:
+        if frame.opcode in (Opcode.TEXT, Opcode.BINARY):
+            self._fragments = [bytes(frame.data)]
+        elif frame.opcode is Opcode.CONT:
+            self._fragments.append(bytes(frame.data))
+        else:
+            return  # pings are answered by the protocol; pongs just prove liveness
+        if frame.fin:
+            payload = b"".join(self._fragments)
+            self._fragments = []
+            try:
+                self._messages.append(from_json(payload))
+            except ValueError as exc:
+                self._dropped += 1
+                level = logging.WARNING if self._dropped == 1 else logging.DEBUG
+                logger.log(level, "Dropped a WebSocket frame that is not JSON: %s", exc)
+
+    def _end(self, exc: BaseException) -> None:
+        if self._ended is None:
+            self._ended = exc
+
+    def _close_description(self) -> str:
+        close = self._protocol.close_rcvd or self._protocol.close_sent
+        if close is None:
+            return "WebSocket connection closed"
+        reason = f": {close.reason}" if close.reason else ""
+        return f"WebSocket connection closed with code {close.code}{reason}"
+
+
+# -- client --------------------------------------------------------------------------------
+
+
+@asynccontextmanager
+async def connect_websocket(
+    url: str,
+    *,
+    token: str | None = None,
+    origin: str | None = None,
+    headers: Mapping[str, str] | None = None,
+    max_message_size: int | None = DEFAULT_MAX_MESSAGE_BYTES,
+    ping_interval: float | None = 20.0,
+    ping_timeout: float = 20.0,
+    open_timeout: float = 10.0,
+    ssl_context: ssl.SSLContext | None = None,
+) -> AsyncIterator[WebSocketTransport]:
+    """Connect to a WebSocket server; the transport is open inside the block::
+
+        async with connect_websocket(url, token=token) as transport:
+            async with AssistantFrameHost(transport) as host:
+                ...
+
+    ``token`` is sent as ``Authorization: Bearer <token>``. While the block runs, the
+    idle connection is pinged every ``ping_interval`` seconds (``None``: never). Raises
+    :class:`~assistant_frames.ConnectError` when the server cannot be reached in
+    ``open_timeout`` seconds and :class:`~assistant_frames.HandshakeRejected` (with the
+    HTTP status) when it refuses the handshake.
+    """
+    try:
+        uri = parse_uri(url)
+    except Exception as exc:
+        raise ValueError(f"Not a WebSocket URL: {url!r} ({exc})") from None
+    protocol = ClientProtocol(
+        uri, origin=Origin(origin) if origin else None, max_size=max_message_size
+    )
+    try:
+        with anyio.fail_after(open_timeout):
+            if uri.secure:
+                stream: ByteStream = await anyio.connect_tcp(
+                    uri.host, uri.port, tls=True, ssl_context=ssl_context
+                )
+            else:
+                stream = await anyio.connect_tcp(uri.host, uri.port)
+            try:
+                early_events = await _client_handshake(stream, protocol, token, headers)
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await stream.aclose()
+                raise
+    except TimeoutError:
+        raise ConnectError(f"Cannot connect to {url}: no answer in {open_timeout:g} s") from None
+    except ConnectError:
+        raise
+    except OSError as exc:
+        raise ConnectError(f"Cannot connect to {url}: {exc.strerror or exc}") from None
+    transport = WebSocketTransport(
+        stream,
+        protocol,
+        ping_interval=ping_interval,
+        ping_timeout=ping_timeout,
+        early_events=early_events,
+        attributes={WebSocketAttribute.path: lambda: uri.resource_name},
+    )
+    async with transport, anyio.create_task_group() as task_group:
+        task_group.start_soon(transport.keep_alive)
+        try:
+            yield transport
+        finally:
+            task_group.cancel_scope.cancel()
+
+
+async def _client_handshake(
+    stream: ByteStream,
+    protocol: ClientProtocol,
+    token: str | None,
+    headers: Mapping[str, str] | None,
+) -> list[object]:
+    request = protocol.connect()
+    for name, value in (headers or {}).items():
+        request.headers[name] = value
+    if token is not None:
+        request.headers["Authorization"] = f"Bearer {token}"
+    protocol.send_request(request)
+    for data in protocol.data_to_send():
+        await stream.send(data)
+    while True:
+        try:
+            data = await stream.receive(_READ_SIZE)
+        except anyio.EndOfStream:
+            protocol.receive_eof()
+            raise ConnectError("The server closed the connection during the handshake") from None
+        protocol.receive_data(data)
+        events = protocol.events_received()
+        if events:
+            break
+    exc = protocol.handshake_exc
+    if exc is not None:
+        if isinstance(exc, InvalidStatus):
+            response = exc.response
+            body = bytes(response.body).decode("utf-8", "replace").strip()
+            raise HandshakeRejected(response.status_code, body)
+        raise ConnectError(f"WebSocket handshake failed: {exc}")
+    return list(events[1:])  # frames that came in the same read as the response
+
+
+# -- server --------------------------------------------------------------------------------
+
+Handler = Callable[[WebSocketTransport], Awaitable[Any]]
+
+
+class WebSocketServer:
+    """A running :func:`websocket_server`: where it listens."""
+
+    def __init__(self, listener: anyio.abc.Listener[anyio.abc.SocketStream]) -> None:
+        self._listener = listener
+
+    @property
+    def host(self) -> str:
+        """The address it is bound to."""
+        return str(self._listener.extra(SocketAttribute.local_address)[0])
+
+    @property
+    def port(self) -> int:
+        """The port it is bound to (useful with ``port=0``)."""
+        return int(self._listener.extra(SocketAttribute.local_port))
+
+    @property
+    def url(self) -> str:
+        """``ws://host:port`` to give clients."""
+        host = self.host
+        return f"ws://[{host}]:{self.port}" if ":" in host else f"ws://{host}:{self.port}"
+
+
+@asynccontextmanager
+async def websocket_server(
+    handler: Handler,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    token: str | None = None,
+    allowed_origins: Sequence[str] | None = None,
+    max_message_size: int | None = DEFAULT_MAX_MESSAGE_BYTES,
+    ping_interval: float | None = 20.0,
+    ping_timeout: float = 20.0,
+    handshake_timeout: float = 10.0,
+) -> AsyncIterator[WebSocketServer]:
+    """Listen for WebSocket clients, running ``await handler(transport)`` for each.
+
+    ``port=0`` picks a free port (see ``server.port``/``server.url``). With ``token``,
+    clients must send ``Authorization: Bearer <token>`` (or ``?access_token=<token>``
+    in the URL, for browsers, which cannot set headers): others get HTTP 401 and never
+    reach ``handler``. With ``allowed_origins``, browser clients from any other origin
+    get HTTP 403; clients that send no ``Origin`` (programs, not browsers) are allowed.
+    The transport is closed when ``handler`` returns; a handler that raises is logged
+    and affects no other connection. Leaving the block stops the server and every
+    connection.
+    """
+    try:
+        listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+    except OSError as exc:
+        raise ConnectError(f"Cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    origins: list[Origin | None] | None = None
+    if allowed_origins is not None:
+        origins = [Origin(o) for o in allowed_origins] + [None]
+
+    async def serve_connection(stream: anyio.abc.SocketStream) -> None:
+        protocol = ServerProtocol(origins=origins, max_size=max_message_size)
+        try:
+            with anyio.fail_after(handshake_timeout):
+                request, early_events = await _server_handshake(stream, protocol, token)
+        except (TimeoutError, ConnectError, OSError, anyio.BrokenResourceError) as exc:
+            logger.info("WebSocket handshake failed: %s", exc)
+            with anyio.CancelScope(shield=True):
+                await stream.aclose()
+            return
+        if request is None:  # refused: the response has been sent
+            with anyio.CancelScope(shield=True):
+                await stream.aclose()
+            return
+        origin = request.headers.get("Origin")
+        transport = WebSocketTransport(
+            stream,
+            protocol,
+            ping_interval=ping_interval,
+            ping_timeout=ping_timeout,
+            early_events=early_events,
+            attributes={
+                WebSocketAttribute.origin: lambda: origin,
+                WebSocketAttribute.path: lambda: request.path,
+            },
+        )
+        async with transport, anyio.create_task_group() as connection_tasks:
+            connection_tasks.start_soon(transport.keep_alive)
+            try:
+                await handler(transport)
+            except Exception:
+                logger.exception("WebSocket connection handler raised")
+            finally:
+                connection_tasks.cancel_scope.cancel()
+
+    async with listener, anyio.create_task_group() as task_group:
+        task_group.start_soon(listener.serve, serve_connection, task_group)
+        try:
+            yield WebSocketServer(listener)
+        finally:
+            task_group.cancel_scope.cancel()
+
+
+async def _server_handshake(
+    stream: ByteStream, protocol: ServerProtocol, token: str | None
+) -> tuple[Request | None, list[object]]:
+    """Read the request and answer it; ``(None, [])`` when it was refused."""
+    while True:
+        try:
+            data = await stream.receive(_READ_SIZE)
+        except anyio.EndOfStream:
+            raise ConnectError("The client closed the connection during the handshake") from None
+        protocol.receive_data(data)
+        events = protocol.events_received()
+        if events:
+            break
+    request = events[0]
+    if not isinstance(request, Request):
+        raise ConnectError(f"Invalid WebSocket handshake: {protocol.handshake_exc}")
+    if token is not None and not _token_ok(request, token):
+        response = protocol.reject(401, "Missing or invalid bearer token\n")
+        response.headers["WWW-Authenticate"] = "Bearer"
+    else:
+        response = protocol.accept(request)
+    protocol.send_response(response)
+    for data in protocol.data_to_send():
+        if data:
+            await stream.send(data)
+    if response.status_code != 101:
+        logger.info(
+            "Refused a WebSocket client: HTTP %d %s",
+            response.status_code,
+            response.reason_phrase,
+        )
+        return None, []
+    return request, list(events[1:])
+
+
+def _token_ok(request: Request, token: str) -> bool:
+    offered = ""
+    authorization = request.headers.get("Authorization", "")
+    if authorization.startswith("Bearer "):
+        offered = authorization[len("Bearer ") :]
+    else:
+        query = parse_qs(urlsplit(request.path).query)
+        offered = (query.get("access_token") or [""])[0]
+    return hmac.compare_digest(offered.encode(), token.encode())
