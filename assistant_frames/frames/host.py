@@ -330,8 +330,13 @@ class AssistantFrameHost:
                     await self._apply(message.context)
                 else:
                     logger.debug("Host ignored a %s message", message.type)
-        except _CLOSED:
-            self._disconnect(f"{self.name} closed the connection")
+        except _CLOSED as exc:  # a transport may say why (an exit code, a close reason)
+            detail = str(exc)
+            self._disconnect(
+                f"{self.name} disconnected: {detail}"
+                if detail
+                else f"{self.name} closed the connection"
+            )
         except Exception as exc:  # a transport failing in its own way
             logger.warning("Transport of %s failed: %r", self.name, exc)
             self._disconnect(f"The transport of {self.name} failed: {exc!r}")

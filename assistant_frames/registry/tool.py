@@ -27,8 +27,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, TypeAlias, get_args, get_origin, get_type_hints
 
 import anyio.to_thread
-import jsonschema
-import jsonschema.validators
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
 from ..errors import ToolArgumentsError, ToolDisabledError
@@ -335,11 +333,13 @@ def _call_with_one(execute: ExecuteFunction | None, validate: Callable[[Any], An
 def _from_json_schema(
     name: str, execute: ExecuteFunction | None, parameters: Mapping[str, Any]
 ) -> tuple[dict[str, Any], _Invoker]:
+    import jsonschema.validators  # imported when needed: it costs workers start-up time
+
     schema = inline_refs(parameters)
     validator_class = jsonschema.validators.validator_for(schema)
     try:
         validator_class.check_schema(schema)
-    except jsonschema.SchemaError as exc:
+    except jsonschema.exceptions.SchemaError as exc:
         raise ValueError(
             f"parameters of tool {name!r} are not a valid JSON Schema "
             f"({validator_class.__name__}): {exc.message}"

@@ -1,9 +1,62 @@
 """Transports: anyio object streams of JSON-compatible messages.
 
 Any ``anyio.abc.ObjectStream`` works as a transport; its ``send`` must be safe to call
-from several tasks at once (anyio's memory streams are).
+from several tasks at once. Shipped: :func:`memory_pair` (in-process), WebSockets
+(:func:`connect_websocket`, :func:`websocket_server`; needs the ``websockets`` extra)
+and worker subprocesses over stdio (:func:`spawn_worker`, :func:`serve_stdio`).
+The WebSocket and stdio modules are imported on first use, so ``import
+assistant_frames`` stays light for workers that start often.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from .memory import MemoryTransport, copy_json, memory_pair
 
-__all__ = ["MemoryTransport", "copy_json", "memory_pair"]
+if TYPE_CHECKING:
+    from .stdio import StdioTransport, WorkerTransport, serve_stdio, spawn_worker
+    from .websocket import (
+        WebSocketAttribute,
+        WebSocketServer,
+        WebSocketTransport,
+        connect_websocket,
+        websocket_server,
+    )
+
+__all__ = [
+    "MemoryTransport",
+    "StdioTransport",
+    "WebSocketAttribute",
+    "WebSocketServer",
+    "WebSocketTransport",
+    "WorkerTransport",
+    "connect_websocket",
+    "copy_json",
+    "memory_pair",
+    "serve_stdio",
+    "spawn_worker",
+    "websocket_server",
+]
+
+_LAZY = {
+    "StdioTransport": "stdio",
+    "WorkerTransport": "stdio",
+    "serve_stdio": "stdio",
+    "spawn_worker": "stdio",
+    "WebSocketAttribute": "websocket",
+    "WebSocketServer": "websocket",
+    "WebSocketTransport": "websocket",
+    "connect_websocket": "websocket",
+    "websocket_server": "websocket",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value

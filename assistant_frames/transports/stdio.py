@@ -1,0 +1,392 @@
+"""Worker subprocesses: newline-delimited JSON over a child's stdin and stdout.
+
+Host side, :func:`spawn_worker` starts a command and yields a :class:`WorkerTransport`
+connected to its stdin/stdout, passing its stderr through (or capturing it) and keeping
+the tail for diagnosis. When the worker dies, ``receive`` ends with its exit code and
+that tail, so an :class:`~assistant_frames.AssistantFrameHost` fails every pending call
+at once with a :class:`~assistant_frames.FrameDisconnected` that says why. Leaving the
+block shuts the worker down: stdin closed, then SIGTERM after a grace period, then
+SIGKILL; the process is always reaped.
+
+Worker side, :func:`serve_stdio` serves a provider over the process's own stdin and
+stdout. It first moves file descriptor 1 to stderr, so whatever the worker's code
+prints (``print``, C extensions, subprocesses) cannot corrupt the channel.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import subprocess
+import sys
+from collections import deque
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, Literal
+
+import anyio
+import anyio.abc
+import anyio.lowlevel
+from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectStream
+from pydantic_core import from_json, to_json
+
+from ..frames.provider import AssistantFrameProvider
+from ..registry.context import ModelContextProvider
+
+__all__ = [
+    "DEFAULT_MAX_LINE_BYTES",
+    "StdioTransport",
+    "WorkerTransport",
+    "serve_stdio",
+    "spawn_worker",
+]
+
+logger = logging.getLogger("assistant_frames.transports")
+
+DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+_READ_SIZE = 65536
+_STDERR_TAIL_BYTES = 4096
+_EXIT_WAIT = 1.0  # after stdout ends, how long to wait for the exit code
+
+
+class StdioTransport(ObjectStream[Any]):
+    """Newline-delimited JSON over a byte stream pair, one message per line.
+
+    Lines that are not JSON, and lines longer than ``max_line_bytes`` (which are
+    skipped up to their end), are dropped with one WARNING per transport; a partial
+    last line at the end of the stream is dropped too.
+    """
+
+    def __init__(
+        self,
+        receive_stream: ByteReceiveStream,
+        send_stream: ByteSendStream,
+        *,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    ) -> None:
+        self._receive_stream = receive_stream
+        self._send_stream = send_stream
+        self._max_line_bytes = max_line_bytes
+        self._messages: deque[Any] = deque()
+        self._partial = bytearray()
+        self._skipping = False  # inside a line that is too long
+        self._send_lock = anyio.Lock(fast_acquire=True)
+        self._ended: BaseException | None = None
+        self._closed = False
+        self._dropped = 0
+
+    async def send(self, item: Any) -> None:
+        """Write ``item`` as one line of JSON (``TypeError`` if it has no JSON form)."""
+        try:
+            data = to_json(item, inf_nan_mode="null") + b"\n"
+        except ValueError as exc:
+            raise TypeError(f"Cannot send a value that has no JSON form: {exc}") from None
+        if self._closed:
+            raise anyio.ClosedResourceError
+        async with self._send_lock:
+            try:
+                await self._send_stream.send(data)
+            except (anyio.BrokenResourceError, OSError) as exc:
+                raise anyio.BrokenResourceError(await self._describe_end(exc)) from None
+
+    async def receive(self) -> Any:
+        """The next message; ``anyio.EndOfStream`` (saying why) once the peer is gone."""
+        while not self._messages:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            if self._ended is not None:
+                raise self._ended
+            try:
+                chunk = await self._receive_stream.receive(_READ_SIZE)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, OSError) as exc:
+                if self._partial:
+                    self._drop("a partial line at the end of the stream")
+                self._ended = anyio.EndOfStream(await self._describe_end(exc))
+                continue
+            self._feed(chunk)
+        return self._messages.popleft()
+
+    async def send_eof(self) -> None:
+        """Close the sending direction (the peer's stdin sees end of file)."""
+        await self._send_stream.aclose()
+
+    async def aclose(self) -> None:
+        """Close both directions."""
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            await self._send_stream.aclose()
+            await self._receive_stream.aclose()
+
+    async def _describe_end(self, exc: BaseException | None) -> str:
+        """Why the peer is gone; subclasses know more (an exit code...)."""
+        return "the peer closed the channel" if exc is None else f"the channel broke: {exc!r}"
+
+    def _feed(self, chunk: bytes) -> None:
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                rest = chunk[start:]
+                if not self._skipping:
+                    self._partial += rest
+                    if len(self._partial) > self._max_line_bytes:
+                        self._drop(f"a line longer than {self._max_line_bytes} bytes")
+                        self._partial.clear()
+                        self._skipping = True
+                return
+            if self._skipping:
+                self._skipping = False
+            elif self._partial:
+                self._partial += chunk[start:end]
+                if len(self._partial) > self._max_line_bytes:
+                    self._drop(f"a line longer than {self._max_line_bytes} bytes")
+                else:
+                    self._parse(bytes(self._partial))
+                self._partial.clear()
+            elif end - start > self._max_line_bytes:
+                self._drop(f"a line longer than {self._max_line_bytes} bytes")
+            else:
+                self._parse(chunk[start:end])
+            start = end + 1
+
+    def _parse(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            self._messages.append(from_json(line))
+        except ValueError:
+            self._drop(f"a line that is not JSON: {line[:80]!r}")
+
+    def _drop(self, what: str) -> None:
+        self._dropped += 1
+        level = logging.WARNING if self._dropped == 1 else logging.DEBUG
+        logger.log(level, "Dropped %s", what)
+
+
+# -- host side: a worker subprocess -------------------------------------------------------
+
+
+class WorkerTransport(StdioTransport):
+    """The channel to a worker started by :func:`spawn_worker`."""
+
+    def __init__(
+        self,
+        process: anyio.abc.Process,
+        *,
+        max_line_bytes: int,
+        pass_stderr: bool,
+    ) -> None:
+        assert process.stdout is not None
+        assert process.stdin is not None
+        super().__init__(process.stdout, process.stdin, max_line_bytes=max_line_bytes)
+        self.process = process
+        self._pass_stderr = pass_stderr
+        self._stderr = bytearray()
+        self._stderr_limit = _STDERR_TAIL_BYTES if pass_stderr else 1024 * 1024
+
+    @property
+    def pid(self) -> int:
+        """The worker's process id."""
+        return self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        """The exit code once the worker has exited (negative: killed by that signal)."""
+        return self.process.returncode
+
+    def stderr_tail(self) -> str:
+        """The end of what the worker wrote to stderr (all of it with ``stderr="capture"``,
+        up to 1 MiB)."""
+        return self._stderr.decode("utf-8", "replace")
+
+    async def _pump_stderr(self) -> None:
+        stream = self.process.stderr
+        if stream is None:
+            return
+        with contextlib.suppress(anyio.EndOfStream, anyio.BrokenResourceError, OSError):
+            while True:
+                chunk = await stream.receive(_READ_SIZE)
+                if self._pass_stderr:
+                    with contextlib.suppress(OSError, ValueError):
+                        sys.stderr.buffer.write(chunk)
+                        sys.stderr.buffer.flush()
+                self._stderr += chunk
+                if len(self._stderr) > self._stderr_limit:
+                    del self._stderr[: len(self._stderr) - self._stderr_limit]
+
+    async def _describe_end(self, exc: BaseException | None) -> str:
+        with anyio.move_on_after(_EXIT_WAIT):
+            await self.process.wait()
+        code = self.process.returncode
+        if code is None:
+            what = f"worker {self.pid} closed its stdout"
+        elif code < 0:
+            try:
+                name = signal.Signals(-code).name
+            except ValueError:
+                name = f"signal {-code}"
+            what = f"worker {self.pid} was killed by {name} (exit code {code})"
+        else:
+            what = f"worker {self.pid} exited with code {code}"
+        await anyio.lowlevel.checkpoint()  # let the stderr pump take what is already in the pipe
+        tail = self.stderr_tail().strip()
+        if tail:
+            lines = tail.splitlines()[-10:]
+            what += "; the end of its stderr:\n" + "\n".join(lines)
+        return what
+
+    async def shutdown(self, grace_period: float) -> None:
+        """Stop the worker: close its stdin, then SIGTERM, then SIGKILL; always reap it."""
+        with anyio.CancelScope(shield=True):
+            with contextlib.suppress(Exception):
+                await self.aclose()
+            process = self.process
+            for step in ("wait", "terminate", "kill"):
+                if step == "terminate":
+                    with contextlib.suppress(ProcessLookupError):
+                        process.terminate()
+                elif step == "kill":
+                    with contextlib.suppress(ProcessLookupError):
+                        process.kill()
+                with anyio.move_on_after(grace_period if step != "kill" else None):
+                    await process.wait()
+                if process.returncode is not None:
+                    return
+
+
+@asynccontextmanager
+async def spawn_worker(
+    command: Sequence[str],
+    *,
+    env: Mapping[str, str] | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    stderr: Literal["inherit", "capture"] = "inherit",
+    grace_period: float = 2.0,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+) -> AsyncIterator[WorkerTransport]:
+    """Start ``command`` as a worker and yield the transport to it.
+
+    ``stderr="inherit"`` passes the worker's stderr through to ours (keeping a tail for
+    error messages); ``"capture"`` keeps it (up to 1 MiB) for
+    :meth:`WorkerTransport.stderr_tail` instead. ``env`` replaces the environment
+    (``None``: inherit ours). Raises ``OSError`` if the command cannot be started.
+    """
+    if isinstance(command, str):
+        raise TypeError("command must be a sequence of arguments, e.g. ['python', 'worker.py']")
+    process = await anyio.open_process(
+        list(command),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(env) if env is not None else None,
+        cwd=cwd,
+    )
+    transport = WorkerTransport(
+        process, max_line_bytes=max_line_bytes, pass_stderr=stderr == "inherit"
+    )
+    try:
+        async with anyio.create_task_group() as task_group:
+            task_group.start_soon(transport._pump_stderr)
+            try:
+                yield transport
+            finally:
+                await transport.shutdown(grace_period)
+                task_group.cancel_scope.cancel()
+    finally:
+        await process.aclose()
+
+
+# -- worker side: serve over our own stdin/stdout ------------------------------------------
+
+
+class _FdReceiveStream(ByteReceiveStream):
+    """Non-blocking reads from a pipe's file descriptor, for any anyio backend."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    async def receive(self, max_bytes: int = _READ_SIZE) -> bytes:
+        while True:
+            try:
+                data = os.read(self._fd, max_bytes)
+            except BlockingIOError:
+                await anyio.wait_readable(self._fd)
+                continue
+            if not data:
+                raise anyio.EndOfStream
+            return data
+
+    async def aclose(self) -> None:
+        pass  # the descriptor belongs to the process
+
+
+class _FdSendStream(ByteSendStream):
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._closed = False
+
+    async def send(self, item: bytes) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        view = memoryview(item)
+        while view:
+            try:
+                written = os.write(self._fd, view)
+            except BlockingIOError:
+                await anyio.wait_writable(self._fd)
+                continue
+            except BrokenPipeError:
+                raise anyio.BrokenResourceError("the host closed the channel") from None
+            view = view[written:]
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            with contextlib.suppress(OSError):
+                os.close(self._fd)
+
+
+@contextlib.contextmanager
+def _claim_stdio() -> Any:
+    """Give the channel stdin and (a copy of) stdout; point fd 1 at stderr meanwhile."""
+    with contextlib.suppress(Exception):
+        sys.stdout.flush()
+    channel_out = os.dup(1)
+    saved_stdout = os.dup(1)
+    os.dup2(2, 1)  # print() and C code writing to fd 1 now reach stderr
+    blocking = {fd: os.get_blocking(fd) for fd in (0, channel_out)}
+    for fd in blocking:
+        os.set_blocking(fd, False)
+    try:
+        yield 0, channel_out
+    finally:
+        for fd, was in blocking.items():
+            with contextlib.suppress(OSError):
+                os.set_blocking(fd, was)
+        with contextlib.suppress(Exception):
+            sys.stdout.flush()
+        os.dup2(saved_stdout, 1)
+        os.close(saved_stdout)
+
+
+async def serve_stdio(
+    frame: AssistantFrameProvider | ModelContextProvider,
+    *,
+    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+) -> None:
+    """Serve ``frame`` to the host that started this process, until stdin closes.
+
+    ``frame`` is an :class:`~assistant_frames.AssistantFrameProvider` or any provider
+    (a registry...), which is then wrapped in one. POSIX only: stdin and stdout must be
+    pipes (as :func:`spawn_worker` makes them) or sockets.
+    """
+    provider = frame if isinstance(frame, AssistantFrameProvider) else AssistantFrameProvider(frame)
+    with _claim_stdio() as (in_fd, out_fd):
+        transport = StdioTransport(
+            _FdReceiveStream(in_fd), _FdSendStream(out_fd), max_line_bytes=max_line_bytes
+        )
+        await provider.serve(transport)
