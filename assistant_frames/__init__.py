@@ -8,7 +8,9 @@ the frame that owns the tool. Wire-compatible with assistant-ui's Assistant Fram
 
 from .errors import (
     AssistantFramesError,
+    ConnectError,
     FrameDisconnected,
+    HandshakeRejected,
     ToolArgumentsError,
     ToolCallError,
     ToolCallTimeout,
@@ -16,7 +18,7 @@ from .errors import (
     ToolDisabledError,
     ToolNotFoundError,
 )
-from .frames import AssistantFrameHost, AssistantFrameProvider
+from .frames import AssistantFrameHost, AssistantFrameProvider, ReconnectingHost
 from .registry import (
     ConflictPolicy,
     InstructionHandle,
@@ -39,13 +41,16 @@ __all__ = [
     "AssistantFrameProvider",
     "AssistantFramesError",
     "ConflictPolicy",
+    "ConnectError",
     "FrameDisconnected",
+    "HandshakeRejected",
     "InstructionHandle",
     "MemoryTransport",
     "ModelContext",
     "ModelContextProvider",
     "ModelContextRegistry",
     "ProviderHandle",
+    "ReconnectingHost",
     "Tool",
     "ToolArgumentsError",
     "ToolCallContext",

@@ -3,5 +3,12 @@
 from . import protocol
 from .host import AssistantFrameHost
 from .provider import AssistantFrameProvider
+from .reconnect import Connector, ReconnectingHost
 
-__all__ = ["AssistantFrameHost", "AssistantFrameProvider", "protocol"]
+__all__ = [
+    "AssistantFrameHost",
+    "AssistantFrameProvider",
+    "Connector",
+    "ReconnectingHost",
+    "protocol",
+]

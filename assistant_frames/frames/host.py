@@ -107,6 +107,7 @@ class AssistantFrameHost:
         self._subscribed = False
         self._malformed = 0
         self._ready: anyio.Event | None = None
+        self._ended: anyio.Event | None = None
         self._new_event: Callable[[], anyio.Event] = anyio.Event  # the backend's, once entered
         self._disconnected: FrameDisconnected | None = None
         self._exit_stack: AsyncExitStack | None = None
@@ -118,6 +119,7 @@ class AssistantFrameHost:
         if self._state != "new":
             raise RuntimeError("An AssistantFrameHost can be entered only once")
         self._ready = anyio.Event()
+        self._ended = anyio.Event()
         self._new_event = event_class()
         async with AsyncExitStack() as stack:
             self._task_group = await stack.enter_async_context(anyio.create_task_group())
@@ -154,6 +156,9 @@ class AssistantFrameHost:
                 if self._subscribed:
                     await self._try_send(protocol.encode_context_unsubscribe())
         self._fail_pending(closed)
+        if self._ended is not None:
+            self._ended.set()
+        self._clear_context()
         if self._task_group is not None:
             self._task_group.cancel_scope.cancel()
         try:
@@ -163,6 +168,12 @@ class AssistantFrameHost:
             if self._exit_stack is not None:
                 stack, self._exit_stack = self._exit_stack, None
                 await stack.aclose()
+
+    async def wait_disconnected(self) -> None:
+        """Wait until the connection has ended (the transport broke, or the host closed)."""
+        if self._ended is None:
+            raise RuntimeError("Enter the host (async with) before waiting on it")
+        await self._ended.wait()
 
     @property
     def state(self) -> State:
@@ -416,6 +427,12 @@ class AssistantFrameHost:
         self._disconnected = FrameDisconnected(reason)
         self._fail_pending(self._disconnected)
         self._set_ready()
+        if self._ended is not None:
+            self._ended.set()
+        self._clear_context()
+
+    def _clear_context(self) -> None:
+        """The frame's tools are gone: empty the context and tell subscribers."""
         had_context = self._wire is not None
         self._wire = None
         self._context = _EMPTY_CONTEXT

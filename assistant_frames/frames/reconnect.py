@@ -1,0 +1,179 @@
+"""``ReconnectingHost``: a frame host that comes back after its connection drops."""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from types import TracebackType
+from typing import Any, Literal
+
+import anyio
+from anyio.abc import ObjectStream
+
+from ..errors import AssistantFramesError, FrameDisconnected
+from ..registry.context import ModelContext, Unsubscribe
+from ..registry.registry import _Subscribers
+from .host import AssistantFrameHost
+
+__all__ = ["Connector", "ReconnectingHost"]
+
+logger = logging.getLogger("assistant_frames.frames")
+
+Connector = Callable[[], AbstractAsyncContextManager[ObjectStream[Any]]]
+"""Opens one connection: e.g. ``lambda: connect_websocket(url, token=token)``."""
+
+_EMPTY = ModelContext()
+
+
+class ReconnectingHost:
+    """Keeps a host connected to a frame, reconnecting with bounded backoff.
+
+    ``connect`` opens one connection per call (an async context manager yielding a
+    transport). While connected this behaves like the inner
+    :class:`AssistantFrameHost`; when the connection drops, pending calls fail at once
+    with :class:`FrameDisconnected`, the frame's tools disappear (subscribers are
+    told), and it reconnects after ``initial_delay`` seconds, doubling up to
+    ``max_delay``; once connected again it requests the context and the tools come
+    back. ``max_attempts`` consecutive failures (``None``: never give up) end it.
+    """
+
+    def __init__(
+        self,
+        connect: Connector,
+        *,
+        name: str | None = None,
+        timeout: float | None = 30.0,
+        initial_delay: float = 0.1,
+        max_delay: float = 5.0,
+        max_attempts: int | None = None,
+    ) -> None:
+        if initial_delay <= 0 or max_delay < initial_delay:
+            raise ValueError("need 0 < initial_delay <= max_delay")
+        self.name = name or "frame"
+        self.timeout = timeout
+        self._connect = connect
+        self._initial_delay = initial_delay
+        self._max_delay = max_delay
+        self._max_attempts = max_attempts
+        self._host: AssistantFrameHost | None = None
+        self._subscribers = _Subscribers()
+        self._state: Literal["new", "connecting", "connected", "failed", "closed"] = "new"
+        self._changed: anyio.Event | None = None
+        self._last_error: BaseException | None = None
+        self.connections = 0  # how many times it has connected
+        self._exit_stack: AsyncExitStack | None = None
+
+    async def __aenter__(self) -> ReconnectingHost:
+        self._changed = anyio.Event()
+        async with AsyncExitStack() as stack:
+            task_group = await stack.enter_async_context(anyio.create_task_group())
+            stack.callback(task_group.cancel_scope.cancel)
+            self._state = "connecting"
+            task_group.start_soon(self._run)
+            self._exit_stack = stack.pop_all()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._state = "closed"
+        self._signal()
+        if self._exit_stack is not None:
+            stack, self._exit_stack = self._exit_stack, None
+            await stack.aclose()
+        self._subscribers.notify()  # whatever the frame offered is gone
+
+    @property
+    def state(self) -> str:
+        """``"connecting"``, ``"connected"``, ``"failed"`` (gave up) or ``"closed"``."""
+        return self._state
+
+    @property
+    def host(self) -> AssistantFrameHost | None:
+        """The host of the current connection, if connected."""
+        return self._host
+
+    # -- ModelContextProvider ------------------------------------------------------------
+
+    def get_model_context(self) -> ModelContext:
+        """The frame's context while connected; empty while it is gone."""
+        host = self._host
+        return host.get_model_context() if host is not None else _EMPTY
+
+    def subscribe(self, callback: Callable[[], None]) -> Unsubscribe:
+        """Call ``callback()`` on every change, including tools vanishing and returning."""
+        return self._subscribers.add(callback)
+
+    # -- calls ---------------------------------------------------------------------------
+
+    async def call_tool(self, name: str, args: Any = None, *, timeout: float | None = None) -> Any:
+        """Call a tool over the current connection; ``FrameDisconnected`` if there is none."""
+        host = self._host
+        if host is None or not host.connected:
+            raise FrameDisconnected(f"{self.name} is not connected ({self._state})")
+        return await host.call_tool(name, args, timeout=timeout)
+
+    async def wait_for_context(self, timeout: float | None = None) -> ModelContext:
+        """Wait until connected with a context; ``TimeoutError`` after ``timeout``."""
+        limit = self.timeout if timeout is None else timeout
+        with anyio.fail_after(math.inf if limit is None else limit):
+            while True:
+                host = self._host
+                if host is not None and host.connected and host._wire is not None:
+                    return host.get_model_context()
+                if self._state in ("failed", "closed"):
+                    raise FrameDisconnected(f"{self.name} is {self._state}") from self._last_error
+                assert self._changed is not None
+                await self._changed.wait()
+
+    # -- the connection loop -------------------------------------------------------------
+
+    def _signal(self) -> None:
+        changed, self._changed = self._changed, anyio.Event()
+        if changed is not None:
+            changed.set()
+
+    def _notify(self) -> None:
+        self._signal()
+        self._subscribers.notify()
+
+    async def _run(self) -> None:
+        delay = self._initial_delay
+        failures = 0
+        while True:
+            try:
+                async with (
+                    self._connect() as transport,
+                    AssistantFrameHost(transport, timeout=self.timeout, name=self.name) as host,
+                ):
+                    unsubscribe = host.subscribe(self._notify)
+                    self._host = host
+                    self._state = "connected"
+                    self.connections += 1
+                    failures, delay = 0, self._initial_delay
+                    self._signal()
+                    try:
+                        await host.wait_disconnected()
+                    finally:
+                        unsubscribe()
+                        self._host = None
+            except (AssistantFramesError, OSError, anyio.BrokenResourceError) as exc:
+                self._last_error = exc
+                logger.info("%s: connection failed: %s", self.name, exc)
+            if self._state == "closed":
+                return
+            self._state = "connecting"
+            self._notify()  # the tools are gone until the next connection
+            failures += 1
+            if self._max_attempts is not None and failures >= self._max_attempts:
+                self._state = "failed"
+                self._signal()
+                logger.warning("%s: giving up after %d failed attempts", self.name, failures)
+                return
+            await anyio.sleep(delay)
+            delay = min(delay * 2, self._max_delay)
