@@ -32,10 +32,11 @@ from urllib.parse import parse_qs, urlsplit
 import anyio
 import anyio.abc
 from anyio import TypedAttributeSet, typed_attribute
-from anyio.abc import ByteStream, ObjectStream, SocketAttribute
+from anyio.abc import ByteStream, ObjectStream
 from pydantic_core import from_json, to_json
 
 from ..errors import ConnectError, HandshakeRejected
+from ._tcp import TcpServer, connect_tcp, tcp_server
 
 try:
     from websockets.client import ClientProtocol
@@ -319,12 +320,7 @@ async def connect_websocket(
     )
     try:
         with anyio.fail_after(open_timeout):
-            if uri.secure:
-                stream: ByteStream = await anyio.connect_tcp(
-                    uri.host, uri.port, tls=True, ssl_context=ssl_context
-                )
-            else:
-                stream = await anyio.connect_tcp(uri.host, uri.port)
+            stream = await connect_tcp(uri.host, uri.port, tls=uri.secure, ssl_context=ssl_context)
             try:
                 early_events = await _client_handshake(stream, protocol, token, headers)
             except BaseException:
@@ -395,18 +391,18 @@ Handler = Callable[[WebSocketTransport], Awaitable[Any]]
 class WebSocketServer:
     """A running :func:`websocket_server`: where it listens."""
 
-    def __init__(self, listener: anyio.abc.Listener[anyio.abc.SocketStream]) -> None:
-        self._listener = listener
+    def __init__(self, server: TcpServer) -> None:
+        self._server = server
 
     @property
     def host(self) -> str:
         """The address it is bound to."""
-        return str(self._listener.extra(SocketAttribute.local_address)[0])
+        return self._server.host
 
     @property
     def port(self) -> int:
         """The port it is bound to (useful with ``port=0``)."""
-        return int(self._listener.extra(SocketAttribute.local_port))
+        return self._server.port
 
     @property
     def url(self) -> str:
@@ -439,15 +435,11 @@ async def websocket_server(
     and affects no other connection. Leaving the block stops the server and every
     connection.
     """
-    try:
-        listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
-    except OSError as exc:
-        raise ConnectError(f"Cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     origins: list[Origin | None] | None = None
     if allowed_origins is not None:
         origins = [Origin(o) for o in allowed_origins] + [None]
 
-    async def serve_connection(stream: anyio.abc.SocketStream) -> None:
+    async def serve_connection(stream: ByteStream) -> None:
         protocol = ServerProtocol(origins=origins, max_size=max_message_size)
         try:
             with anyio.fail_after(handshake_timeout):
@@ -482,12 +474,14 @@ async def websocket_server(
             finally:
                 connection_tasks.cancel_scope.cancel()
 
-    async with listener, anyio.create_task_group() as task_group:
-        task_group.start_soon(listener.serve, serve_connection, task_group)
-        try:
-            yield WebSocketServer(listener)
-        finally:
-            task_group.cancel_scope.cancel()
+    try:
+        server = tcp_server(serve_connection, host, port)
+        listening = await server.__aenter__()
+    except OSError as exc:
+        raise ConnectError(f"Cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    async with contextlib.AsyncExitStack() as stack:
+        stack.push_async_exit(server)
+        yield WebSocketServer(listening)
 
 
 async def _server_handshake(

@@ -1,0 +1,218 @@
+"""TCP byte streams for the WebSocket transport: anyio's, with an asyncio fast path.
+
+anyio's asyncio socket stream resumes and pauses the transport's reading around every
+``receive`` (two ``epoll_ctl`` calls per message), which cost a WebSocket round trip
+about a sixth of its time here. Under asyncio we therefore use a small
+``asyncio.Protocol`` that keeps reading into a buffer (pausing only when it holds
+more than ``_HIGH_WATER`` bytes). Under any other backend (trio) anyio's streams are
+used as they are. Both are ``anyio.abc.ByteStream``s with the socket's typed attributes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import ssl
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import anyio.abc
+import sniffio
+from anyio.abc import ByteStream, SocketAttribute
+
+__all__ = ["TcpServer", "connect_tcp", "tcp_server"]
+
+_HIGH_WATER = 1024 * 1024
+_LOW_WATER = 256 * 1024
+
+
+def _asyncio() -> bool:
+    try:
+        return sniffio.current_async_library() == "asyncio"
+    except sniffio.AsyncLibraryNotFoundError:  # pragma: no cover
+        return False
+
+
+class _Protocol(asyncio.Protocol):
+    """Buffers what arrives and wakes the one waiting reader."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.chunks: deque[bytes] = deque()
+        self.size = 0
+        self.eof = False
+        self.error: BaseException | None = None
+        self.reader: asyncio.Future[None] | None = None
+        self.paused_reading = False
+        self.paused_writing = False
+        self.drained: asyncio.Future[None] | None = None
+        self.on_connect: Callable[[_Protocol], object] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        if self.on_connect is not None:
+            self.on_connect(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.chunks.append(data)
+        self.size += len(data)
+        if self.size > _HIGH_WATER and not self.paused_reading and self.transport is not None:
+            self.paused_reading = True
+            self.transport.pause_reading()
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self.eof = True
+        self._wake()
+        return True  # keep the transport open for writing (half-close)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.eof = True
+        self.error = exc
+        self._wake()
+        if self.drained is not None and not self.drained.done():
+            self.drained.set_result(None)
+
+    def pause_writing(self) -> None:
+        self.paused_writing = True
+
+    def resume_writing(self) -> None:
+        self.paused_writing = False
+        if self.drained is not None and not self.drained.done():
+            self.drained.set_result(None)
+
+    def _wake(self) -> None:
+        reader, self.reader = self.reader, None
+        if reader is not None and not reader.done():
+            reader.set_result(None)
+
+
+class _AsyncioStream(ByteStream):
+    def __init__(self, protocol: _Protocol) -> None:
+        assert protocol.transport is not None
+        self._protocol = protocol
+        self._transport = protocol.transport
+        self._closed = False
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        protocol = self._protocol
+        while not protocol.chunks:
+            if self._closed:
+                raise anyio.ClosedResourceError
+            if protocol.eof:
+                if protocol.error is not None:
+                    raise anyio.BrokenResourceError from protocol.error
+                raise anyio.EndOfStream
+            protocol.reader = asyncio.get_running_loop().create_future()
+            await protocol.reader
+        chunk = protocol.chunks.popleft()
+        if len(chunk) > max_bytes:
+            chunk, rest = chunk[:max_bytes], chunk[max_bytes:]
+            protocol.chunks.appendleft(rest)
+        protocol.size -= len(chunk)
+        if protocol.paused_reading and protocol.size < _LOW_WATER:
+            protocol.paused_reading = False
+            self._transport.resume_reading()
+        return chunk
+
+    async def send(self, item: bytes) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        if self._transport.is_closing():
+            raise anyio.BrokenResourceError("the connection is closed")
+        self._transport.write(item)
+        if self._protocol.paused_writing:
+            self._protocol.drained = asyncio.get_running_loop().create_future()
+            await self._protocol.drained
+
+    async def send_eof(self) -> None:
+        if self._transport.can_write_eof() and not self._transport.is_closing():
+            self._transport.write_eof()
+
+    async def aclose(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._transport.close()
+            self._protocol._wake()
+
+    @property
+    def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
+        info = self._transport.get_extra_info
+        sock: socket.socket = info("socket")
+        return {
+            SocketAttribute.family: lambda: sock.family,
+            SocketAttribute.local_address: lambda: info("sockname"),
+            SocketAttribute.local_port: lambda: info("sockname")[1],
+            SocketAttribute.remote_address: lambda: info("peername"),
+            SocketAttribute.remote_port: lambda: info("peername")[1],
+            SocketAttribute.raw_socket: lambda: sock,
+        }
+
+
+async def connect_tcp(
+    host: str, port: int, *, tls: bool = False, ssl_context: ssl.SSLContext | None = None
+) -> ByteStream:
+    """Open a TCP (optionally TLS) connection; raises ``OSError`` when it cannot."""
+    if not _asyncio():
+        if tls:
+            return await anyio.connect_tcp(host, port, tls=True, ssl_context=ssl_context)
+        return await anyio.connect_tcp(host, port)
+    context = (ssl_context or ssl.create_default_context()) if tls else None
+    loop = asyncio.get_running_loop()
+    _, protocol = await loop.create_connection(
+        _Protocol, host, port, ssl=context, server_hostname=host if tls else None
+    )
+    return _AsyncioStream(protocol)
+
+
+class TcpServer:
+    """Where a :func:`tcp_server` listens."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host = host
+        self.port = port
+
+
+@asynccontextmanager
+async def tcp_server(
+    handler: Callable[[ByteStream], Coroutine[Any, Any, Any]], host: str, port: int
+) -> AsyncIterator[TcpServer]:
+    """Accept TCP connections, running ``handler(stream)`` for each in a task group.
+
+    Raises ``OSError`` when it cannot listen (e.g. the port is in use).
+    """
+    if _asyncio():
+        async with anyio.create_task_group() as task_group:
+            loop = asyncio.get_running_loop()
+
+            def make_protocol() -> _Protocol:
+                protocol = _Protocol()
+                protocol.on_connect = lambda p: task_group.start_soon(handler, _AsyncioStream(p))
+                return protocol
+
+            server = await loop.create_server(make_protocol, host, port)
+            try:
+                bound = server.sockets[0].getsockname()
+                yield TcpServer(str(bound[0]), int(bound[1]))
+            finally:
+                server.close()
+                task_group.cancel_scope.cancel()
+    else:
+        listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+        # The listener outlives the task group, so accept() is cancelled, not closed under.
+        async with listener, anyio.create_task_group() as task_group:
+            task_group.start_soon(listener.serve, handler, task_group)
+            try:
+                yield TcpServer(
+                    str(listener.extra(SocketAttribute.local_address)[0]),
+                    int(listener.extra(SocketAttribute.local_port)),
+                )
+            finally:
+                task_group.cancel_scope.cancel()
