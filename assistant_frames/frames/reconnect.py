@@ -12,7 +12,7 @@ from typing import Any, Literal
 import anyio
 from anyio.abc import ObjectStream
 
-from ..errors import AssistantFramesError, FrameDisconnected
+from ..errors import AssistantFramesError, FrameDisconnected, HandshakeRejected
 from ..registry.context import ModelContext, Unsubscribe
 from ..registry.registry import _Subscribers
 from .host import AssistantFrameHost
@@ -36,7 +36,9 @@ class ReconnectingHost:
     with :class:`FrameDisconnected`, the frame's tools disappear (subscribers are
     told), and it reconnects after ``initial_delay`` seconds, doubling up to
     ``max_delay``; once connected again it requests the context and the tools come
-    back. ``max_attempts`` consecutive failures (``None``: never give up) end it.
+    back. ``max_attempts`` consecutive attempts that fail to connect (``None``: never
+    give up) end it, as does a server refusing the token or origin (HTTP 401/403) or
+    ``connect`` raising anything but a connection error.
     """
 
     def __init__(
@@ -120,6 +122,8 @@ class ReconnectingHost:
 
     async def wait_for_context(self, timeout: float | None = None) -> ModelContext:
         """Wait until connected with a context; ``TimeoutError`` after ``timeout``."""
+        if self._changed is None:
+            raise RuntimeError("Enter the host (async with) before waiting for its context")
         limit = self.timeout if timeout is None else timeout
         with anyio.fail_after(math.inf if limit is None else limit):
             while True:
@@ -128,7 +132,6 @@ class ReconnectingHost:
                     return host.get_model_context()
                 if self._state in ("failed", "closed"):
                     raise FrameDisconnected(f"{self.name} is {self._state}") from self._last_error
-                assert self._changed is not None
                 await self._changed.wait()
 
     # -- the connection loop -------------------------------------------------------------
@@ -139,13 +142,17 @@ class ReconnectingHost:
             changed.set()
 
     def _notify(self) -> None:
+        host = self._host
+        if host is not None and not host.connected and self._state == "connected":
+            self._state = "connecting"  # say so before subscribers hear the tools are gone
         self._signal()
         self._subscribers.notify()
 
     async def _run(self) -> None:
         delay = self._initial_delay
-        failures = 0
+        failures = 0  # consecutive attempts that did not connect
         while True:
+            connected = False
             try:
                 async with (
                     self._connect() as transport,
@@ -155,6 +162,7 @@ class ReconnectingHost:
                     self._host = host
                     self._state = "connected"
                     self.connections += 1
+                    connected = True
                     failures, delay = 0, self._initial_delay
                     self._signal()
                     try:
@@ -162,18 +170,32 @@ class ReconnectingHost:
                     finally:
                         unsubscribe()
                         self._host = None
+            except HandshakeRejected as exc:
+                if exc.status in (401, 403):  # retrying cannot fix a refused token or origin
+                    self._give_up(exc, f"the server refused it ({exc})")
+                    return
+                self._last_error = exc
+                logger.info("%s: connection failed: %s", self.name, exc)
             except (AssistantFramesError, OSError, anyio.BrokenResourceError) as exc:
                 self._last_error = exc
                 logger.info("%s: connection failed: %s", self.name, exc)
+            except Exception as exc:  # a bad URL, a bug in connect(): not worth retrying
+                self._give_up(exc, f"connect() raised {exc!r}")
+                return
             if self._state == "closed":
                 return
             self._state = "connecting"
             self._notify()  # the tools are gone until the next connection
-            failures += 1
-            if self._max_attempts is not None and failures >= self._max_attempts:
-                self._state = "failed"
-                self._signal()
-                logger.warning("%s: giving up after %d failed attempts", self.name, failures)
-                return
+            if not connected:
+                failures += 1
+                if self._max_attempts is not None and failures >= self._max_attempts:
+                    self._give_up(self._last_error, f"{failures} failed attempts")
+                    return
             await anyio.sleep(delay)
             delay = min(delay * 2, self._max_delay)
+
+    def _give_up(self, exc: BaseException | None, why: str) -> None:
+        self._last_error = exc
+        self._state = "failed"
+        self._notify()
+        logger.warning("%s: giving up: %s", self.name, why)

@@ -23,6 +23,8 @@ import anyio.abc
 import sniffio
 from anyio.abc import ByteStream, SocketAttribute
 
+from .._anyio import task_group
+
 __all__ = ["TcpServer", "connect_tcp", "tcp_server"]
 
 _HIGH_WATER = 1024 * 1024
@@ -189,30 +191,34 @@ async def tcp_server(
     Raises ``OSError`` when it cannot listen (e.g. the port is in use).
     """
     if _asyncio():
-        async with anyio.create_task_group() as task_group:
-            loop = asyncio.get_running_loop()
+        task_groups: list[anyio.abc.TaskGroup] = []
 
-            def make_protocol() -> _Protocol:
-                protocol = _Protocol()
-                protocol.on_connect = lambda p: task_group.start_soon(handler, _AsyncioStream(p))
-                return protocol
+        def make_protocol() -> _Protocol:
+            protocol = _Protocol()
+            protocol.on_connect = lambda p: task_groups[0].start_soon(handler, _AsyncioStream(p))
+            return protocol
 
-            server = await loop.create_server(make_protocol, host, port)
+        # Bind first (an address in use raises plainly), accept once the task group runs.
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(make_protocol, host, port, start_serving=False)
+        async with task_group() as tasks:
+            task_groups.append(tasks)
+            await server.start_serving()
             try:
                 bound = server.sockets[0].getsockname()
                 yield TcpServer(str(bound[0]), int(bound[1]))
             finally:
                 server.close()
-                task_group.cancel_scope.cancel()
+                tasks.cancel_scope.cancel()
     else:
         listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
         # The listener outlives the task group, so accept() is cancelled, not closed under.
-        async with listener, anyio.create_task_group() as task_group:
-            task_group.start_soon(listener.serve, handler, task_group)
+        async with listener, task_group() as tasks:
+            tasks.start_soon(listener.serve, handler, tasks)
             try:
                 yield TcpServer(
                     str(listener.extra(SocketAttribute.local_address)[0]),
                     int(listener.extra(SocketAttribute.local_port)),
                 )
             finally:
-                task_group.cancel_scope.cancel()
+                tasks.cancel_scope.cancel()

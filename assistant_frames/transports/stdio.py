@@ -32,6 +32,7 @@ import anyio.lowlevel
 from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectStream
 from pydantic_core import from_json, to_json
 
+from .._anyio import task_group
 from ..frames.provider import AssistantFrameProvider
 from ..registry.context import ModelContextProvider
 
@@ -289,13 +290,13 @@ async def spawn_worker(
         process, max_line_bytes=max_line_bytes, pass_stderr=stderr == "inherit"
     )
     try:
-        async with anyio.create_task_group() as task_group:
-            task_group.start_soon(transport._pump_stderr)
+        async with task_group() as tasks:
+            tasks.start_soon(transport._pump_stderr)
             try:
                 yield transport
             finally:
                 await transport.shutdown(grace_period)
-                task_group.cancel_scope.cancel()
+                tasks.cancel_scope.cancel()
     finally:
         await process.aclose()
 
@@ -386,6 +387,9 @@ async def serve_stdio(
     """
     provider = frame if isinstance(frame, AssistantFrameProvider) else AssistantFrameProvider(frame)
     with _claim_stdio() as (in_fd, out_fd):
+        # Text the process wrote to stdout without a newline before this would otherwise
+        # be glued to our first message; an empty line is skipped by the reader.
+        os.write(out_fd, b"\n")
         transport = StdioTransport(
             _FdReceiveStream(in_fd), _FdSendStream(out_fd), max_line_bytes=max_line_bytes
         )

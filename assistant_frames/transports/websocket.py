@@ -27,7 +27,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
 import anyio
 import anyio.abc
@@ -35,6 +35,7 @@ from anyio import TypedAttributeSet, typed_attribute
 from anyio.abc import ByteStream, ObjectStream
 from pydantic_core import from_json, to_json
 
+from .._anyio import task_group
 from ..errors import ConnectError, HandshakeRejected
 from ._tcp import TcpServer, connect_tcp, tcp_server
 
@@ -74,7 +75,7 @@ class WebSocketAttribute(TypedAttributeSet):
 
     #: The ``Origin`` header of the handshake (browsers send it), or ``None``.
     origin: str | None = typed_attribute()
-    #: The request path (with query string) of the handshake.
+    #: The request path (with query string, less any ``access_token``) of the handshake.
     path: str = typed_attribute()
 
 
@@ -154,7 +155,27 @@ class WebSocketTransport(ObjectStream[Any]):
         await self._close(CloseCode.NORMAL_CLOSURE, "")
         self._closed = True
         with anyio.CancelScope(shield=True):
+            await self._await_close_reply()
             await self._stream.aclose()
+
+    async def _await_close_reply(self) -> None:
+        """Read (bounded) until the peer answers our close frame, as RFC 6455 asks."""
+        if self._protocol.state is not State.CLOSING or self._receive_lock.locked():
+            return
+        with anyio.move_on_after(_CLOSE_TIMEOUT):
+            while self._protocol.state is State.CLOSING:
+                try:
+                    data = await self._stream.receive(_READ_SIZE)
+                except (
+                    anyio.EndOfStream,
+                    anyio.BrokenResourceError,
+                    anyio.ClosedResourceError,
+                    OSError,
+                ):
+                    self._protocol.receive_eof()
+                    return
+                self._protocol.receive_data(data)
+                self._protocol.events_received()
 
     @property
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
@@ -193,6 +214,8 @@ class WebSocketTransport(ObjectStream[Any]):
             self._end(anyio.BrokenResourceError(f"WebSocket connection broke: {exc!r}"))
             return
         self._process(data)
+        if self._protocol.state is not State.OPEN:  # closing: deliver what came, then end
+            self._end(anyio.EndOfStream(self._close_description()))
         async with self._send_lock:  # pongs, the reply to a close...
             try:
                 await self._flush()
@@ -341,12 +364,12 @@ async def connect_websocket(
         early_events=early_events,
         attributes={WebSocketAttribute.path: lambda: uri.resource_name},
     )
-    async with transport, anyio.create_task_group() as task_group:
-        task_group.start_soon(transport.keep_alive)
+    async with transport, task_group() as tasks:
+        tasks.start_soon(transport.keep_alive)
         try:
             yield transport
         finally:
-            task_group.cancel_scope.cancel()
+            tasks.cancel_scope.cancel()
 
 
 async def _client_handshake(
@@ -454,6 +477,7 @@ async def websocket_server(
                 await stream.aclose()
             return
         origin = request.headers.get("Origin")
+        path = _without_token(request.path)
         transport = WebSocketTransport(
             stream,
             protocol,
@@ -462,7 +486,7 @@ async def websocket_server(
             early_events=early_events,
             attributes={
                 WebSocketAttribute.origin: lambda: origin,
-                WebSocketAttribute.path: lambda: request.path,
+                WebSocketAttribute.path: lambda: path,
             },
         )
         async with transport, anyio.create_task_group() as connection_tasks:
@@ -497,6 +521,11 @@ async def _server_handshake(
         events = protocol.events_received()
         if events:
             break
+        if protocol.handshake_exc is not None:  # not HTTP at all: answer and hang up
+            for data in protocol.data_to_send():
+                if data:
+                    await stream.send(data)
+            raise ConnectError(f"Invalid WebSocket handshake: {protocol.handshake_exc}")
     request = events[0]
     if not isinstance(request, Request):
         raise ConnectError(f"Invalid WebSocket handshake: {protocol.handshake_exc}")
@@ -517,6 +546,19 @@ async def _server_handshake(
         )
         return None, []
     return request, list(events[1:])
+
+
+def _without_token(path: str) -> str:
+    """The request path with any ``access_token`` query parameter removed."""
+    parts = urlsplit(path)
+    if "access_token" not in parts.query:
+        return path
+    query = [
+        (key, value)
+        for key, value in parse_qsl(parts.query, keep_blank_values=True)
+        if key != "access_token"
+    ]
+    return urlunsplit(parts._replace(query=urlencode(query)))
 
 
 def _token_ok(request: Request, token: str) -> bool:
