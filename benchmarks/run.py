@@ -12,7 +12,15 @@ It prints one table, measured in one run on one machine:
   ``MCPServer``), each as sequential latency and as throughput with 100 calls in flight;
 * burst: how many context messages reach a connected host for 1,000 synchronous
   ``registry.add_tool`` calls;
-* propagation: time from one change in a 1,000-tool registry to the host's subscriber.
+* propagation: time from one change in a 1,000-tool registry to the host's subscriber;
+* across processes, sequential latency of the same call: (d) a bare ``websockets``
+  echo vs (e) assistant-frames over ``connect_websocket``/``websocket_server`` on
+  127.0.0.1; (f) a bare newline-JSON echo through a child's pipes vs (g) a
+  ``spawn_worker`` worker running ``serve_stdio`` vs (h) ``mcp.Client`` over stdio to an
+  ``MCPServer`` child (scripts: ``benchmarks/_*.py``);
+* worker start: ``spawn_worker`` to the host's first context (and the same for the
+  echo child's first reply and mcp's client initialisation);
+* import time of ``assistant_frames`` (``-X importtime`` and wall time).
 
 The runner reports targets (PASS/MISS) but never fails on them: it exits 0 unless
 something raised. See ``benchmarks/README.md``.
@@ -21,24 +29,32 @@ something raised. See ``benchmarks/README.md``.
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
+import functools
 import gc
 import importlib.metadata
 import itertools
 import json
+import logging
 import math
 import os
 import platform
 import statistics
 import sys
+import tempfile
+import threading
 import time
 import traceback
-from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
-from anyio.abc import ObjectReceiveStream, ObjectSendStream, ObjectStream
+import anyio.to_thread
+from anyio.abc import ObjectReceiveStream, ObjectSendStream, ObjectStream, Process
 
 from assistant_frames import (
     AssistantFrameHost,
@@ -47,6 +63,11 @@ from assistant_frames import (
     memory_pair,
 )
 from assistant_frames.frames import protocol
+from assistant_frames.transports import spawn_worker
+
+if TYPE_CHECKING:
+    from websockets.asyncio.client import ClientConnection
+    from websockets.asyncio.server import ServerConnection
 
 Call = Callable[[], Coroutine[Any, Any, object]]
 
@@ -72,6 +93,11 @@ class Config:
     propagation_tools: int
     propagation_warmup: int
     propagation_changes: int
+    transport_warmup: int  # sequential calls before measuring, per cross-process target
+    transport_calls: int  # measured sequential calls per cross-process target per repeat
+    mcp_stdio_calls: int  # the same for mcp over stdio (some 10x slower), warm-up included
+    spawns: int  # worker starts measured per kind of child
+    import_runs: int  # runs of each import-time measurement
 
 
 FULL = Config(
@@ -84,6 +110,11 @@ FULL = Config(
     propagation_tools=1_000,
     propagation_warmup=5,
     propagation_changes=40,
+    transport_warmup=200,
+    transport_calls=2_000,
+    mcp_stdio_calls=200,
+    spawns=10,
+    import_runs=7,
 )
 QUICK = Config(
     mode="quick",
@@ -95,6 +126,11 @@ QUICK = Config(
     propagation_tools=1_000,
     propagation_warmup=3,
     propagation_changes=20,
+    transport_warmup=50,
+    transport_calls=400,
+    mcp_stdio_calls=60,
+    spawns=5,
+    import_runs=3,
 )
 
 
@@ -179,9 +215,7 @@ async def floor_dispatcher() -> AsyncIterator[Call]:
         tg.cancel_scope.cancel()
 
 
-@asynccontextmanager
-async def assistant_frames_target() -> AsyncIterator[Call]:
-    """(b): the library with its defaults, tool arguments validated from type hints."""
+def _add_registry() -> ModelContextRegistry:
     registry = ModelContextRegistry()
 
     @registry.tool
@@ -189,8 +223,14 @@ async def assistant_frames_target() -> AsyncIterator[Call]:
         """Add two integers."""
         return a + b
 
+    return registry
+
+
+@asynccontextmanager
+async def assistant_frames_target() -> AsyncIterator[Call]:
+    """(b): the library with its defaults, tool arguments validated from type hints."""
     host_end, frame_end = memory_pair()
-    provider = AssistantFrameProvider(registry)
+    provider = AssistantFrameProvider(_add_registry())
     async with anyio.create_task_group() as tg:
         tg.start_soon(provider.serve, frame_end)
         async with AssistantFrameHost(host_end) as host:
@@ -217,7 +257,7 @@ async def mcp_target() -> AsyncIterator[Call]:
     import mcp
     from mcp.server.mcpserver import MCPServer
 
-    server = MCPServer("bench")
+    server = MCPServer("bench", log_level="WARNING")
 
     @server.tool()
     async def add(a: int, b: int) -> int:
@@ -536,6 +576,540 @@ async def bench_propagation(config: Config) -> PropagationResult:
     )
 
 
+# -- across a process boundary: WebSocket and stdio ----------------------------------------
+
+BENCH_DIR = Path(__file__).resolve().parent
+STDIO_WORKER = BENCH_DIR / "_stdio_worker.py"
+MCP_STDIO_SERVER = BENCH_DIR / "_mcp_stdio_server.py"
+ECHO_CHILD = BENCH_DIR / "_echo_child.py"
+SECTION_TIMEOUT_SECONDS = 300.0  # a whole cross-process section; well above a full run's
+REAP_SECONDS = 5.0  # for a child to exit once its stdin is closed, before it is killed
+
+#: What the host sends for ``add(1, 2)`` (an id of the same length as its own); the bare
+#: echoes send and receive exactly this.
+TOOL_CALL_MESSAGE = protocol.encode_tool_call("tool-1a2b3c1", "add", {"a": 1, "b": 2})
+
+Measure = Callable[[int], Coroutine[Any, Any, list[int]]]
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One connected target of a cross-process section."""
+
+    call: Call  # one call; its result must equal ``expected``
+    measure: Measure  # ``n`` sequential calls -> nanoseconds for each
+    expected: object = EXPECTED
+
+
+def local_probe(call: Call) -> Probe:
+    """A target measured on the runner's own event loop."""
+    return Probe(call, functools.partial(measure_sequential, call))
+
+
+def _version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _add_call(host: AssistantFrameHost) -> Call:
+    call_tool = host.call_tool
+
+    async def call() -> object:
+        return await call_tool("add", {"a": 1, "b": 2})
+
+    return call
+
+
+@dataclass(frozen=True)
+class Children:
+    """How the runner starts its child processes."""
+
+    backend: str  # the event loop our worker and the mcp server run on
+    env: dict[str, str]  # for our children (see ``children``)
+
+    def script(self, path: Path) -> list[str]:
+        """The command for one of our scripts, told which event loop to run on."""
+        return [sys.executable, str(path), self.backend]
+
+    def mcp_parameters(self) -> Any:
+        """The mcp server as ``mcp.Client`` starts it (with mcp's own minimal environment,
+        in which installed packages use their ``.pyc`` files)."""
+        from mcp import StdioServerParameters
+
+        return StdioServerParameters(
+            command=sys.executable, args=[str(MCP_STDIO_SERVER), self.backend]
+        )
+
+
+@contextlib.contextmanager
+def children(backend: str) -> Iterator[Children]:
+    """Our children get our environment with bytecode cached in a temporary directory
+    (``PYTHONPYCACHEPREFIX``): a checkout without ``__pycache__`` run under
+    ``PYTHONDONTWRITEBYTECODE`` would otherwise compile the library at every start,
+    which no installed package does. The warm-ups fill the cache."""
+    with tempfile.TemporaryDirectory(prefix="assistant-frames-benchmark-") as cache:
+        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        env["PYTHONPYCACHEPREFIX"] = cache
+        yield Children(backend, env)
+
+
+@asynccontextmanager
+async def child_process(command: Sequence[str], env: dict[str, str]) -> AsyncIterator[Process]:
+    """A child with pipes for stdin and stdout (stderr is ours), always reaped: on the way
+    out its stdin is closed, then it gets ``REAP_SECONDS`` to exit before SIGKILL."""
+    process = await anyio.open_process(list(command), stderr=None, env=env)
+    try:
+        yield process
+    finally:
+        with anyio.CancelScope(shield=True):
+            if process.stdin is not None:
+                with contextlib.suppress(anyio.BrokenResourceError, OSError):
+                    await process.stdin.aclose()
+            with anyio.move_on_after(REAP_SECONDS):
+                await process.wait()
+            if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+            await process.aclose()  # waits for the exit, closes the pipes
+
+
+class PipeEcho:
+    """(f), parent side: one JSON line to the echo child's stdin, one back from its stdout."""
+
+    def __init__(self, process: Process) -> None:
+        if process.stdin is None or process.stdout is None:
+            raise RuntimeError("the echo child needs pipes")
+        self._send = process.stdin.send
+        self._receive = process.stdout.receive
+
+    async def call(self) -> object:
+        await self._send(json.dumps(TOOL_CALL_MESSAGE).encode() + b"\n")
+        data = await self._receive()
+        while not data.endswith(b"\n"):  # one message in flight: the reply ends the read
+            data += await self._receive()
+        return json.loads(data)
+
+
+@asynccontextmanager
+async def pipe_echo_target(kids: Children) -> AsyncIterator[Probe]:
+    """(f): a Python child echoing lines through its stdin/stdout pipes."""
+    async with child_process([sys.executable, str(ECHO_CHILD)], kids.env) as process:
+        echo = PipeEcho(process)
+        yield Probe(
+            echo.call, functools.partial(measure_sequential, echo.call), expected=TOOL_CALL_MESSAGE
+        )
+
+
+@asynccontextmanager
+async def stdio_target(kids: Children) -> AsyncIterator[Probe]:
+    """(g): ``AssistantFrameHost`` over ``spawn_worker`` -> ``serve_stdio`` in a child."""
+    async with (
+        spawn_worker(kids.script(STDIO_WORKER), env=kids.env) as transport,
+        AssistantFrameHost(transport, name="worker") as host,
+    ):
+        await host.wait_for_context(timeout=TIMEOUT_SECONDS)
+        yield local_probe(_add_call(host))
+
+
+@asynccontextmanager
+async def mcp_stdio_target(kids: Children) -> AsyncIterator[Probe]:
+    """(h): ``mcp.Client`` over stdio to an ``MCPServer`` run in a child."""
+    import mcp
+
+    async with mcp.Client(kids.mcp_parameters()) as client:
+        call_tool = client.call_tool
+
+        async def call() -> object:
+            result = await call_tool("add", {"a": 1, "b": 2})
+            structured = result.structured_content
+            return structured.get("result") if structured else None
+
+        yield local_probe(call)
+
+
+@asynccontextmanager
+async def websocket_target() -> AsyncIterator[Probe]:
+    """(e): ``AssistantFrameHost`` over ``connect_websocket`` to a ``websocket_server``
+    serving an ``AssistantFrameProvider`` on 127.0.0.1, all on the runner's loop."""
+    from assistant_frames.transports import connect_websocket, websocket_server
+
+    provider = AssistantFrameProvider(_add_registry())
+    async with (
+        websocket_server(provider.serve) as server,
+        connect_websocket(server.url) as transport,
+        AssistantFrameHost(transport, name="websocket") as host,
+    ):
+        await host.wait_for_context(timeout=TIMEOUT_SECONDS)
+        yield local_probe(_add_call(host))
+
+
+class AsyncioThread:
+    """An asyncio event loop in a thread of its own, whatever the runner's backend.
+
+    ``await thread.run(coroutine)`` runs the coroutine there; the runner's loop just
+    waits (in a worker thread) meanwhile. Timing happens inside the coroutine, so the
+    hop between threads is not in the figures.
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="benchmark-asyncio", daemon=True
+        )
+
+    async def __aenter__(self) -> AsyncioThread:
+        self._thread.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        await anyio.to_thread.run_sync(self._thread.join, TIMEOUT_SECONDS)
+        if not self._thread.is_alive():
+            self.loop.close()
+
+    async def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
+        try:
+            return await anyio.to_thread.run_sync(future.result, TIMEOUT_SECONDS)
+        except BaseException:
+            future.cancel()
+            raise
+
+
+class WebSocketEcho:
+    """(d): the ``websockets`` package's own asyncio server (an echo handler) and client.
+
+    Compression is off on both sides, as in our transport (``websockets`` would
+    negotiate permessage-deflate by default). Runs on an :class:`AsyncioThread`.
+    """
+
+    def __init__(self) -> None:
+        self._stack = AsyncExitStack()
+        self._connection: ClientConnection | None = None
+
+    @staticmethod
+    async def _echo(connection: ServerConnection) -> None:
+        async for message in connection:
+            await connection.send(message)
+
+    async def open(self) -> None:
+        from websockets.asyncio.client import connect
+        from websockets.asyncio.server import serve
+
+        # Its own logger: MCPServer (row (c)) sets the root logger to INFO.
+        quiet = logging.getLogger("benchmarks.websockets")
+        quiet.setLevel(logging.WARNING)
+        server = await self._stack.enter_async_context(
+            serve(self._echo, "127.0.0.1", 0, compression=None, logger=quiet)
+        )
+        port = server.sockets[0].getsockname()[1]
+        self._connection = await self._stack.enter_async_context(
+            connect(f"ws://127.0.0.1:{port}", compression=None, logger=quiet)
+        )
+
+    async def call(self) -> object:
+        connection = self._connection
+        if connection is None:
+            raise RuntimeError("not open")
+        await connection.send(json.dumps(TOOL_CALL_MESSAGE))
+        return json.loads(await connection.recv())
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self._stack.aclose(), TIMEOUT_SECONDS)
+
+
+@asynccontextmanager
+async def websocket_echo_target() -> AsyncIterator[Probe]:
+    """(d) on its own asyncio loop in a thread, under either backend."""
+    echo = WebSocketEcho()
+    async with AsyncioThread() as thread:
+        await thread.run(echo.open())
+        try:
+
+            async def call() -> object:
+                return await thread.run(echo.call())
+
+            async def measure(n: int) -> list[int]:
+                return await thread.run(measure_sequential(echo.call, n))
+
+            yield Probe(call, measure, expected=TOOL_CALL_MESSAGE)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await thread.run(echo.close())
+
+
+async def bench_transports(
+    config: Config, kids: Children, log: Callable[[str], None]
+) -> dict[str, CallResult]:
+    """(d) to (h), all connected at once and measured interleaved, sequential latency."""
+    websockets_version = _version("websockets")
+    mcp = mcp_version()
+    results = {
+        "ws_echo": CallResult(
+            "ws_echo", f"(d) bare websockets {websockets_version or ''} echo".replace("  ", " ")
+        ),
+        "ws_af": CallResult("ws_af", "(e) assistant-frames, WebSocket"),
+        "pipe_echo": CallResult("pipe_echo", "(f) bare pipe echo, child process"),
+        "stdio_af": CallResult("stdio_af", "(g) assistant-frames, stdio worker"),
+        "mcp_stdio": CallResult("mcp_stdio", f"(h) mcp {mcp or ''} over stdio".replace("  ", " ")),
+    }
+    async with AsyncExitStack() as stack:
+        probes: dict[str, Probe] = {}
+        if websockets_version is None:
+            why = "websockets is not installed (pip install 'assistant-frames[websockets]')"
+            results["ws_echo"].skipped = results["ws_af"].skipped = why
+        else:
+            probes["ws_echo"] = await stack.enter_async_context(websocket_echo_target())
+            probes["ws_af"] = await stack.enter_async_context(websocket_target())
+        probes["pipe_echo"] = await stack.enter_async_context(pipe_echo_target(kids))
+        probes["stdio_af"] = await stack.enter_async_context(stdio_target(kids))
+        if mcp is None:
+            results["mcp_stdio"].skipped = "mcp is not installed"
+        else:
+            probes["mcp_stdio"] = await stack.enter_async_context(mcp_stdio_target(kids))
+
+        def calls_for(key: str) -> int:
+            return config.mcp_stdio_calls if key == "mcp_stdio" else config.transport_calls
+
+        for key, probe in probes.items():
+            result = await probe.call()
+            if result != probe.expected:
+                raise RuntimeError(f"{results[key].label}: got {result!r}, not {probe.expected!r}")
+            await probe.measure(min(config.transport_warmup, calls_for(key)))
+
+        keys = list(probes)
+        for repeat in range(config.repeats):
+            log(f"transports: repeat {repeat + 1}/{config.repeats}")
+            shift = repeat % len(keys)
+            for key in keys[shift:] + keys[:shift]:
+                gc.collect()
+                results[key].latency_samples_ns += await probes[key].measure(calls_for(key))
+    return results
+
+
+# -- worker start ----------------------------------------------------------------------------
+
+
+@dataclass
+class StartResult:
+    key: str
+    label: str
+    samples_s: list[float] = field(default_factory=list)
+    skipped: str | None = None
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.samples_s) * 1000
+
+    def summary(self) -> dict[str, Any]:
+        if self.skipped:
+            return {"label": self.label, "skipped": self.skipped}
+        return {
+            "label": self.label,
+            "median_ms": round(self.median_ms, 2),
+            "min_ms": round(min(self.samples_s) * 1000, 2),
+            "max_ms": round(max(self.samples_s) * 1000, 2),
+            "samples_ms": [round(s * 1000, 2) for s in self.samples_s],
+        }
+
+
+async def start_assistant_frames(kids: Children) -> dict[str, float]:
+    """Seconds from ``spawn_worker`` to the host holding the worker's first context."""
+    start = time.perf_counter()
+    async with (
+        spawn_worker(kids.script(STDIO_WORKER), env=kids.env) as transport,
+        AssistantFrameHost(transport, name="worker") as host,
+    ):
+        context = await host.wait_for_context(timeout=TIMEOUT_SECONDS)
+        elapsed = time.perf_counter() - start
+        if "add" not in context.tools:
+            raise RuntimeError("worker start: the worker's context has no 'add' tool")
+    return {"stdio_af": elapsed}
+
+
+async def start_pipe_echo(kids: Children) -> dict[str, float]:
+    """Seconds from starting the echo child to its first reply."""
+    start = time.perf_counter()
+    async with child_process([sys.executable, str(ECHO_CHILD)], kids.env) as process:
+        with anyio.fail_after(TIMEOUT_SECONDS):
+            reply = await PipeEcho(process).call()
+        elapsed = time.perf_counter() - start
+        if reply != TOOL_CALL_MESSAGE:
+            raise RuntimeError(f"worker start: the echo child replied {reply!r}")
+    return {"pipe_echo": elapsed}
+
+
+async def start_mcp(kids: Children) -> dict[str, float]:
+    """Seconds from ``mcp.Client(...)`` to initialised, and to its tools listed."""
+    import mcp
+
+    start = time.perf_counter()
+    with anyio.fail_after(TIMEOUT_SECONDS):
+        async with mcp.Client(kids.mcp_parameters()) as client:
+            initialised = time.perf_counter() - start
+            tools = await client.list_tools()
+            listed = time.perf_counter() - start
+    if [tool.name for tool in tools.tools] != ["add"]:
+        raise RuntimeError(f"worker start: mcp lists {tools.tools!r}")
+    return {"mcp_init": initialised, "mcp_tools": listed}
+
+
+async def bench_worker_start(
+    config: Config, kids: Children, log: Callable[[str], None]
+) -> dict[str, StartResult]:
+    """Each kind of child started ``config.spawns`` times, interleaved, one at a time."""
+    results = {
+        "stdio_af": StartResult("stdio_af", "(g) assistant-frames: first context"),
+        "pipe_echo": StartResult("pipe_echo", "(f) echo child: first reply"),
+        "mcp_init": StartResult("mcp_init", "(h) mcp: Client initialised"),
+        "mcp_tools": StartResult("mcp_tools", "(h) mcp: ... and tools listed"),
+    }
+    starters: list[Callable[[Children], Coroutine[Any, Any, dict[str, float]]]] = [
+        start_assistant_frames,
+        start_pipe_echo,
+    ]
+    if mcp_version() is None:
+        results["mcp_init"].skipped = results["mcp_tools"].skipped = "mcp is not installed"
+    else:
+        starters.append(start_mcp)
+    for starter in starters:  # warm-up: the OS page cache, .pyc files
+        await starter(kids)
+    for spawn in range(config.spawns):
+        log(f"worker start: {spawn + 1}/{config.spawns}")
+        shift = spawn % len(starters)
+        for starter in starters[shift:] + starters[:shift]:
+            gc.collect()
+            for key, seconds in (await starter(kids)).items():
+                results[key].samples_s.append(seconds)
+    return results
+
+
+# -- import time -----------------------------------------------------------------------------
+
+
+@dataclass
+class ImportResult:
+    runs: int
+    cumulative_ms: float  # -X importtime's cumulative figure for assistant_frames, median
+    cumulative_samples_ms: list[float]
+    top_packages_ms: dict[str, float]  # self time by top-level package, median, the top 5
+    top_modules_ms: dict[str, float]  # self time by module, median, the top 10
+    wall_import_ms: float  # python -c "import assistant_frames", median
+    wall_pass_ms: float  # python -c "pass", median
+    wall_import_samples_ms: list[float]
+    wall_pass_samples_ms: list[float]
+
+
+async def _python(kids: Children, *args: str) -> tuple[float, str]:
+    """Run ``python *args``; its wall time in seconds and its stderr."""
+    start = time.perf_counter()
+    with anyio.fail_after(TIMEOUT_SECONDS):
+        completed = await anyio.run_process([sys.executable, *args], env=kids.env)
+    return time.perf_counter() - start, completed.stderr.decode("utf-8", "replace")
+
+
+def parse_importtime(stderr: str, module: str) -> tuple[int, dict[str, int]]:
+    """``-X importtime`` output -> (cumulative µs of ``module``, self µs of everything
+    imported inside it, ``module`` itself included)."""
+    rows: list[tuple[int, int, int, str]] = []  # depth, self, cumulative, name
+    for line in stderr.splitlines():
+        parts = line.removeprefix("import time:").split("|")
+        if len(parts) != 3 or not parts[0].strip().isdigit():
+            continue  # the header, or something else on stderr
+        name = parts[2].rstrip()
+        depth = len(name) - len(name.lstrip())
+        rows.append((depth, int(parts[0]), int(parts[1]), name.strip()))
+    for index in range(len(rows) - 1, -1, -1):
+        depth, _, cumulative, name = rows[index]
+        if name == module:
+            break
+    else:
+        raise RuntimeError(f"-X importtime printed no line for {module}")
+    inside: dict[str, int] = {}
+    # A module's line comes after those of everything it imported, which are deeper.
+    for row_depth, self_us, _, row_name in reversed(rows[: index + 1]):
+        if row_depth <= depth and row_name != module:
+            break
+        inside[row_name] = self_us
+    return cumulative, inside
+
+
+def _top(samples: dict[str, list[float]], runs: int, n: int) -> dict[str, float]:
+    """The ``n`` largest medians (missing from a run: 0 there), rounded."""
+    medians = {
+        name: statistics.median(values + [0.0] * (runs - len(values)))
+        for name, values in samples.items()
+    }
+    top = sorted(medians.items(), key=lambda item: item[1], reverse=True)[:n]
+    return {name: round(value, 2) for name, value in top}
+
+
+async def bench_import(config: Config, kids: Children, log: Callable[[str], None]) -> ImportResult:
+    module = "assistant_frames"
+    cumulative: list[float] = []
+    by_package: dict[str, list[float]] = {}
+    by_module: dict[str, list[float]] = {}
+    wall_import: list[float] = []
+    wall_pass: list[float] = []
+    await _python(kids, "-c", f"import {module}")  # warm-up: .pyc files, the page cache
+    for run in range(config.import_runs):
+        log(f"import: {run + 1}/{config.import_runs}")
+        _, stderr = await _python(kids, "-X", "importtime", "-c", f"import {module}")
+        total, inside = parse_importtime(stderr, module)
+        cumulative.append(total / 1000)
+        packages: dict[str, float] = {}
+        for name, self_us in inside.items():
+            by_module.setdefault(name, []).append(self_us / 1000)
+            package = name.split(".")[0]
+            packages[package] = packages.get(package, 0.0) + self_us / 1000
+        for package, ms in packages.items():
+            by_package.setdefault(package, []).append(ms)
+        # Interleaved, alternating which goes first.
+        pair = [("-c", f"import {module}"), ("-c", "pass")]
+        for args in pair if run % 2 == 0 else pair[::-1]:
+            seconds, _ = await _python(kids, *args)
+            (wall_import if args[1] != "pass" else wall_pass).append(seconds * 1000)
+    runs = config.import_runs
+    return ImportResult(
+        runs=runs,
+        cumulative_ms=round(statistics.median(cumulative), 2),
+        cumulative_samples_ms=[round(v, 2) for v in cumulative],
+        top_packages_ms=_top(by_package, runs, 5),
+        top_modules_ms=_top(by_module, runs, 10),
+        wall_import_ms=round(statistics.median(wall_import), 2),
+        wall_pass_ms=round(statistics.median(wall_pass), 2),
+        wall_import_samples_ms=[round(v, 2) for v in wall_import],
+        wall_pass_samples_ms=[round(v, 2) for v in wall_pass],
+    )
+
+
+@dataclass
+class CrossProcess:
+    """What the cross-process sections measured."""
+
+    transports: dict[str, CallResult]
+    starts: dict[str, StartResult]
+    imports: ImportResult
+
+
+async def bench_cross_process(
+    config: Config, backend: str, log: Callable[[str], None]
+) -> CrossProcess:
+    with children(backend) as kids:
+        with anyio.fail_after(SECTION_TIMEOUT_SECONDS):
+            transports = await bench_transports(config, kids, log)
+        gc.collect()
+        with anyio.fail_after(SECTION_TIMEOUT_SECONDS):
+            starts = await bench_worker_start(config, kids, log)
+        with anyio.fail_after(SECTION_TIMEOUT_SECONDS):
+            imports = await bench_import(config, kids, log)
+    return CrossProcess(transports, starts, imports)
+
+
 # -- report --------------------------------------------------------------------------------
 
 
@@ -553,7 +1127,10 @@ class Target:
 
 
 def targets_for(
-    calls: dict[str, CallResult], burst: BurstResult, propagation: PropagationResult
+    calls: dict[str, CallResult],
+    burst: BurstResult,
+    propagation: PropagationResult,
+    cross: CrossProcess,
 ) -> list[Target]:
     floor, af, mcp = calls["floor"], calls["af"], calls["mcp"]
     out = [
@@ -610,7 +1187,54 @@ def targets_for(
             propagation.median_ms < 5,
         ),
     ]
-    return out
+    return out + cross_process_targets(cross)
+
+
+def _ratio_target(
+    label: str,
+    numerator: CallResult,
+    denominator: CallResult,
+    goal: str,
+    ok: Callable[[float], bool],
+) -> Target:
+    if numerator.skipped or denominator.skipped:
+        return Target(label, None, "x", goal, None)
+    ratio = numerator.latency_us / denominator.latency_us
+    return Target(label, ratio, "x", goal, ok(ratio))
+
+
+def cross_process_targets(cross: CrossProcess) -> list[Target]:
+    t, start = cross.transports, cross.starts["stdio_af"]
+    return [
+        _ratio_target(
+            "(e)/(d) WebSocket latency  (x the bare echo)",
+            t["ws_af"],
+            t["ws_echo"],
+            "<= 1.5x",
+            lambda r: r <= 1.5,
+        ),
+        _ratio_target(
+            "(g)/(f) stdio latency      (x the bare echo)",
+            t["stdio_af"],
+            t["pipe_echo"],
+            "<= 1.5x",
+            lambda r: r <= 1.5,
+        ),
+        _ratio_target(
+            "(h)/(g) stdio latency      (x faster than mcp)",
+            t["mcp_stdio"],
+            t["stdio_af"],
+            ">= 2.5x",
+            lambda r: r >= 2.5,
+        ),
+        Target(
+            "worker start: spawn_worker -> first context, median",
+            start.median_ms,
+            "ms",
+            "< 500 ms",
+            start.median_ms < 500,
+        ),
+    ]
 
 
 def render(
@@ -619,6 +1243,7 @@ def render(
     calls: dict[str, CallResult],
     burst: BurstResult,
     propagation: PropagationResult,
+    cross: CrossProcess,
     targets: list[Target],
     elapsed_s: float,
 ) -> str:
@@ -643,6 +1268,8 @@ def render(
         f"{extra.label + ' [info]':<38}{extra.latency_us:>20.1f}{extra.latency_p90_us:>10.1f}"
         f"{'':>24}",
         "",
+        *render_cross_process(cross),
+        "",
         f"{'target':<58}{'measured':>10}{'goal':>10}  verdict",
     ]
     for target in targets:
@@ -650,6 +1277,8 @@ def render(
             value = "n/a"
         elif target.unit == "x":
             value = f"{target.value:.2f}x"
+        elif target.unit == "ms" and target.value >= 100:
+            value = f"{target.value:.0f} ms"
         elif target.unit == "ms":
             value = f"{target.value:.2f} ms"
         else:
@@ -663,11 +1292,65 @@ def render(
         f"propagation: {propagation.changes} changes, min {propagation.min_ms:.2f} ms, "
         f"p90 {propagation.p90_ms:.2f} ms, max {propagation.max_ms:.2f} ms; "
         f"median ms by kind: {kinds}",
+        *render_import(cross.imports),
         f"method: latency = median of {len(calls['af'].latency_samples_ns):,} sequential calls "
         f"({config.repeats} interleaved repeats); throughput = best of {config.repeats} "
         f"samples of {config.rounds} rounds x {IN_FLIGHT} concurrent calls",
+        f"method, across processes: latency = median of "
+        f"{config.repeats * config.transport_calls:,} sequential calls "
+        f"({config.repeats * config.mcp_stdio_calls:,} for mcp; {config.repeats} interleaved "
+        f"repeats); the workers and the mcp server run on {backend}; (d) runs on its own "
+        f"asyncio loop in a thread; worker start = {config.spawns} interleaved starts each",
     ]
     return "\n".join(lines)
+
+
+def render_cross_process(cross: CrossProcess) -> list[str]:
+    t = cross.transports
+    lines = [
+        f"{'add(1, 2) across processes, 127.0.0.1':<38}{'sequential µs/call':>20}{'p90 µs':>10}"
+        f"{'x the bare echo':>24}",
+    ]
+    for key, echo in (
+        ("ws_echo", "ws_echo"),
+        ("ws_af", "ws_echo"),
+        ("pipe_echo", "pipe_echo"),
+        ("stdio_af", "pipe_echo"),
+        ("mcp_stdio", "pipe_echo"),
+    ):
+        result = t[key]
+        if result.skipped:
+            lines.append(f"{result.label:<38}{'skipped: ' + result.skipped}")
+            continue
+        ratio = "" if t[echo].skipped else f"{result.latency_us / t[echo].latency_us:.2f}x"
+        lines.append(
+            f"{result.label:<38}{result.latency_us:>20.1f}{result.latency_p90_us:>10.1f}{ratio:>24}"
+        )
+    lines += [
+        "",
+        f"{'worker start (spawn -> ready)':<38}{'median ms':>20}{'min ms':>10}{'max ms':>24}",
+    ]
+    for start in cross.starts.values():
+        if start.skipped:
+            lines.append(f"{start.label:<38}{'skipped: ' + start.skipped}")
+            continue
+        lines.append(
+            f"{start.label:<38}{start.median_ms:>20.1f}{min(start.samples_s) * 1000:>10.1f}"
+            f"{max(start.samples_s) * 1000:>24.1f}"
+        )
+    return lines
+
+
+def render_import(imports: ImportResult) -> list[str]:
+    top = ", ".join(f"{name} {ms:.1f}" for name, ms in imports.top_packages_ms.items())
+    extra = imports.wall_import_ms - imports.wall_pass_ms
+    return [
+        f"import: assistant_frames {imports.cumulative_ms:.1f} ms cumulative (-X importtime, "
+        f"median of {imports.runs}); most self time (ms): {top}",
+        f'import, wall: python -c "import assistant_frames" {imports.wall_import_ms:.0f} ms '
+        f'vs python -c "pass" {imports.wall_pass_ms:.0f} ms (+{extra:.0f} ms), '
+        f"medians of {imports.runs}",
+    ]
 
 
 def to_json(
@@ -676,6 +1359,7 @@ def to_json(
     calls: dict[str, CallResult],
     burst: BurstResult,
     propagation: PropagationResult,
+    cross: CrossProcess,
     targets: list[Target],
     elapsed_s: float,
 ) -> dict[str, Any]:
@@ -695,12 +1379,16 @@ def to_json(
             "anyio": version("anyio"),
             "assistant-frames": version("assistant-frames"),
             "mcp": version("mcp"),
+            "websockets": version("websockets"),
             "trio": version("trio") if backend == "trio" else None,
         },
         "elapsed_s": round(elapsed_s, 2),
         "calls": {key: result.summary() for key, result in calls.items()},
         "burst": asdict(burst),
         "propagation": asdict(propagation),
+        "transports": {key: result.summary() for key, result in cross.transports.items()},
+        "worker_start": {key: result.summary() for key, result in cross.starts.items()},
+        "import": asdict(cross.imports),
         "targets": [
             {
                 "label": " ".join(t.label.split()),
@@ -731,11 +1419,13 @@ async def run(config: Config, backend: str) -> tuple[str, dict[str, Any]]:
     gc.collect()
     log("propagation")
     propagation = await bench_propagation(config)
+    gc.collect()
+    cross = await bench_cross_process(config, backend, log)
     elapsed = time.perf_counter() - started
 
-    targets = targets_for(calls, burst, propagation)
-    text = render(config, backend, calls, burst, propagation, targets, elapsed)
-    return text, to_json(config, backend, calls, burst, propagation, targets, elapsed)
+    targets = targets_for(calls, burst, propagation, cross)
+    text = render(config, backend, calls, burst, propagation, cross, targets, elapsed)
+    return text, to_json(config, backend, calls, burst, propagation, cross, targets, elapsed)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,521 @@
+"""The command line, run for real: ``python -m assistant_frames ...`` in subprocesses.
+
+Every subprocess has a timeout and is killed in a ``finally``. Frames under test are
+small modules written into ``tmp_path``: ``calc.py`` (a registry) and ``worker.py``
+(that registry served over stdio).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+TIMEOUT = 30.0  # for any one command
+ERROR = "assistant-frames: error: "
+TOKEN = "s3cret-token"
+
+CALC = '''
+"""A calculator frame for the CLI tests."""
+
+import anyio
+
+from assistant_frames import ModelContextRegistry
+
+registry = ModelContextRegistry()
+registry.add_instruction("Use the calculator tools for arithmetic.")
+
+
+@registry.tool
+def add(a: float, b: float = 0.0) -> float:
+    """Add two numbers.
+
+    Args:
+        a: The first number.
+        b: The second number.
+    """
+    return a + b
+
+
+@registry.tool
+def divide(a: float, b: float) -> float:
+    """Divide a by b."""
+    return a / b
+
+
+@registry.tool
+async def slow(seconds: float = 30.0) -> str:
+    """Answer after a while."""
+    await anyio.sleep(seconds)
+    return "done"
+
+
+def make_registry() -> ModelContextRegistry:
+    return registry
+
+
+not_a_frame = 42
+'''
+
+WORKER = """
+import anyio
+
+from assistant_frames.transports import serve_stdio
+from calc import registry
+
+anyio.run(serve_stdio, registry)
+"""
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "ASSISTANT_FRAMES_TOKEN"}
+    env["PYTHONIOENCODING"] = "utf-8"
+    return env
+
+
+def run_cli(
+    *args: str, cwd: Path, timeout: float = TIMEOUT, input: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m assistant_frames *args``; kill it if it outlives ``timeout``."""
+    command = [sys.executable, "-m", "assistant_frames", *args]
+    process = subprocess.Popen(
+        command,
+        cwd=cwd,
+        stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        stdout, stderr = process.communicate(input, timeout=timeout)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=5)
+    return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+
+def assert_error(result: subprocess.CompletedProcess[str], code: int, *needles: str) -> str:
+    """The command failed with ``code`` and ended with one clear error line, no traceback."""
+    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
+    assert "Traceback" not in result.stderr, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert lines, "no error message"
+    errors = [line for line in lines if line.startswith(ERROR)]
+    assert errors == [lines[-1]], result.stderr
+    for needle in needles:
+        assert needle in lines[-1], (needle, lines[-1])
+    return lines[-1]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@pytest.fixture
+def frame_dir(tmp_path: Path) -> Path:
+    (tmp_path / "calc.py").write_text(textwrap.dedent(CALC), encoding="utf-8")
+    (tmp_path / "worker.py").write_text(textwrap.dedent(WORKER), encoding="utf-8")
+    return tmp_path
+
+
+class Server:
+    """``assistant-frames serve --ws ...`` running in the background."""
+
+    def __init__(self, *args: str, cwd: Path) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "assistant_frames", "serve", *args],
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=_env(),
+        )
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.stderr: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.stderr.append(line)
+            self.lines.put(line)
+
+    def url(self, timeout: float = TIMEOUT) -> str:
+        """The URL the server printed to stderr once listening."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or self.process.poll() is not None:
+                raise AssertionError(f"the server printed no URL: {''.join(self.stderr)!r}")
+            try:
+                line = self.lines.get(timeout=min(remaining, 0.5))
+            except queue.Empty:
+                continue
+            match = re.search(r"ws://\S+", line)
+            if match:
+                return match.group(0)
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        """Send ``sig``, wait for the exit (killing after a timeout); the exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout=10)
+        finally:
+            if self.process.poll() is None:
+                self.process.kill()
+                self.process.wait(timeout=5)
+            self._reader.join(timeout=5)
+
+
+@pytest.fixture
+def server(frame_dir: Path) -> Iterator[Server]:
+    running = Server("--ws", "127.0.0.1:0", "--token", TOKEN, "calc:registry", cwd=frame_dir)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+# -- help and version -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", [[], ["serve"], ["inspect"], ["call"], ["demo"]])
+def test_help(command: list[str], tmp_path: Path) -> None:
+    result = run_cli(*command, "--help", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith(f"usage: {' '.join(['assistant-frames', *command])}")
+    assert "examples:" in result.stdout
+    assert result.stderr == ""
+
+
+def test_version(tmp_path: Path) -> None:
+    result = run_cli("--version", cwd=tmp_path)
+    assert result.returncode == 0
+    assert re.match(r"assistant-frames \d+\.\d+", result.stdout)
+
+
+def test_no_command_prints_help(tmp_path: Path) -> None:
+    result = run_cli(cwd=tmp_path)
+    assert result.returncode == 2
+    assert "usage: assistant-frames" in result.stderr
+
+
+# -- demo ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("backend", ["asyncio", "trio"])
+def test_demo(backend: str, tmp_path: Path) -> None:
+    started = time.monotonic()
+    result = run_cli("demo", "--backend", backend, cwd=tmp_path, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    out = result.stdout
+    assert time.monotonic() - started < 30
+    for tool in ("today", "notes_search", "worker_fibonacci", "weather_forecast"):
+        assert re.search(rf"^  {tool} ", out, re.MULTILINE), tool
+    # one call on each frame, routed to it
+    assert '"planning: ship the frame protocol before the MCP bridge."' in out
+    assert "result: 2880067194370816120" in out
+    assert '{"city": "Oslo", "sky": "snow", "high_c": 1, "low_c": -4}' in out
+    # the live update
+    assert "+ weather_alerts" in out
+    assert '["Icy roads until 10:00"]' in out
+    # the killed worker
+    assert re.search(
+        r"FrameDisconnected: worker disconnected: worker \d+ was killed by SIGKILL", out
+    )
+    assert "(exit code -9)" in out
+    assert "[worker] slow_report started" in out
+    assert 'Tool "worker_fibonacci" not found' in out
+    # the rest still works afterwards
+    after = out.split("The other frames still work", 1)[1]
+    assert '"deploy: the release train moved to Thursdays."' in after
+    assert '"sky": "overcast"' in after
+
+
+# -- inspect and call on a worker ------------------------------------------------------------
+
+
+def test_inspect_worker(frame_dir: Path) -> None:
+    result = run_cli("inspect", "--", sys.executable, "worker.py", cwd=frame_dir)
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "Use the calculator tools for arithmetic." in out
+    assert "Tools (3):" in out
+    assert re.search(r"^  add\n +Add two numbers\.", out, re.MULTILINE)
+    assert re.search(r"PARAMETER +TYPE +REQUIRED +DEFAULT +DESCRIPTION", out)
+    assert re.search(r"^ +a +number +required +- +The first number\.$", out, re.MULTILINE)
+    assert re.search(r"^ +b +number +optional +0\.0 +The second number\.$", out, re.MULTILINE)
+    assert re.search(r"^ +seconds +number +optional +30\.0$", out, re.MULTILINE)
+
+
+def test_inspect_json_of_served_registry(frame_dir: Path) -> None:
+    worker = [sys.executable, "-m", "assistant_frames", "serve", "--stdio", "calc:make_registry"]
+    result = run_cli("inspect", "--json", "--", *worker, cwd=frame_dir)
+    assert result.returncode == 0, result.stderr
+    context = json.loads(result.stdout)
+    assert context["system"] == "Use the calculator tools for arithmetic."
+    assert list(context["tools"]) == ["add", "divide", "slow"]
+    add = context["tools"]["add"]
+    assert add["description"] == "Add two numbers."
+    assert add["parameters"]["required"] == ["a"]
+    assert add["parameters"]["properties"]["b"]["default"] == 0.0
+
+
+def test_call_worker(frame_dir: Path) -> None:
+    result = run_cli(
+        "call",
+        "add",
+        "--args",
+        '{"a": 2, "b": 3}',
+        "--",
+        sys.executable,
+        "worker.py",
+        cwd=frame_dir,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == 5.0
+
+
+def test_call_reads_arguments_from_stdin(frame_dir: Path) -> None:
+    result = run_cli(
+        "call",
+        "add",
+        "--args",
+        "-",
+        "--",
+        sys.executable,
+        "worker.py",
+        cwd=frame_dir,
+        input='{"a": 4}',
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == 4.0
+
+
+def test_call_unknown_tool(frame_dir: Path) -> None:
+    result = run_cli("call", "x", "--", sys.executable, "worker.py", cwd=frame_dir)
+    assert_error(result, 1, 'Tool "x" not found')
+
+
+def test_call_tool_error(frame_dir: Path) -> None:
+    result = run_cli(
+        "call",
+        "divide",
+        "--args",
+        '{"a": 1, "b": 0}',
+        "--",
+        sys.executable,
+        "worker.py",
+        cwd=frame_dir,
+    )
+    assert_error(result, 1, 'tool "divide" failed: float division by zero')
+
+
+def test_call_invalid_arguments(frame_dir: Path) -> None:
+    result = run_cli(
+        "call", "add", "--args", '{"a": "many"}', "--", sys.executable, "worker.py", cwd=frame_dir
+    )
+    assert_error(result, 1, 'Invalid arguments for tool "add"')
+
+
+def test_call_bad_json_is_a_usage_error(frame_dir: Path) -> None:
+    result = run_cli(
+        "call", "add", "--args", '{"a": ', "--", sys.executable, "worker.py", cwd=frame_dir
+    )
+    assert_error(result, 2, "--args is not valid JSON")
+
+
+def test_call_timeout(frame_dir: Path) -> None:
+    started = time.monotonic()
+    result = run_cli(
+        "call",
+        "slow",
+        "--args",
+        '{"seconds": 60}',
+        "--timeout",
+        "0.5",
+        "--",
+        sys.executable,
+        "worker.py",
+        cwd=frame_dir,
+    )
+    assert_error(result, 1, 'Tool call "slow" timed out after 0.5 s')
+    assert time.monotonic() - started < 15
+
+
+def test_worker_that_cannot_start(frame_dir: Path) -> None:
+    result = run_cli("inspect", "--", str(frame_dir / "no-such-program"), cwd=frame_dir)
+    assert_error(result, 1, "cannot start the worker")
+
+
+def test_worker_that_exits(frame_dir: Path) -> None:
+    code = "import sys; print('oops', file=sys.stderr); sys.exit(3)"
+    result = run_cli("inspect", "--", sys.executable, "-c", code, cwd=frame_dir)
+    line = assert_error(result, 1, "exited with code 3")
+    assert "oops" in result.stderr  # the worker's stderr passes through
+    assert "oops" not in line
+
+
+# -- MODULE:OBJECT -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "needle"),
+    [
+        ("no_such_module:registry", "no module named 'no_such_module'"),
+        ("calc:no_such_object", "has no attribute 'no_such_object'"),
+        ("calc:not_a_frame", "calc:not_a_frame is a int, not a ModelContextRegistry"),
+        ("calc", "expected MODULE:OBJECT"),
+    ],
+)
+def test_serve_object_that_does_not_exist(target: str, needle: str, frame_dir: Path) -> None:
+    result = run_cli("serve", "--stdio", target, cwd=frame_dir, timeout=15)
+    assert_error(result, 2, needle)
+
+
+def test_inspect_worker_that_cannot_load_its_object(frame_dir: Path) -> None:
+    worker = [sys.executable, "-m", "assistant_frames", "serve", "--stdio", "calc:nope"]
+    result = run_cli("inspect", "--", *worker, cwd=frame_dir)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    worker_line, line = result.stderr.strip().splitlines()  # the worker's stderr passes through
+    assert worker_line == f"{ERROR}cannot load calc:nope: module 'calc' has no attribute 'nope'"
+    assert line.startswith(ERROR)
+    assert re.search(r"worker \d+ exited with code 2 \(its stderr is above\)$", line)
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["inspect"], "give the frame"),
+        (["inspect", "http://example.com"], "must be a ws:// or wss:// URL"),
+        (["call", "add"], "give the frame"),
+        (["call"], "required: TOOL"),
+        (["serve", "calc:registry"], "one of the arguments --stdio --ws is required"),
+        (["serve", "--ws", "here", "calc:registry"], "expected HOST:PORT"),
+        (["serve", "--stdio", "--token", "t", "calc:registry"], "--token is for --ws"),
+        (["demo", "--", "x"], "'-- COMMAND' is for inspect and call"),
+        (["inspect", "--timeout", "0", "ws://127.0.0.1:1"], "must be a positive number"),
+    ],
+)
+def test_usage_errors(args: list[str], needle: str, frame_dir: Path) -> None:
+    assert_error(run_cli(*args, cwd=frame_dir, timeout=15), 2, needle)
+
+
+# -- WebSockets --------------------------------------------------------------------------------
+
+
+def test_inspect_and_call_over_websocket(server: Server, frame_dir: Path) -> None:
+    url = server.url()
+    assert re.fullmatch(r"ws://127\.0\.0\.1:\d+", url)
+
+    inspected = run_cli("inspect", url, "--token", TOKEN, cwd=frame_dir)
+    assert inspected.returncode == 0, inspected.stderr
+    assert f"Frame: {url}" in inspected.stdout
+    assert re.search(r"^ +a +number +required +- +The first number\.$", inspected.stdout, re.M)
+
+    as_json = run_cli("inspect", url, "--json", "--token", TOKEN, cwd=frame_dir)
+    assert json.loads(as_json.stdout)["system"] == "Use the calculator tools for arithmetic."
+
+    called = run_cli(
+        "call", url, "add", "--args", '{"a": 1.5, "b": 2}', "--token", TOKEN, cwd=frame_dir
+    )
+    assert called.returncode == 0, called.stderr
+    assert json.loads(called.stdout) == 3.5
+
+    unknown = run_cli("call", url, "x", "--token", TOKEN, cwd=frame_dir)
+    assert_error(unknown, 1, 'Tool "x" not found')
+
+
+@pytest.mark.parametrize("token", [None, "wrong"])
+def test_refused_token(token: str | None, server: Server, frame_dir: Path) -> None:
+    url = server.url()
+    options = [] if token is None else ["--token", token]
+    result = run_cli("call", url, "add", "--args", '{"a": 1}', *options, cwd=frame_dir)
+    assert_error(result, 1, "401")
+    inspected = run_cli("inspect", url, *options, cwd=frame_dir)
+    assert_error(inspected, 1, "401")
+
+
+def test_token_from_the_environment(server: Server, frame_dir: Path) -> None:
+    url = server.url()
+    command = [sys.executable, "-m", "assistant_frames", "call", url, "add", "--args", '{"a": 1}']
+    process = subprocess.Popen(
+        command,
+        cwd=frame_dir,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**_env(), "ASSISTANT_FRAMES_TOKEN": TOKEN},
+    )
+    try:
+        stdout, stderr = process.communicate(timeout=TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=5)
+    assert process.returncode == 0, stderr
+    assert json.loads(stdout) == 1.0
+
+
+def test_unreachable_frame(frame_dir: Path) -> None:
+    url = f"ws://127.0.0.1:{free_port()}"
+    assert_error(run_cli("inspect", url, cwd=frame_dir), 1, "Cannot connect")
+    assert_error(run_cli("call", url, "add", cwd=frame_dir), 1, "Cannot connect")
+
+
+def test_serve_on_a_port_binds_loopback_and_stops_on_sigterm(frame_dir: Path) -> None:
+    port = free_port()
+    running = Server("--ws", f":{port}", "calc:registry", cwd=frame_dir)
+    try:
+        assert running.url() == f"ws://127.0.0.1:{port}"
+        result = run_cli(
+            "call", f"ws://127.0.0.1:{port}", "add", "--args", '{"a": 7}', cwd=frame_dir
+        )
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout) == 7.0
+    finally:
+        code = running.stop(signal.SIGTERM)
+    assert code == 0, running.stderr
+    assert "Traceback" not in "".join(running.stderr)
+
+
+def test_serve_interrupted(frame_dir: Path) -> None:
+    running = Server("--ws", "127.0.0.1:0", "calc:registry", cwd=frame_dir)
+    try:
+        running.url()
+    finally:
+        code = running.stop(signal.SIGINT)
+    assert code == 130
+    assert "Traceback" not in "".join(running.stderr)
+
+
+def test_serve_port_in_use(frame_dir: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        result = run_cli("serve", "--ws", f"127.0.0.1:{port}", "calc:registry", cwd=frame_dir)
+    assert_error(result, 1, f"Cannot listen on 127.0.0.1:{port}")
