@@ -14,7 +14,7 @@ from typing import Any, Literal
 import anyio
 from anyio.abc import ObjectStream, TaskGroup
 
-from .._anyio import event_class
+from .._anyio import event_class, task_group
 from ..errors import (
     FrameDisconnected,
     ToolArgumentsError,
@@ -122,7 +122,7 @@ class AssistantFrameHost:
         self._ended = anyio.Event()
         self._new_event = event_class()
         async with AsyncExitStack() as stack:
-            self._task_group = await stack.enter_async_context(anyio.create_task_group())
+            self._task_group = await stack.enter_async_context(task_group())
             self._state = "connected"
             self._task_group.start_soon(self._receive_loop)
             self._task_group.start_soon(self._expire_calls)
@@ -139,11 +139,19 @@ class AssistantFrameHost:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        await self.aclose()
+        await self._close(exc_type, exc, tb)
         return None
 
     async def aclose(self) -> None:
         """Cancel pending calls (sending ``tool-cancel``), unsubscribe and close."""
+        await self._close(None, None, None)
+
+    async def _close(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         if self._state == "closed":
             return
         was_connected = self._state == "connected"
@@ -166,8 +174,10 @@ class AssistantFrameHost:
                 await self._transport.aclose()
         finally:
             if self._exit_stack is not None:
+                # The task group must see the exception the block raised (a
+                # KeyboardInterrupt, a cancellation) or it would swallow it.
                 stack, self._exit_stack = self._exit_stack, None
-                await stack.aclose()
+                await stack.__aexit__(exc_type, exc, tb)
 
     async def wait_disconnected(self) -> None:
         """Wait until the connection has ended (the transport broke, or the host closed)."""

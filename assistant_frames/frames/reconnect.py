@@ -12,6 +12,7 @@ from typing import Any, Literal
 import anyio
 from anyio.abc import ObjectStream
 
+from .._anyio import task_group
 from ..errors import AssistantFramesError, FrameDisconnected, HandshakeRejected
 from ..registry.context import ModelContext, Unsubscribe
 from ..registry.registry import _Subscribers
@@ -70,10 +71,10 @@ class ReconnectingHost:
     async def __aenter__(self) -> ReconnectingHost:
         self._changed = anyio.Event()
         async with AsyncExitStack() as stack:
-            task_group = await stack.enter_async_context(anyio.create_task_group())
-            stack.callback(task_group.cancel_scope.cancel)
+            tasks = await stack.enter_async_context(task_group())
+            stack.callback(tasks.cancel_scope.cancel)
             self._state = "connecting"
-            task_group.start_soon(self._run)
+            tasks.start_soon(self._run)
             self._exit_stack = stack.pop_all()
         return self
 
@@ -87,7 +88,7 @@ class ReconnectingHost:
         self._signal()
         if self._exit_stack is not None:
             stack, self._exit_stack = self._exit_stack, None
-            await stack.aclose()
+            await stack.__aexit__(exc_type, exc, tb)  # the task group must see it
         self._subscribers.notify()  # whatever the frame offered is gone
 
     @property

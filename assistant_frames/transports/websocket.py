@@ -493,6 +493,8 @@ async def websocket_server(
             connection_tasks.start_soon(transport.keep_alive)
             try:
                 await handler(transport)
+            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                pass  # the connection ended under the handler: nothing went wrong here
             except Exception:
                 logger.exception("WebSocket connection handler raised")
             finally:
