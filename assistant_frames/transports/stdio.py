@@ -35,6 +35,7 @@ from pydantic_core import from_json, to_json
 from .._anyio import task_group
 from ..frames.provider import AssistantFrameProvider
 from ..registry.context import ModelContextProvider
+from ._streams import read_pipe
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -390,7 +391,6 @@ async def serve_stdio(
         # Text the process wrote to stdout without a newline before this would otherwise
         # be glued to our first message; an empty line is skipped by the reader.
         os.write(out_fd, b"\n")
-        transport = StdioTransport(
-            _FdReceiveStream(in_fd), _FdSendStream(out_fd), max_line_bytes=max_line_bytes
-        )
+        stdin = await read_pipe(in_fd) or _FdReceiveStream(in_fd)
+        transport = StdioTransport(stdin, _FdSendStream(out_fd), max_line_bytes=max_line_bytes)
         await provider.serve(transport)

@@ -37,7 +37,7 @@ from pydantic_core import from_json, to_json
 
 from .._anyio import task_group
 from ..errors import ConnectError, HandshakeRejected
-from ._tcp import TcpServer, connect_tcp, tcp_server
+from ._streams import TcpServer, connect_tcp, tcp_server
 
 try:
     from websockets.client import ClientProtocol

@@ -1,16 +1,18 @@
-"""TCP byte streams for the WebSocket transport: anyio's, with an asyncio fast path.
+"""Byte streams for the transports: anyio's, with an asyncio fast path.
 
 anyio's asyncio socket stream resumes and pauses the transport's reading around every
-``receive`` (two ``epoll_ctl`` calls per message), which cost a WebSocket round trip
+``receive`` (two ``epoll_ctl`` calls per message), and waiting on a pipe with
+``anyio.wait_readable`` adds and removes a reader each time; that cost a round trip
 about a sixth of its time here. Under asyncio we therefore use a small
 ``asyncio.Protocol`` that keeps reading into a buffer (pausing only when it holds
-more than ``_HIGH_WATER`` bytes). Under any other backend (trio) anyio's streams are
-used as they are. Both are ``anyio.abc.ByteStream``s with the socket's typed attributes.
+more than ``_HIGH_WATER`` bytes), for TCP connections and for a worker's stdin. Under
+any other backend (trio) anyio's streams are used as they are.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import ssl
 from collections import deque
@@ -25,13 +27,14 @@ from anyio.abc import ByteStream, SocketAttribute
 
 from .._anyio import task_group
 
-__all__ = ["TcpServer", "connect_tcp", "tcp_server"]
+__all__ = ["TcpServer", "connect_tcp", "read_pipe", "running_asyncio", "tcp_server"]
 
 _HIGH_WATER = 1024 * 1024
 _LOW_WATER = 256 * 1024
 
 
-def _asyncio() -> bool:
+def running_asyncio() -> bool:
+    """True when the running event loop is asyncio's."""
     try:
         return sniffio.current_async_library() == "asyncio"
     except sniffio.AsyncLibraryNotFoundError:  # pragma: no cover
@@ -42,7 +45,7 @@ class _Protocol(asyncio.Protocol):
     """Buffers what arrives and wakes the one waiting reader."""
 
     def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
+        self.transport: Any = None  # a socket or read-pipe transport
         self.chunks: deque[bytes] = deque()
         self.size = 0
         self.eof = False
@@ -54,9 +57,8 @@ class _Protocol(asyncio.Protocol):
         self.on_connect: Callable[[_Protocol], object] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
         self.transport = transport
-        sock = transport.get_extra_info("socket")
+        sock = transport.get_extra_info("socket")  # None for a pipe
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if self.on_connect is not None:
@@ -162,7 +164,7 @@ async def connect_tcp(
     host: str, port: int, *, tls: bool = False, ssl_context: ssl.SSLContext | None = None
 ) -> ByteStream:
     """Open a TCP (optionally TLS) connection; raises ``OSError`` when it cannot."""
-    if not _asyncio():
+    if not running_asyncio():
         if tls:
             return await anyio.connect_tcp(host, port, tls=True, ssl_context=ssl_context)
         return await anyio.connect_tcp(host, port)
@@ -171,6 +173,18 @@ async def connect_tcp(
     _, protocol = await loop.create_connection(
         _Protocol, host, port, ssl=context, server_hostname=host if tls else None
     )
+    return _AsyncioStream(protocol)
+
+
+async def read_pipe(fd: int) -> anyio.abc.ByteReceiveStream | None:
+    """A stream reading the pipe ``fd`` under asyncio; ``None`` under other loops.
+
+    The descriptor stays open when the stream closes.
+    """
+    if not running_asyncio():
+        return None
+    pipe = os.fdopen(fd, "rb", buffering=0, closefd=False)
+    _, protocol = await asyncio.get_running_loop().connect_read_pipe(_Protocol, pipe)
     return _AsyncioStream(protocol)
 
 
@@ -190,7 +204,7 @@ async def tcp_server(
 
     Raises ``OSError`` when it cannot listen (e.g. the port is in use).
     """
-    if _asyncio():
+    if running_asyncio():
         task_groups: list[anyio.abc.TaskGroup] = []
 
         def make_protocol() -> _Protocol:
