@@ -74,7 +74,26 @@ class ToolCallTimeout(AssistantFramesError, TimeoutError):
 
 
 class FrameDisconnected(AssistantFramesError, ConnectionError):
-    """The connection to the frame is gone; pending and new calls fail with this."""
+    """The connection to the frame is gone; pending and new calls fail with this.
+
+    When the frame was a worker process that exited, :attr:`returncode` (negative: the
+    signal that killed it) and :attr:`stderr_tail` (the end of its stderr) say why;
+    otherwise both are ``None``.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        returncode: int | None = None,
+        stderr_tail: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.returncode = returncode
+        self.stderr_tail = stderr_tail
+
+    def __copy__(self) -> FrameDisconnected:
+        return type(self)(str(self), returncode=self.returncode, stderr_tail=self.stderr_tail)
 
 
 class ToolConflictError(AssistantFramesError, ValueError):

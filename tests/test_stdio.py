@@ -331,6 +331,10 @@ async def test_sigkill_mid_call_fails_the_call_at_once(worker: Callable[..., lis
                 assert message.startswith("worker disconnected: ")
                 assert f"worker {pid} was killed by SIGKILL" in message
                 assert "hanging now" in message  # the end of its stderr
+                assert error.returncode == -signal.SIGKILL
+                assert error.stderr_tail is not None
+                assert "hanging now" in error.stderr_tail
+            assert outcomes[0].error is not outcomes[1].error  # each caller its own
             assert transport.returncode == -signal.SIGKILL
             assert host.state == "disconnected"
             assert host.get_model_context().tools == {}

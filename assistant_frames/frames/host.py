@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import itertools
 import logging
 import math
@@ -276,7 +277,7 @@ class AssistantFrameHost:
                 raise _remote_error(result.error, name, call_id)
             return result.result
         if pending.error is not None:
-            raise FrameDisconnected(str(pending.error))
+            raise copy.copy(pending.error)  # a fresh exception per caller, same details
         await self._cancel_remote(call_id)
         raise ToolCallTimeout(name, limit or 0.0, tool_call_id=call_id)
 
@@ -356,7 +357,9 @@ class AssistantFrameHost:
             self._disconnect(
                 f"{self.name} disconnected: {detail}"
                 if detail
-                else f"{self.name} closed the connection"
+                else f"{self.name} closed the connection",
+                returncode=getattr(exc, "returncode", None),
+                stderr_tail=getattr(exc, "stderr_tail", None),
             )
         except Exception as exc:  # a transport failing in its own way
             logger.warning("Transport of %s failed: %r", self.name, exc)
@@ -430,11 +433,15 @@ class AssistantFrameHost:
 
     # -- disconnection -------------------------------------------------------------------
 
-    def _disconnect(self, reason: str) -> None:
+    def _disconnect(
+        self, reason: str, *, returncode: int | None = None, stderr_tail: str | None = None
+    ) -> None:
         if self._state != "connected":
             return
         self._state = "disconnected"
-        self._disconnected = FrameDisconnected(reason)
+        self._disconnected = FrameDisconnected(
+            reason, returncode=returncode, stderr_tail=stderr_tail
+        )
         self._fail_pending(self._disconnected)
         self._set_ready()
         if self._ended is not None:

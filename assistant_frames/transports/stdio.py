@@ -105,7 +105,7 @@ class StdioTransport(ObjectStream[Any]):
             except (anyio.EndOfStream, anyio.BrokenResourceError, OSError) as exc:
                 if self._partial:
                     self._drop("a partial line at the end of the stream")
-                self._ended = anyio.EndOfStream(await self._describe_end(exc))
+                self._ended = await self._end_of_stream(exc)
                 continue
             self._feed(chunk)
         return self._messages.popleft()
@@ -122,6 +122,10 @@ class StdioTransport(ObjectStream[Any]):
         with anyio.CancelScope(shield=True):
             await self._send_stream.aclose()
             await self._receive_stream.aclose()
+
+    async def _end_of_stream(self, exc: BaseException | None) -> anyio.EndOfStream:
+        """What ``receive`` raises once the peer is gone."""
+        return anyio.EndOfStream(await self._describe_end(exc))
 
     async def _describe_end(self, exc: BaseException | None) -> str:
         """Why the peer is gone; subclasses know more (an exit code...)."""
@@ -219,6 +223,13 @@ class WorkerTransport(StdioTransport):
                 self._stderr += chunk
                 if len(self._stderr) > self._stderr_limit:
                     del self._stderr[: len(self._stderr) - self._stderr_limit]
+
+    async def _end_of_stream(self, exc: BaseException | None) -> anyio.EndOfStream:
+        """Ends with the exit code and stderr tail attached, for ``FrameDisconnected``."""
+        end = anyio.EndOfStream(await self._describe_end(exc))
+        end.returncode = self.process.returncode  # type: ignore[attr-defined]
+        end.stderr_tail = self.stderr_tail()  # type: ignore[attr-defined]
+        return end
 
     async def _describe_end(self, exc: BaseException | None) -> str:
         with anyio.move_on_after(_EXIT_WAIT):
