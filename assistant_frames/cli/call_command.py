@@ -1,0 +1,66 @@
+"""``assistant-frames call``: call one tool of a frame and print its result as JSON."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import sys
+from typing import Any
+
+import anyio
+
+from .common import EXIT_OK, CommandError, usage_error
+from .targets import client_token, connect, context_of, resolve_target
+
+__all__ = ["cmd_call"]
+
+
+def _parse_arguments(text: str) -> Any:
+    source = "--args"
+    if text == "-":
+        text, source = sys.stdin.read(), "--args - (stdin)"
+    elif text.startswith("@"):
+        path = text[1:]
+        try:
+            with open(path, encoding="utf-8") as file:
+                text = file.read()
+        except OSError as exc:
+            raise usage_error(f"cannot read --args {text}: {exc.strerror or exc}") from None
+        source = f"--args {text}"
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise usage_error(f"{source} is not valid JSON: {exc}") from None
+
+
+def cmd_call(options: argparse.Namespace) -> int:
+    target = resolve_target(options)
+    arguments = _parse_arguments(options.args)
+    name: str = options.tool
+    result: list[Any] = []
+
+    async def run() -> None:
+        async with connect(target, token=client_token(options), timeout=options.timeout) as (
+            host,
+            _,
+        ):
+            context = await context_of(host, target, options.timeout)
+            if name not in context.tools:
+                raise CommandError(_not_found(name, list(context.tools)))
+            result.append(await host.call_tool(name, arguments, timeout=options.timeout))
+
+    anyio.run(run)
+    print(json.dumps(result[0], indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def _not_found(name: str, available: list[str]) -> str:
+    message = f'Tool "{name}" not found'
+    close = difflib.get_close_matches(name, available, n=1)
+    if close:
+        return f'{message}; did you mean "{close[0]}"?'
+    if not available:
+        return f"{message}; the frame has no tools"
+    shown = ", ".join(available[:10]) + (", ..." if len(available) > 10 else "")
+    return f"{message}; the frame has: {shown}"

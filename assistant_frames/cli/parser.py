@@ -1,0 +1,294 @@
+"""The argument parser of the ``assistant-frames`` command: its commands, options and help."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn
+
+from .. import __version__
+from .call_command import cmd_call
+from .common import DEFAULT_TIMEOUT, EXIT_USAGE, PROG, TOKEN_ENV
+from .demo_command import cmd_demo
+from .inspect_command import cmd_inspect
+from .serve_command import cmd_serve
+
+__all__ = ["build_parser", "parse_listen_address"]
+
+
+class _Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one line: ``assistant-frames: error: ...``."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{PROG}: error: {message} (see '{self.prog} --help')\n")
+
+
+_FORMATTER = argparse.RawDescriptionHelpFormatter
+
+_MAIN_DESCRIPTION = """\
+Serve, inspect and call assistant-frames frames, and run the demo.
+
+A frame offers tools and instructions (a model context); a host connects to it,
+sees its context live and calls its tools across the connection. Frames are
+reached over WebSockets (ws://HOST:PORT) or run as worker subprocesses that speak
+newline-delimited JSON on stdin/stdout (-- COMMAND ...)."""
+
+_MAIN_EPILOG = f"""\
+examples:
+  {PROG} demo
+  {PROG} serve --ws :8765 --token s3cret myapp.tools:registry
+  {PROG} inspect ws://127.0.0.1:8765 --token s3cret
+  {PROG} inspect -- python worker.py
+  {PROG} call add --args '{{"a": 2, "b": 3}}' -- python worker.py
+
+exit status: 0 ok, 1 the tool or the frame failed (tool error, timeout,
+unreachable, refused), 2 usage error, 130 interrupted.
+Run '{PROG} COMMAND --help' for the options of each command."""
+
+_SERVE_DESCRIPTION = """\
+Serve a frame: the object MODULE:OBJECT names, which is a ModelContextRegistry,
+any ModelContextProvider, an AssistantFrameProvider, or a zero-argument callable
+(sync or async) returning one. The current directory is importable, as with
+'python -m'; OBJECT may be a dotted path (module:app.registry).
+
+--stdio serves the one host that started this process on stdin/stdout (what
+'inspect -- COMMAND' and spawn_worker() expect); anything the frame prints goes to
+stderr. --ws serves every host that connects over WebSockets; HOST defaults to
+127.0.0.1 and port 0 picks a free port. The URL is printed to stderr."""
+
+_SERVE_EPILOG = f"""\
+examples:
+  {PROG} serve --ws :8765 myapp.tools:registry
+  {PROG} serve --ws 127.0.0.1:0 --token s3cret myapp.tools:make_registry
+  {PROG} serve --ws 0.0.0.0:8765 --token s3cret \\
+      --allow-origin https://app.example.com myapp.tools:registry
+  {PROG} inspect -- {PROG} serve --stdio myapp.tools:registry
+
+The token may also come from ${TOKEN_ENV}. Stop the server with Ctrl-C."""
+
+_INSPECT_DESCRIPTION = """\
+Connect to a frame and print its instructions and tools, with each tool's
+parameters (name, type, required or optional, default, description).
+
+The frame is a ws:// (or wss://) URL, or a worker command given after '--',
+which is started and stopped again (its stderr passes through)."""
+
+_INSPECT_EPILOG = f"""\
+examples:
+  {PROG} inspect ws://127.0.0.1:8765 --token s3cret
+  {PROG} inspect --json ws://127.0.0.1:8765 > context.json
+  {PROG} inspect -- python worker.py
+  {PROG} inspect -- {PROG} serve --stdio myapp.tools:registry
+
+The token may also come from ${TOKEN_ENV}."""
+
+_CALL_DESCRIPTION = """\
+Call one tool of a frame and print its result as JSON.
+
+The frame is a ws:// (or wss://) URL before TOOL, or a worker command given last,
+after '--'. A tool error, a timeout, an unknown tool or an unreachable or refusing
+frame exits with status 1 and one line on stderr."""
+
+_CALL_EPILOG = f"""\
+examples:
+  {PROG} call ws://127.0.0.1:8765 add --args '{{"a": 2, "b": 3}}' --token s3cret
+  {PROG} call search_notes --args '{{"query": "deploy"}}' -- python worker.py
+  echo '{{"a": 1, "b": 2}}' | {PROG} call ws://127.0.0.1:8765 add --args -
+  {PROG} call ws://127.0.0.1:8765 add --args @args.json
+
+The token may also come from ${TOKEN_ENV}."""
+
+_DEMO_DESCRIPTION = """\
+Run the demo: a parent assistant federates three frames, each over another
+transport (an in-process sub-agent over memory_pair, a worker subprocess over
+stdio, a WebSocket service on 127.0.0.1), prints the merged context, calls a tool
+on each, shows a live update, and kills the worker with SIGKILL in the middle of
+a call to show the error the parent gets at once. Loopback only; a few seconds."""
+
+_DEMO_EPILOG = f"""\
+examples:
+  {PROG} demo
+  {PROG} demo --backend trio
+  python -m assistant_frames demo"""
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text!r}")
+    return value
+
+
+def parse_listen_address(text: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``:PORT``, ``PORT`` or ``[IPv6]:PORT`` -> ``(host, port)``.
+
+    The host defaults to 127.0.0.1 (loopback). ``ValueError`` says what is wrong.
+    """
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        host, port_text = "", text
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    elif ":" in host:
+        raise ValueError(f"write an IPv6 address in brackets, e.g. [::1]:8765, not {text!r}")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ValueError(f"expected HOST:PORT or :PORT, e.g. :8765, not {text!r}") from None
+    if not 0 <= port <= 65535:
+        raise ValueError(f"port must be between 0 and 65535, not {port}")
+    return host or "127.0.0.1", port
+
+
+def _listen_address(text: str) -> tuple[str, int]:
+    try:
+        return parse_listen_address(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _add_client_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help=f"bearer token for a ws:// frame that requires one (default: ${TOKEN_ENV})",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help="how long to wait to connect, for the frame's context and for a tool's result "
+        f"(default: {DEFAULT_TIMEOUT:g})",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``assistant-frames`` command (without the ``--`` part).
+
+    The worker command of ``inspect`` and ``call`` (everything after ``--``) is split
+    off by :func:`main` before parsing.
+    """
+    parser = _Parser(
+        prog=PROG,
+        description=_MAIN_DESCRIPTION,
+        epilog=_MAIN_EPILOG,
+        formatter_class=_FORMATTER,
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"{PROG} {__version__} (Python {sys.version.split()[0]})",
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log more (-v: info, -vv: debug); show the traceback of an unexpected error",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    verbose = _Parser(add_help=False)  # -v after the command works too
+    verbose.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=argparse.SUPPRESS,
+        help="log more (-v: info, -vv: debug); show the traceback of an unexpected error",
+    )
+
+    serve = commands.add_parser(
+        "serve",
+        parents=[verbose],
+        help="serve a registry or provider over stdio or WebSockets",
+        description=_SERVE_DESCRIPTION,
+        epilog=_SERVE_EPILOG,
+        formatter_class=_FORMATTER,
+    )
+    serve.add_argument("target", metavar="MODULE:OBJECT", help="what to serve, e.g. app:registry")
+    how = serve.add_mutually_exclusive_group(required=True)
+    how.add_argument(
+        "--stdio", action="store_true", help="serve the parent process on stdin/stdout"
+    )
+    how.add_argument(
+        "--ws",
+        type=_listen_address,
+        metavar="HOST:PORT",
+        help="listen for WebSocket hosts (':PORT' is 127.0.0.1:PORT; port 0: any free port)",
+    )
+    serve.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="require 'Authorization: Bearer TOKEN' (or ?access_token=TOKEN) from WebSocket "
+        f"clients (default: ${TOKEN_ENV}; none if unset)",
+    )
+    serve.add_argument(
+        "--allow-origin",
+        action="append",
+        metavar="ORIGIN",
+        help="allow browser pages from ORIGIN (repeatable); with any given, other origins get "
+        "HTTP 403. Programs sending no Origin are always allowed",
+    )
+    serve.set_defaults(handler=cmd_serve)
+
+    inspect_ = commands.add_parser(
+        "inspect",
+        parents=[verbose],
+        help="print a frame's instructions and tools",
+        description=_INSPECT_DESCRIPTION,
+        epilog=_INSPECT_EPILOG,
+        formatter_class=_FORMATTER,
+        usage=f"{PROG} inspect [-h] [--json] [--token TOKEN] [--timeout SECONDS]\n"
+        f"{' ' * len(f'usage: {PROG} inspect ')}(URL | -- COMMAND [ARG ...])",
+    )
+    inspect_.add_argument(
+        "target", metavar="URL", nargs="?", help="ws:// or wss:// URL of the frame"
+    )
+    inspect_.add_argument(
+        "--json",
+        action="store_true",
+        help="print the context as JSON, in its wire form ({system, tools})",
+    )
+    _add_client_options(inspect_)
+    inspect_.set_defaults(handler=cmd_inspect)
+
+    call = commands.add_parser(
+        "call",
+        parents=[verbose],
+        help="call one tool of a frame and print the result as JSON",
+        description=_CALL_DESCRIPTION,
+        epilog=_CALL_EPILOG,
+        formatter_class=_FORMATTER,
+        usage=f"{PROG} call [-h] [--args JSON] [--token TOKEN] [--timeout SECONDS]\n"
+        f"{' ' * len(f'usage: {PROG} call ')}(URL TOOL | TOOL -- COMMAND [ARG ...])",
+    )
+    call.add_argument("target", metavar="URL", nargs="?", help="ws:// or wss:// URL of the frame")
+    call.add_argument("tool", metavar="TOOL", help="the name of the tool to call")
+    call.add_argument(
+        "--args",
+        default="{}",
+        metavar="JSON",
+        help="the arguments as JSON (default: {}); '-' reads them from stdin, @FILE from FILE",
+    )
+    _add_client_options(call)
+    call.set_defaults(handler=cmd_call)
+
+    demo = commands.add_parser(
+        "demo",
+        parents=[verbose],
+        help="run the federation demo (three frames, three transports)",
+        description=_DEMO_DESCRIPTION,
+        epilog=_DEMO_EPILOG,
+        formatter_class=_FORMATTER,
+    )
+    demo.add_argument(
+        "--backend",
+        choices=("asyncio", "trio"),
+        default="asyncio",
+        help="the anyio backend to run on (default: asyncio)",
+    )
+    demo.set_defaults(handler=cmd_demo)
+    return parser
