@@ -41,9 +41,10 @@ from ._streams import TcpServer, connect_tcp, tcp_server
 
 try:
     from websockets.client import ClientProtocol
+    from websockets.datastructures import Headers
     from websockets.exceptions import InvalidStatus
     from websockets.frames import CloseCode, Frame, Opcode
-    from websockets.http11 import Request
+    from websockets.http11 import Request, Response
     from websockets.protocol import Protocol, State
     from websockets.server import ServerProtocol
     from websockets.typing import Origin
@@ -446,6 +447,7 @@ async def websocket_server(
     ping_interval: float | None = 20.0,
     ping_timeout: float = 20.0,
     handshake_timeout: float = 10.0,
+    http_files: Mapping[str, tuple[bytes, str]] | None = None,
 ) -> AsyncIterator[WebSocketServer]:
     """Listen for WebSocket clients, running ``await handler(transport)`` for each.
 
@@ -457,7 +459,16 @@ async def websocket_server(
     The transport is closed when ``handler`` returns; a handler that raises is logged
     and affects no other connection. Leaving the block stops the server and every
     connection.
+
+    ``http_files`` maps URL paths (``"/assistant-frames/parent-relay.js"``) to
+    ``(content, content_type)``. A plain HTTP ``GET`` (no WebSocket upgrade) for one of
+    those paths (the query string is ignored) gets ``200`` with the content; any other
+    plain request gets ``404``. Files need no token: serve only public files, such as
+    :func:`assistant_frames.browser.relay_files`. Without ``http_files`` a plain request
+    gets ``426 Upgrade Required`` (``401`` first when a token is set). WebSocket
+    upgrades are checked the same way either way.
     """
+    files = _check_http_files(http_files)
     origins: list[Origin | None] | None = None
     if allowed_origins is not None:
         origins = [Origin(o) for o in allowed_origins] + [None]
@@ -466,7 +477,7 @@ async def websocket_server(
         protocol = ServerProtocol(origins=origins, max_size=max_message_size)
         try:
             with anyio.fail_after(handshake_timeout):
-                request, early_events = await _server_handshake(stream, protocol, token)
+                request, early_events = await _server_handshake(stream, protocol, token, files)
         except (TimeoutError, ConnectError, OSError, anyio.BrokenResourceError) as exc:
             logger.info("WebSocket handshake failed: %s", exc)
             with anyio.CancelScope(shield=True):
@@ -511,9 +522,13 @@ async def websocket_server(
 
 
 async def _server_handshake(
-    stream: ByteStream, protocol: ServerProtocol, token: str | None
+    stream: ByteStream,
+    protocol: ServerProtocol,
+    token: str | None,
+    files: Mapping[str, tuple[bytes, str]] | None = None,
 ) -> tuple[Request | None, list[object]]:
-    """Read the request and answer it; ``(None, [])`` when it was refused."""
+    """Read the request and answer it; ``(None, [])`` when it was refused or was a plain
+    HTTP request (answered from ``files``)."""
     while True:
         try:
             data = await stream.receive(_READ_SIZE)
@@ -531,6 +546,14 @@ async def _server_handshake(
     request = events[0]
     if not isinstance(request, Request):
         raise ConnectError(f"Invalid WebSocket handshake: {protocol.handshake_exc}")
+    if files is not None and not _is_upgrade(request):
+        response = _file_response(request, files)
+        protocol.send_response(response)
+        for data in protocol.data_to_send():
+            if data:
+                await stream.send(data)
+        logger.debug("HTTP GET %s: %d", urlsplit(request.path).path, response.status_code)
+        return None, []
     if token is not None and not _token_ok(request, token):
         response = protocol.reject(401, "Missing or invalid bearer token\n")
         response.headers["WWW-Authenticate"] = "Bearer"
@@ -548,6 +571,50 @@ async def _server_handshake(
         )
         return None, []
     return request, list(events[1:])
+
+
+def _check_http_files(
+    files: Mapping[str, tuple[bytes, str]] | None,
+) -> dict[str, tuple[bytes, str]] | None:
+    """Validate ``http_files`` once, up front: absolute paths to (bytes, content type)."""
+    if files is None:
+        return None
+    checked: dict[str, tuple[bytes, str]] = {}
+    for path, entry in files.items():
+        if not isinstance(path, str) or not path.startswith("/"):
+            raise ValueError(f"http_files paths must start with '/': {path!r}")
+        content, content_type = entry
+        if not isinstance(content, bytes | bytearray | memoryview):
+            raise TypeError(f"http_files[{path!r}] content must be bytes")
+        checked[path] = (bytes(content), str(content_type))
+    return checked
+
+
+def _is_upgrade(request: Request) -> bool:
+    """Whether the request asks for a WebSocket (``Upgrade: websocket``)."""
+    upgrade = ",".join(request.headers.get_all("Upgrade"))
+    return any(value.strip().lower() == "websocket" for value in upgrade.split(","))
+
+
+def _file_response(request: Request, files: Mapping[str, tuple[bytes, str]]) -> Response:
+    """``200`` with the file at the request's path (query ignored), else ``404``."""
+    entry = files.get(urlsplit(request.path).path)
+    if entry is None:
+        status, reason = 404, "Not Found"
+        body, content_type = b"Not found\n", "text/plain; charset=utf-8"
+    else:
+        status, reason = 200, "OK"
+        body, content_type = entry
+    headers = Headers(
+        [
+            ("Content-Type", content_type),
+            ("Content-Length", str(len(body))),
+            ("Cache-Control", "no-store"),
+            ("X-Content-Type-Options", "nosniff"),
+            ("Connection", "close"),
+        ]
+    )
+    return Response(status, reason, headers, body)
 
 
 def _without_token(path: str) -> str:

@@ -1,0 +1,226 @@
+/*
+ * assistant-frames parent relay: bridges a browser frame (an iframe running
+ * @assistant-ui/core's AssistantFrameProvider) to a Python host over the
+ * assistant-frames WebSocket transport.
+ *
+ *   <script src="/assistant-frames/parent-relay.js"></script>
+ *   <script>
+ *     AssistantFramesRelay.parent({
+ *       url: "ws://127.0.0.1:8765/frames/calc", // the Python websocket_server
+ *       token: "...",                          // sent as ?access_token=
+ *       src: "/calc-frame.html",               // the frame; same origin as this page
+ *     });
+ *   </script>
+ *
+ * This page must be the iframe's parent and share its origin: the JS frame only
+ * talks to its parent window, and by default only to its own origin.
+ *
+ * What it forwards:
+ *   - WebSocket -> iframe: every JSON message, with postMessage(msg, ownOrigin),
+ *     once the iframe has loaded (earlier ones wait in a bounded buffer);
+ *   - iframe -> WebSocket: messages whose event.source is that iframe's window and
+ *     whose event.origin is this page's origin, when they are JSON objects on one
+ *     of the allowed channels (default: "assistant-ui-frame").
+ * Nothing else: messages from any other window, origin or channel, and messages
+ * that have no JSON form, are dropped.
+ *
+ * The iframe is created only once the WebSocket is open. Failed connections are
+ * retried a bounded number of times with exponential backoff; then the relay
+ * gives up: status "failed" (console.error, the data-relay-status attribute,
+ * onStatus and an "assistant-frames-relay" event on window).
+ *
+ * Plain ES2020, no dependencies, no build step.
+ */
+(function () {
+  "use strict";
+
+  var RELAY_CHANNEL = "assistant-frames-relay";
+  var FRAME_CHANNEL = "assistant-ui-frame";
+  var MAX_BUFFERED = 1000;
+
+  function withToken(url, token) {
+    if (token === undefined || token === null || token === "") return url;
+    var hashAt = url.indexOf("#");
+    if (hashAt >= 0) url = url.slice(0, hashAt);
+    var separator = url.indexOf("?") >= 0 ? "&" : "?";
+    return url + separator + "access_token=" + encodeURIComponent(token);
+  }
+
+  function toJson(data) {
+    try {
+      var text = JSON.stringify(data);
+      return typeof text === "string" ? text : null;
+    } catch (error) {
+      return null;
+    }
+  }
+
+  function channelAllowed(data, channels) {
+    if (data === null || typeof data !== "object" || Array.isArray(data)) return false;
+    if (data.channel === RELAY_CHANNEL) return false;
+    if (channels === "*") return true;
+    return channels.indexOf(data.channel) >= 0;
+  }
+
+  function resolveElement(target, fallback) {
+    if (!target) return fallback;
+    if (typeof target === "string") return document.querySelector(target) || fallback;
+    return target;
+  }
+
+  function parent(options) {
+    options = options || {};
+    if (!options.url) throw new Error("AssistantFramesRelay.parent: options.url is required");
+    if (!options.src && !options.iframe) {
+      throw new Error("AssistantFramesRelay.parent: options.src (or options.iframe) is required");
+    }
+    var ownOrigin = window.location.origin;
+    var maxAttempts = options.maxAttempts || 5;
+    var initialDelay = options.initialDelay === undefined ? 250 : options.initialDelay;
+    var maxDelay = options.maxDelay === undefined ? 4000 : options.maxDelay;
+    var channels = options.channels || [FRAME_CHANNEL];
+    var statusElement = resolveElement(options.statusElement, document.documentElement);
+    var socketUrl = withToken(options.url, options.token);
+
+    var socket = null;
+    var iframe = null;
+    var iframeLoaded = false;
+    var toIframe = [];
+    var attempts = 0;
+    var retryTimer = null;
+    var stopped = false;
+    var status = "new";
+
+    function setStatus(next, detail) {
+      status = next;
+      if (statusElement) statusElement.setAttribute("data-relay-status", next);
+      var info = Object.assign({ side: "parent", status: next, attempts: attempts }, detail || {});
+      if (next === "failed") console.error("[assistant-frames relay] " + (info.reason || "failed"));
+      if (typeof options.onStatus === "function") {
+        try {
+          options.onStatus(next, info);
+        } catch (error) {
+          console.error(error);
+        }
+      }
+      window.dispatchEvent(new CustomEvent(RELAY_CHANNEL, { detail: info }));
+    }
+
+    function postToIframe(text) {
+      var data;
+      try {
+        data = JSON.parse(text);
+      } catch (error) {
+        return; // not JSON: dropped
+      }
+      if (!iframeLoaded) {
+        if (toIframe.length < MAX_BUFFERED) toIframe.push(data);
+        return;
+      }
+      iframe.contentWindow.postMessage(data, ownOrigin);
+    }
+
+    function openIframe() {
+      if (iframe) return;
+      if (options.iframe) {
+        iframe = resolveElement(options.iframe, null);
+      } else {
+        iframe = document.createElement("iframe");
+        if (options.title) iframe.title = options.title;
+        if (options.sandbox !== undefined) iframe.setAttribute("sandbox", options.sandbox);
+      }
+      iframe.addEventListener("load", function () {
+        iframeLoaded = true;
+        var pending = toIframe;
+        toIframe = [];
+        pending.forEach(function (data) {
+          iframe.contentWindow.postMessage(data, ownOrigin);
+        });
+      });
+      if (!options.iframe) {
+        iframe.src = options.src;
+        resolveElement(options.container, document.body).appendChild(iframe);
+      } else if (options.src) {
+        iframe.src = options.src;
+      }
+      setStatus("iframe", { src: iframe.src });
+    }
+
+    function onWindowMessage(event) {
+      if (!iframe || event.source !== iframe.contentWindow) return;
+      if (event.origin !== ownOrigin) return;
+      if (!channelAllowed(event.data, channels)) return;
+      if (!socket || socket.readyState !== WebSocket.OPEN) return;
+      var text = toJson(event.data);
+      if (text !== null) socket.send(text);
+    }
+
+    function scheduleRetry(reason) {
+      if (stopped) return;
+      if (attempts >= maxAttempts) {
+        setStatus("failed", {
+          reason: "could not connect to " + options.url + " after " + attempts + " attempts: " + reason,
+        });
+        return;
+      }
+      var delay = Math.min(maxDelay, initialDelay * Math.pow(2, Math.max(0, attempts - 1)));
+      setStatus("retrying", { reason: reason, delay: delay });
+      retryTimer = setTimeout(connect, delay);
+    }
+
+    function connect() {
+      retryTimer = null;
+      if (stopped) return;
+      attempts += 1;
+      setStatus("connecting");
+      var opened = false;
+      var current;
+      try {
+        current = new WebSocket(socketUrl);
+      } catch (error) {
+        scheduleRetry(String(error && error.message ? error.message : error));
+        return;
+      }
+      socket = current;
+      current.onopen = function () {
+        opened = true;
+        attempts = 0;
+        setStatus("open");
+        openIframe();
+      };
+      current.onmessage = function (event) {
+        if (typeof event.data === "string") postToIframe(event.data);
+      };
+      current.onclose = function (event) {
+        if (socket === current) socket = null;
+        if (stopped) return;
+        var reason = "closed with code " + event.code + (event.reason ? ": " + event.reason : "");
+        if (opened) setStatus("closed", { reason: reason, code: event.code });
+        scheduleRetry(reason);
+      };
+    }
+
+    window.addEventListener("message", onWindowMessage);
+    connect();
+
+    return {
+      get status() {
+        return status;
+      },
+      get iframe() {
+        return iframe;
+      },
+      close: function () {
+        stopped = true;
+        if (retryTimer !== null) clearTimeout(retryTimer);
+        window.removeEventListener("message", onWindowMessage);
+        if (socket) socket.close(1000, "relay closed");
+        setStatus("stopped");
+      },
+    };
+  }
+
+  var relay = (window.AssistantFramesRelay = window.AssistantFramesRelay || {});
+  relay.parent = parent;
+  relay.RELAY_CHANNEL = RELAY_CHANNEL;
+})();

@@ -1,0 +1,148 @@
+"""websocket_server(http_files=...): plain HTTP GETs for static files beside the WebSockets.
+
+Real sockets on 127.0.0.1; the HTTP client is a raw anyio TCP stream, so the tests run on
+asyncio and trio alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import pytest
+
+from assistant_frames import AssistantFrameHost, AssistantFrameProvider, HandshakeRejected
+from assistant_frames.browser import RELAY_FILES, relay_files, relay_source
+from assistant_frames.transports import WebSocketServer, connect_websocket, websocket_server
+
+from helpers import calculator
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "s3cret-token"
+PAGE = b"<!doctype html><title>hello</title>"
+FILES = {"/index.html": (PAGE, "text/html; charset=utf-8"), **relay_files()}
+
+
+async def http_get(
+    server: WebSocketServer, path: str, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """A raw HTTP/1.1 GET: (status, headers with lower-case names, body)."""
+    lines = [f"GET {path} HTTP/1.1", f"Host: {server.host}:{server.port}"]
+    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+    request = ("\r\n".join(lines) + "\r\n\r\n").encode()
+    with anyio.fail_after(5):
+        async with await anyio.connect_tcp(server.host, server.port) as stream:
+            await stream.send(request)
+            data = b""
+            while True:
+                try:
+                    data += await stream.receive()
+                except (anyio.EndOfStream, anyio.BrokenResourceError):
+                    break
+    head, _, body = data.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    parsed = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        parsed[name.strip().lower()] = value.strip()
+    return int(status_line.split()[1]), parsed, body
+
+
+async def never_called(transport: Any) -> None:
+    raise AssertionError("a plain HTTP request reached the WebSocket handler")
+
+
+async def test_get_a_file() -> None:
+    async with websocket_server(never_called, http_files=FILES) as server:
+        status, headers, body = await http_get(server, "/index.html")
+    assert status == 200
+    assert body == PAGE
+    assert headers["content-type"] == "text/html; charset=utf-8"
+    assert headers["content-length"] == str(len(PAGE))
+    assert headers["cache-control"] == "no-store"
+    assert headers["x-content-type-options"] == "nosniff"
+    assert headers["connection"] == "close"
+
+
+async def test_relay_files_are_served() -> None:
+    async with websocket_server(never_called, http_files=relay_files()) as server:
+        for name, content_type in RELAY_FILES.items():
+            status, headers, body = await http_get(server, f"/assistant-frames/{name}?v=1")
+            assert status == 200, name
+            assert body == relay_source(name)
+            assert headers["content-type"] == content_type
+
+
+async def test_unknown_path_is_404() -> None:
+    async with websocket_server(never_called, http_files=FILES) as server:
+        for path in ("/", "/nope.js", "/assistant-frames/", "/index.html/"):
+            status, headers, _ = await http_get(server, path)
+            assert status == 404, path
+            assert headers["connection"] == "close"
+
+
+async def test_files_need_no_token_but_websockets_do() -> None:
+    frame = AssistantFrameProvider(calculator())
+    async with websocket_server(frame.serve, token=TOKEN, http_files=FILES) as server:
+        status, _, body = await http_get(server, "/index.html")
+        assert (status, body) == (200, PAGE)
+        status, _, _ = await http_get(server, "/missing")
+        assert status == 404
+
+        with pytest.raises(HandshakeRejected) as refused:
+            async with connect_websocket(server.url + "/index.html"):
+                pass
+        assert refused.value.status == 401
+        with pytest.raises(HandshakeRejected):
+            async with connect_websocket(server.url, token="wrong"):
+                pass
+
+        async with (
+            connect_websocket(server.url + "/index.html", token=TOKEN) as transport,
+            AssistantFrameHost(transport, timeout=5) as host,
+        ):
+            await host.wait_for_context(timeout=5)
+            assert await host.call_tool("add", {"a": 2, "b": 3}) == 5
+
+
+async def test_without_files_plain_requests_keep_426_and_401() -> None:
+    async with websocket_server(never_called) as server:
+        status, _, _ = await http_get(server, "/index.html")
+        assert status == 426
+    async with websocket_server(never_called, token=TOKEN) as server:
+        status, headers, _ = await http_get(server, "/index.html")
+        assert status == 401
+        assert headers["www-authenticate"] == "Bearer"
+
+
+async def test_files_do_not_stop_the_server_serving() -> None:
+    frame = AssistantFrameProvider(calculator())
+    async with websocket_server(frame.serve, http_files=FILES) as server:
+        for _ in range(3):
+            assert (await http_get(server, "/index.html"))[0] == 200
+        async with (
+            connect_websocket(server.url) as transport,
+            AssistantFrameHost(transport) as host,
+        ):
+            await host.wait_for_context(timeout=5)
+            assert list(host.get_model_context().tools) == ["add"]
+
+
+def test_bad_files_are_refused_up_front() -> None:
+    async def main(files: Any) -> None:
+        async with websocket_server(never_called, http_files=files):
+            pass
+
+    with pytest.raises(ValueError, match="must start with '/'"):
+        anyio.run(main, {"index.html": (PAGE, "text/html")})
+    with pytest.raises(TypeError, match="must be bytes"):
+        anyio.run(main, {"/index.html": ("text", "text/html")})
+
+
+def test_relay_files_prefix() -> None:
+    assert set(relay_files("/static")) == {f"/static/{name}" for name in RELAY_FILES}
+    with pytest.raises(ValueError, match="must start with '/'"):
+        relay_files("static/")
+    with pytest.raises(KeyError):
+        relay_source("nope.js")
