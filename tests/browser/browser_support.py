@@ -1,0 +1,194 @@
+"""Shared by the browser tests and their conftest: Chromium under Playwright on one thread.
+
+Playwright's sync API runs on one dedicated thread (``BrowserThread``); the tests ``await``
+work queued to it through ``anyio.to_thread``, so the Python side under test runs on asyncio
+and on trio alike.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import functools
+import os
+import queue
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import pytest
+from anyio.abc import ObjectStream
+
+HERE = Path(__file__).resolve().parent
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+LAUNCH_TIMEOUT = 30.0
+#: Playwright's default timeout for every action and wait, in milliseconds.
+PLAYWRIGHT_TIMEOUT_MS = 10_000
+#: The longest a test waits for one call to the browser thread.
+CALL_TIMEOUT = 30.0
+
+#: Why browser tests were skipped in this session (reported at the end).
+SKIPPED: list[str] = []
+
+
+def browser_required() -> bool:
+    """In CI (``CI`` set) or with ``ASSISTANT_FRAMES_REQUIRE_BROWSER=1``, never skip."""
+    return bool(os.environ.get("CI")) or os.environ.get("ASSISTANT_FRAMES_REQUIRE_BROWSER") == "1"
+
+
+def unavailable(reason: str) -> None:
+    """Skip (loudly) or, in CI or when required, fail: the browser tests cannot run."""
+    if browser_required():
+        pytest.fail(
+            f"browser tests cannot run: {reason} "
+            "(CI or ASSISTANT_FRAMES_REQUIRE_BROWSER=1 is set, so this fails instead of skipping)",
+            pytrace=False,
+        )
+    if reason not in SKIPPED:
+        SKIPPED.append(reason)
+    pytest.skip(f"browser tests skipped: {reason}")
+
+
+# -- the browser thread ------------------------------------------------------------------------
+
+
+class BrowserThread:
+    """Chromium under Playwright's sync API, owned by one thread; work is queued to it."""
+
+    def __init__(self, user_data_dir: Path) -> None:
+        self._user_data_dir = user_data_dir
+        self._queue: queue.Queue[Any] = queue.Queue()
+        self._started: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self._thread = threading.Thread(target=self._main, name="playwright", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+        self._started.result(timeout=LAUNCH_TIMEOUT + 10)
+
+    def _main(self) -> None:
+        try:
+            from playwright.sync_api import sync_playwright
+
+            playwright = sync_playwright().start()
+        except BaseException as exc:
+            self._started.set_exception(exc)
+            return
+        try:
+            context = playwright.chromium.launch_persistent_context(
+                str(self._user_data_dir),
+                executable_path=CHROMIUM,
+                headless=True,
+                args=CHROMIUM_FLAGS,
+                timeout=LAUNCH_TIMEOUT * 1000,
+            )
+            context.set_default_timeout(PLAYWRIGHT_TIMEOUT_MS)
+        except BaseException as exc:
+            playwright.stop()
+            self._started.set_exception(exc)
+            return
+        self._started.set_result(None)
+        try:
+            while True:
+                item = self._queue.get()
+                if item is None:
+                    break
+                fn, args, future = item
+                if not future.set_running_or_notify_cancel():
+                    continue
+                try:
+                    future.set_result(fn(context, *args))
+                except BaseException as exc:
+                    future.set_exception(exc)
+        finally:
+            try:
+                context.close()
+            finally:
+                playwright.stop()
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        self._queue.put((fn, args, future))
+        return future
+
+    def run(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run ``fn(context, *args)`` on the browser thread, from a thread with no event loop."""
+        return self.submit(fn, *args).result(timeout=CALL_TIMEOUT)
+
+    async def call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``await`` ``fn(context, *args)`` run on the browser thread (asyncio or trio)."""
+        future = self.submit(fn, *args)
+        return await anyio.to_thread.run_sync(
+            functools.partial(future.result, timeout=CALL_TIMEOUT), abandon_on_cancel=True
+        )
+
+    def close(self) -> None:
+        self._queue.put(None)
+        self._thread.join(timeout=30)
+
+
+class BrowserPage:
+    """One Playwright page; every method runs on the browser thread and is awaitable."""
+
+    def __init__(self, browser: BrowserThread) -> None:
+        self.browser = browser
+        self.console: list[str] = []
+
+        def new_page(context: Any) -> Any:
+            page = context.new_page()
+            page.on("console", lambda msg: self.console.append(f"{msg.type}: {msg.text}"))
+            page.on("pageerror", lambda error: self.console.append(f"pageerror: {error}"))
+            return page
+
+        self._page = browser.run(new_page)
+
+    async def goto(self, url: str) -> None:
+        await self.browser.call(lambda _context: self._page.goto(url, wait_until="load"))
+
+    async def evaluate(self, expression: str, arg: Any = None) -> Any:
+        return await self.browser.call(lambda _context: self._page.evaluate(expression, arg))
+
+    async def wait_for(self, expression: str, arg: Any = None, timeout: float = 10.0) -> Any:
+        """Wait (bounded) until ``expression`` is truthy in the page; return its value."""
+
+        def wait(_context: Any) -> Any:
+            handle = self._page.wait_for_function(expression, arg=arg, timeout=timeout * 1000)
+            return handle.json_value()
+
+        return await self.browser.call(wait)
+
+    def close(self) -> None:
+        self.browser.run(lambda _context: self._page.close())
+
+
+class RecordingTransport(ObjectStream[Any]):
+    """Wraps a transport and keeps every message received from the browser."""
+
+    def __init__(self, inner: ObjectStream[Any], log: list[Any]) -> None:
+        self._inner = inner
+        self.log = log
+
+    async def receive(self) -> Any:
+        message = await self._inner.receive()
+        self.log.append(message)
+        return message
+
+    async def send(self, item: Any) -> None:
+        await self._inner.send(item)
+
+    async def send_eof(self) -> None:
+        await self._inner.send_eof()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

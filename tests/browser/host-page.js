@@ -1,0 +1,66 @@
+// A real @assistant-ui/core host: bundled by esbuild at test time (tests/browser/conftest.py).
+// It embeds the assistant-frames child relay and, once the relay says its WebSocket is open,
+// creates an AssistantFrameHost on it.
+import { AssistantFrameHost } from "@assistant-ui/core";
+
+const config = new URLSearchParams(window.location.hash.replace(/^#/, ""));
+const relayEvents = [];
+let host = null;
+let changes = 0;
+const waiters = [];
+
+function snapshot() {
+  const context = host ? host.getModelContext() : {};
+  const tools = {};
+  for (const [name, tool] of Object.entries(context.tools || {})) {
+    tools[name] = {
+      description: tool.description ?? null,
+      parameters: tool.parameters ?? null,
+      disabled: tool.disabled ?? null,
+    };
+  }
+  return { system: context.system ?? null, tools };
+}
+
+const iframe = document.createElement("iframe");
+const relayParams = new URLSearchParams();
+relayParams.set("ws", `ws://${window.location.host}${config.get("path") || "/"}`);
+for (const key of ["access_token", "max_attempts", "initial_delay", "max_delay"]) {
+  if (config.has(key)) relayParams.set(key, config.get(key));
+}
+
+window.addEventListener("message", (event) => {
+  if (event.source !== iframe.contentWindow || event.origin !== window.location.origin) return;
+  if (event.data?.channel !== "assistant-frames-relay") return;
+  relayEvents.push(event.data.message);
+  if (event.data.message.type === "ready" && host === null) {
+    host = new AssistantFrameHost(iframe.contentWindow);
+    host.subscribe(() => {
+      changes += 1;
+      for (const resolve of waiters.splice(0)) resolve(snapshot());
+    });
+  }
+});
+
+iframe.src = `/assistant-frames/child-relay.html#${relayParams}`;
+iframe.id = "relay";
+document.body.appendChild(iframe);
+
+window.hostTest = {
+  ready: () => host !== null,
+  relayEvents: () => relayEvents.slice(),
+  changes: () => changes,
+  context: snapshot,
+  // Resolves with the context at the next subscribe notification.
+  nextChange: () => new Promise((resolve) => waiters.push(resolve)),
+  async call(name, args) {
+    const tool = host.getModelContext().tools?.[name];
+    if (!tool) return { error: `no tool ${name} in the JS host` };
+    try {
+      const result = await tool.execute(args, { toolCallId: "js-test", abortSignal: new AbortController().signal });
+      return { result };
+    } catch (error) {
+      return { error: error instanceof Error ? error.message : String(error) };
+    }
+  },
+};
