@@ -119,7 +119,7 @@
       if (text === null) return;
       if (socket && socket.readyState === WebSocket.OPEN) {
         socket.send(text);
-      } else if (toSocket.length < MAX_BUFFERED) {
+      } else if (status !== "failed" && toSocket.length < MAX_BUFFERED) {
         toSocket.push(text);
       }
     }
