@@ -22,7 +22,9 @@ import pytest
 from anyio.abc import ObjectStream
 
 HERE = Path(__file__).resolve().parent
-CHROMIUM = "/usr/bin/chromium"
+#: Debian's Chromium (``apt-get install -y chromium``); no browser is ever downloaded.
+#: ``ASSISTANT_FRAMES_CHROMIUM`` points elsewhere (e.g. to check the skip/fail paths).
+CHROMIUM = os.environ.get("ASSISTANT_FRAMES_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
     "--headless",
     "--no-sandbox",
