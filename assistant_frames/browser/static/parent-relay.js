@@ -71,9 +71,7 @@
   function parent(options) {
     options = options || {};
     if (!options.url) throw new Error("AssistantFramesRelay.parent: options.url is required");
-    if (!options.src && !options.iframe) {
-      throw new Error("AssistantFramesRelay.parent: options.src (or options.iframe) is required");
-    }
+    if (!options.src) throw new Error("AssistantFramesRelay.parent: options.src is required");
     var ownOrigin = window.location.origin;
     var maxAttempts = options.maxAttempts || 5;
     var initialDelay = options.initialDelay === undefined ? 250 : options.initialDelay;
@@ -123,7 +121,8 @@
     function openIframe() {
       if (iframe) return;
       if (options.iframe) {
-        iframe = resolveElement(options.iframe, null);
+        iframe = resolveElement(options.iframe, null); // an empty <iframe> (no src) to use
+        if (!iframe) throw new Error("AssistantFramesRelay.parent: options.iframe not found");
       } else {
         iframe = document.createElement("iframe");
         if (options.title) iframe.title = options.title;
@@ -137,12 +136,8 @@
           iframe.contentWindow.postMessage(data, ownOrigin);
         });
       });
-      if (!options.iframe) {
-        iframe.src = options.src;
-        resolveElement(options.container, document.body).appendChild(iframe);
-      } else if (options.src) {
-        iframe.src = options.src;
-      }
+      iframe.src = options.src; // loaded only now, so the frame never runs before the socket
+      if (!options.iframe) resolveElement(options.container, document.body).appendChild(iframe);
       setStatus("iframe", { src: iframe.src });
     }
 
