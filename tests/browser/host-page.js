@@ -51,13 +51,19 @@ window.hostTest = {
   relayEvents: () => relayEvents.slice(),
   changes: () => changes,
   context: snapshot,
-  // Resolves with the context at the next subscribe notification.
-  nextChange: () => new Promise((resolve) => waiters.push(resolve)),
+  // Resolves with the context at the next subscribe notification (rejects after 10 s).
+  nextChange: () =>
+    new Promise((resolve, reject) => {
+      waiters.push(resolve);
+      setTimeout(() => reject(new Error("no context change within 10 s")), 10000);
+    }),
   async call(name, args) {
     const tool = host.getModelContext().tools?.[name];
     if (!tool) return { error: `no tool ${name} in the JS host` };
     try {
-      const result = await tool.execute(args, { toolCallId: "js-test", abortSignal: new AbortController().signal });
+      // Bounded: the JS host sends tool-cancel and rejects if Python takes over 10 s.
+      const abortSignal = AbortSignal.timeout(10000);
+      const result = await tool.execute(args, { toolCallId: "js-test", abortSignal });
       return { result };
     } catch (error) {
       return { error: error instanceof Error ? error.message : String(error) };
