@@ -7,7 +7,8 @@ the real Python class, the other a bare ``memory_pair()`` end driven by the test
 from __future__ import annotations
 
 import itertools
-from collections.abc import AsyncIterator, Mapping
+import socket
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -190,3 +191,33 @@ def nested_json(
         ),
         max_leaves=12,
     )
+
+
+class CountingGate(Gate):
+    """A Gate that counts how many calls have started."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls = 0
+
+    async def __call__(self) -> str:
+        self.calls += 1
+        return await super().__call__()
+
+
+async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Poll ``predicate`` until it holds; ``TimeoutError`` after ``timeout`` seconds."""
+    with anyio.fail_after(timeout + 1):
+        for _ in range(int(timeout / 0.005) + 1):
+            if predicate():
+                return
+            await anyio.sleep(0.005)
+    raise TimeoutError(f"still not true after {timeout} s")
+
+
+def free_port() -> int:
+    """A port that nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port

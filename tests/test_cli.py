@@ -23,6 +23,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers import free_port
+
 TIMEOUT = 30.0  # for any one command
 ERROR = "assistant-frames: error: "
 TOKEN = "s3cret-token"
@@ -119,13 +121,6 @@ def assert_error(result: subprocess.CompletedProcess[str], code: int, *needles: 
     for needle in needles:
         assert needle in lines[-1], (needle, lines[-1])
     return lines[-1]
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
@@ -27,7 +26,7 @@ from assistant_frames.transports import (
     websocket_server,
 )
 
-from helpers import Gate, Outcome, calculator
+from helpers import CountingGate, Outcome, calculator, free_port, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -100,35 +99,6 @@ class Changes:
         with anyio.fail_after(timeout):
             while not predicate():
                 await self._event.wait()
-
-
-class CountingGate(Gate):
-    """A Gate that counts how many calls have started."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls = 0
-
-    async def __call__(self) -> str:
-        self.calls += 1
-        return await super().__call__()
-
-
-async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Poll ``predicate`` until it holds; ``TimeoutError`` after ``timeout`` seconds."""
-    with anyio.fail_after(timeout + 1):
-        for _ in range(int(timeout / 0.005) + 1):
-            if predicate():
-                return
-            await anyio.sleep(0.005)
-    raise TimeoutError(f"still not true after {timeout} s")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 def counting(

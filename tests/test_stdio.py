@@ -22,7 +22,7 @@ import pytest
 from assistant_frames import AssistantFrameHost, FrameDisconnected
 from assistant_frames.transports import WorkerTransport, spawn_worker
 
-from helpers import Outcome
+from helpers import Outcome, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -186,16 +186,6 @@ async def worker_host(
         AssistantFrameHost(transport, timeout=CALL_TIMEOUT, name="worker") as host,
     ):
         yield host, transport
-
-
-async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Poll ``predicate`` until it holds; ``TimeoutError`` after ``timeout`` seconds."""
-    with anyio.fail_after(timeout + 1):
-        for _ in range(int(timeout / 0.01) + 1):
-            if predicate():
-                return
-            await anyio.sleep(0.01)
-    raise TimeoutError(f"still not true after {timeout} s")
 
 
 def assert_reaped(pid: int) -> None:

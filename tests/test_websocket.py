@@ -41,7 +41,16 @@ from assistant_frames.transports import (
     websocket_server,
 )
 
-from helpers import CHANNEL, Gate, Outcome, calculator, envelope
+from helpers import (
+    CHANNEL,
+    CountingGate,
+    Gate,
+    Outcome,
+    calculator,
+    envelope,
+    free_port,
+    wait_until,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -108,36 +117,6 @@ async def hosting(
     ):
         await host.wait_for_context(timeout=5)
         yield host
-
-
-class CountingGate(Gate):
-    """A Gate that counts how many calls have started."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.calls = 0
-
-    async def __call__(self) -> str:
-        self.calls += 1
-        return await super().__call__()
-
-
-async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
-    """Poll ``predicate`` until it holds; ``TimeoutError`` after ``timeout`` seconds."""
-    with anyio.fail_after(timeout + 1):
-        for _ in range(int(timeout / 0.005) + 1):
-            if predicate():
-                return
-            await anyio.sleep(0.005)
-    raise TimeoutError(f"still not true after {timeout} s")
-
-
-def free_port() -> int:
-    """A port that nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-    return port
 
 
 class RawClient:
