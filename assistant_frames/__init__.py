@@ -32,11 +32,23 @@ from .registry import (
     ToolHandle,
     merge_model_contexts,
 )
+from .tool_formats import (
+    AnthropicTool,
+    MCPTool,
+    OpenAIChatTool,
+    OpenAIFunctionDefinition,
+    OpenAIResponsesTool,
+    to_anthropic_tools,
+    to_mcp_tools,
+    to_openai_chat_tools,
+    to_openai_responses_tools,
+)
 from .transports import MemoryTransport, memory_pair
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "AnthropicTool",
     "AssistantFrameHost",
     "AssistantFrameProvider",
     "AssistantFramesError",
@@ -45,10 +57,14 @@ __all__ = [
     "FrameDisconnected",
     "HandshakeRejected",
     "InstructionHandle",
+    "MCPTool",
     "MemoryTransport",
     "ModelContext",
     "ModelContextProvider",
     "ModelContextRegistry",
+    "OpenAIChatTool",
+    "OpenAIFunctionDefinition",
+    "OpenAIResponsesTool",
     "ProviderHandle",
     "ReconnectingHost",
     "Tool",
@@ -64,4 +80,8 @@ __all__ = [
     "__version__",
     "memory_pair",
     "merge_model_contexts",
+    "to_anthropic_tools",
+    "to_mcp_tools",
+    "to_openai_chat_tools",
+    "to_openai_responses_tools",
 ]
