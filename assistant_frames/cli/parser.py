@@ -10,6 +10,7 @@ from .. import __version__
 from .call_command import cmd_call
 from .common import DEFAULT_TIMEOUT, EXIT_USAGE, PROG, TOKEN_ENV
 from .demo_command import cmd_demo
+from .federation import Member, parse_member
 from .inspect_command import cmd_inspect
 from .serve_command import cmd_serve
 
@@ -51,10 +52,19 @@ any ModelContextProvider, an AssistantFrameProvider, or a zero-argument callable
 (sync or async) returning one. The current directory is importable, as with
 'python -m'; OBJECT may be a dotted path (module:app.registry).
 
+Or serve a federation: --frame NAME=FRAME connects an assistant-frames frame (a
+ws:// URL or a worker command) and --mcp NAME=SERVER an MCP server (an http(s)://
+URL or a command); each joins under the namespace NAME (its tools are called
+NAME_tool), beside MODULE:OBJECT if given. A member that goes away takes its tools
+with it.
+
 --stdio serves the one host that started this process on stdin/stdout (what
 'inspect -- COMMAND' and spawn_worker() expect); anything the frame prints goes to
-stderr. --ws serves every host that connects over WebSockets; HOST defaults to
-127.0.0.1 and port 0 picks a free port. The URL is printed to stderr."""
+stderr. --ws serves every host that connects over WebSockets. --mcp-stdio serves
+one MCP client on stdin/stdout (what MCP desktop clients start); --mcp-http serves
+MCP clients over Streamable HTTP at http://HOST:PORT/mcp. HOST defaults to
+127.0.0.1 and port 0 picks a free port; the URL is printed to stderr. MCP clients
+are told when the tool list changes."""
 
 _SERVE_EPILOG = f"""\
 examples:
@@ -63,6 +73,9 @@ examples:
   {PROG} serve --ws 0.0.0.0:8765 --token s3cret \\
       --allow-origin https://app.example.com myapp.tools:registry
   {PROG} inspect -- {PROG} serve --stdio myapp.tools:registry
+  {PROG} serve --mcp-stdio myapp.tools:registry
+  {PROG} serve --mcp-http :8000 --frame notes='python notes_worker.py' \\
+      --frame search=ws://127.0.0.1:8765 --mcp time='uvx mcp-server-time'
 
 The token may also come from ${TOKEN_ENV}. Stop the server with Ctrl-C."""
 
@@ -143,6 +156,13 @@ def parse_listen_address(text: str) -> tuple[str, int]:
     return host or "127.0.0.1", port
 
 
+def _member(kind: str, text: str) -> Member:
+    try:
+        return parse_member(kind, text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def _listen_address(text: str) -> tuple[str, int]:
     try:
         return parse_listen_address(text)
@@ -203,12 +223,17 @@ def build_parser() -> argparse.ArgumentParser:
     serve = commands.add_parser(
         "serve",
         parents=[verbose],
-        help="serve a registry or provider over stdio or WebSockets",
+        help="serve a registry, provider or federation over stdio, WebSockets or MCP",
         description=_SERVE_DESCRIPTION,
         epilog=_SERVE_EPILOG,
         formatter_class=_FORMATTER,
     )
-    serve.add_argument("target", metavar="MODULE:OBJECT", help="what to serve, e.g. app:registry")
+    serve.add_argument(
+        "target",
+        metavar="MODULE:OBJECT",
+        nargs="?",
+        help="what to serve, e.g. app:registry (optional with --frame or --mcp)",
+    )
     how = serve.add_mutually_exclusive_group(required=True)
     how.add_argument(
         "--stdio", action="store_true", help="serve the parent process on stdin/stdout"
@@ -218,6 +243,45 @@ def build_parser() -> argparse.ArgumentParser:
         type=_listen_address,
         metavar="HOST:PORT",
         help="listen for WebSocket hosts (':PORT' is 127.0.0.1:PORT; port 0: any free port)",
+    )
+    how.add_argument(
+        "--mcp-stdio",
+        action="store_true",
+        help="serve one MCP client on stdin/stdout (needs the 'mcp' extra)",
+    )
+    how.add_argument(
+        "--mcp-http",
+        type=_listen_address,
+        metavar="HOST:PORT",
+        help="serve MCP over Streamable HTTP at http://HOST:PORT/mcp (needs the 'mcp' extra)",
+    )
+    serve.add_argument(
+        "--frame",
+        action="append",
+        type=lambda text: _member("frame", text),
+        metavar="NAME=FRAME",
+        help="federate a frame (ws:// URL or worker command) under the namespace NAME (repeatable)",
+    )
+    serve.add_argument(
+        "--mcp",
+        action="append",
+        type=lambda text: _member("mcp", text),
+        metavar="NAME=SERVER",
+        help="federate an MCP server (http(s):// URL or command) under the namespace NAME "
+        "(repeatable; needs the 'mcp' extra)",
+    )
+    serve.add_argument(
+        "--name",
+        default="assistant-frames",
+        help="the server name MCP clients see (default: assistant-frames)",
+    )
+    serve.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help=f"how long to wait for each --frame or --mcp member to connect "
+        f"(default: {DEFAULT_TIMEOUT:g})",
     )
     serve.add_argument(
         "--token",

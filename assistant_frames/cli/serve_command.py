@@ -1,4 +1,4 @@
-"""``assistant-frames serve``: serve a ``MODULE:OBJECT`` over stdio or WebSockets."""
+"""``assistant-frames serve``: serve a frame or a federation over stdio, WebSockets or MCP."""
 
 from __future__ import annotations
 
@@ -8,59 +8,109 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
 
 import anyio
 
-from .common import EXIT_OK, TOKEN_ENV, note, usage_error, websocket_module
-from .loading import load_frame_async
+from ..frames import AssistantFrameProvider
+from .common import EXIT_OK, TOKEN_ENV, CommandError, note, usage_error, websocket_module
+from .federation import served_frame
+
+if TYPE_CHECKING:
+    from ..mcp import MCPContextServer
 
 __all__ = ["cmd_serve"]
+
+_LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
 def cmd_serve(options: argparse.Namespace) -> int:
     token: str | None = options.token or os.environ.get(TOKEN_ENV) or None
-    if options.stdio and options.allow_origin:
+    if options.ws is None and options.allow_origin:
         raise usage_error("--allow-origin is for --ws")
-    if options.stdio and options.token:
-        raise usage_error("--token is for --ws (a --stdio worker talks only to its parent)")
+    if options.ws is None and options.token:
+        raise usage_error("--token is for --ws (stdio peers are the parent process)")
     if options.stdio:
-        anyio.run(_serve_stdio, options.target)
+        anyio.run(_serve_stdio, options)
+    elif options.mcp_stdio:
+        anyio.run(_serve_mcp_stdio, options)
+    elif options.mcp_http is not None:
+        host, port = options.mcp_http
+        anyio.run(_serve_mcp_http, options, host, port)
     else:
         host, port = options.ws
-        anyio.run(_serve_ws, options.target, host, port, token, options.allow_origin)
+        anyio.run(_serve_ws, options, host, port, token, options.allow_origin)
     return EXIT_OK
 
 
-async def _serve_stdio(spec: str) -> None:
-    frame = await load_frame_async(spec)
+def _describe(options: argparse.Namespace, frame: AssistantFrameProvider) -> str:
+    count = len(frame.get_model_context().tools)
+    what = options.target or "the federation"
+    return f"{what} ({count} tool{'s' if count != 1 else ''})"
+
+
+async def _serve_stdio(options: argparse.Namespace) -> None:
     from ..transports.stdio import serve_stdio
 
-    await serve_stdio(frame)
+    async with served_frame(options, timeout=options.timeout) as frame:
+        await serve_stdio(frame)
+
+
+async def _serve_mcp_stdio(options: argparse.Namespace) -> None:
+    MCPContextServer = _mcp_server_class()
+    async with served_frame(options, timeout=options.timeout) as frame:
+        await MCPContextServer(frame, name=options.name).run_stdio()
+
+
+async def _serve_mcp_http(options: argparse.Namespace, host: str, port: int) -> None:
+    MCPContextServer = _mcp_server_class()
+    async with served_frame(options, timeout=options.timeout) as frame:
+        server = MCPContextServer(frame, name=options.name)
+
+        def ready(url: str) -> None:
+            note(f"serving {_describe(options, frame)} over MCP at {url}; Ctrl-C stops")
+            if host not in _LOOPBACK:
+                note(
+                    f"warning: listening on {host} with no authentication: whoever reaches "
+                    "this port can call these tools"
+                )
+
+        with _stop_signals() as stop:
+            async with anyio.create_task_group() as group:
+                group.start_soon(lambda: server.run_http(host, port, ready=ready))
+                async for signum in stop:
+                    note(f"{signal.Signals(signum).name}: stopping")
+                    group.cancel_scope.cancel()
+                    return
 
 
 async def _serve_ws(
-    spec: str, host: str, port: int, token: str | None, origins: list[str] | None
+    options: argparse.Namespace, host: str, port: int, token: str | None, origins: list[str] | None
 ) -> None:
-    frame = await load_frame_async(spec)
     websocket_server = websocket_module().websocket_server
-    with _stop_signals() as stop:
-        async with websocket_server(
-            frame.serve, host, port, token=token, allowed_origins=origins
-        ) as server:
-            count = len(frame.get_model_context().tools)
-            auth = "a bearer token is required" if token else "no token required"
-            note(
-                f"serving {spec} ({count} tool{'s' if count != 1 else ''}) on {server.url} "
-                f"({auth}); Ctrl-C stops"
-            )
-            if not token and host not in ("127.0.0.1", "::1", "localhost"):
-                note(
-                    f"warning: listening on {host} without --token: whoever reaches this port "
-                    "can call these tools"
-                )
-            async for signum in stop:
-                note(f"{signal.Signals(signum).name}: stopping")
-                return
+    async with served_frame(options, timeout=options.timeout) as frame:
+        with _stop_signals() as stop:
+            async with websocket_server(
+                frame.serve, host, port, token=token, allowed_origins=origins
+            ) as server:
+                auth = "a bearer token is required" if token else "no token required"
+                note(f"serving {_describe(options, frame)} on {server.url} ({auth}); Ctrl-C stops")
+                if not token and host not in _LOOPBACK:
+                    note(
+                        f"warning: listening on {host} without --token: whoever reaches this "
+                        "port can call these tools"
+                    )
+                async for signum in stop:
+                    note(f"{signal.Signals(signum).name}: stopping")
+                    return
+
+
+def _mcp_server_class() -> type[MCPContextServer]:
+    try:
+        from ..mcp import MCPContextServer
+    except ImportError as exc:
+        raise CommandError(str(exc)) from None
+    return MCPContextServer
 
 
 def _stop_signals() -> contextlib.AbstractContextManager[AsyncIterator[int]]:

@@ -15,7 +15,7 @@ from pydantic_core import to_json
 
 from .._anyio import event_class
 from ..errors import ToolCallError
-from ..registry.context import ModelContext, ModelContextProvider
+from ..registry.context import ModelContext, ModelContextProvider, Unsubscribe
 from ..registry.registry import ModelContextRegistry
 from ..registry.tool import Tool, ToolCallContext
 from . import protocol
@@ -77,6 +77,10 @@ class AssistantFrameProvider:
     def get_model_context(self) -> ModelContext:
         """The merged context this frame serves."""
         return self._registry.get_model_context()
+
+    def subscribe(self, callback: Callable[[], None]) -> Unsubscribe:
+        """Call ``callback()`` whenever the served context changes."""
+        return self._registry.subscribe(callback)
 
     @property
     def connection_count(self) -> int:

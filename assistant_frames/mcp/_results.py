@@ -1,0 +1,71 @@
+"""Tool results between assistant-frames (any JSON value) and MCP (``CallToolResult``).
+
+Both directions, so that a value survives a round trip through an MCP server and an
+MCP-backed frame wherever MCP can carry it:
+
+- a string is one text block; ``None`` is no content;
+- an object is ``structuredContent``, with its JSON as the text block that older
+  clients read; other JSON values (lists, numbers, booleans) are ``structuredContent``
+  only on 2026-07-28 connections, where the spec allows any JSON there, and their
+  JSON text otherwise;
+- an error is ``isError: true`` with the message as the text.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import mcp_types as types
+
+from ..errors import ToolCallError
+from ..frames.protocol import RESULT_NOT_SENDABLE, NotJSONSerializable, to_json_value
+
+__all__ = ["error_result", "from_call_result", "tool_result"]
+
+
+def _text(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def error_result(message: str) -> dict[str, Any]:
+    """A ``CallToolResult`` (wire form) reporting a failed call to the model."""
+    return {"content": [_text(message)], "isError": True, "resultType": "complete"}
+
+
+def tool_result(value: Any, *, modern: bool) -> dict[str, Any]:
+    """The ``CallToolResult`` (wire form) for a tool's return value."""
+    try:
+        value = to_json_value(value)
+    except NotJSONSerializable:
+        return error_result(RESULT_NOT_SENDABLE)
+    # ``resultType`` is required on 2026-07-28; the SDK strips it for older sessions.
+    if value is None:
+        return {"content": [], "resultType": "complete"}
+    if isinstance(value, str):
+        return {"content": [_text(value)], "resultType": "complete"}
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    if isinstance(value, dict) or modern:
+        return {"content": [_text(text)], "structuredContent": value, "resultType": "complete"}
+    return {"content": [_text(text)], "resultType": "complete"}
+
+
+def from_call_result(result: types.CallToolResult, tool_name: str) -> Any:
+    """A tool's value from an MCP ``CallToolResult``; raises ``ToolCallError`` for errors.
+
+    ``structuredContent`` wins over text; a lone text block is its string; no content
+    is ``None``; anything else (images, several blocks...) is the list of content
+    blocks in their JSON form.
+    """
+    if result.is_error:
+        texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
+        message = "\n".join(texts) or f'Tool "{tool_name}" failed'
+        raise ToolCallError(message, tool_name=tool_name)
+    if result.structured_content is not None:
+        return result.structured_content
+    content = result.content
+    if not content:
+        return None
+    if len(content) == 1 and isinstance(content[0], types.TextContent):
+        return content[0].text
+    return [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in content]

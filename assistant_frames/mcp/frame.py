@@ -1,0 +1,495 @@
+"""``MCPFrame``: an MCP server used as a frame, i.e. as a :class:`ModelContextProvider`.
+
+The server's tools become tools of the context (its ``inputSchema`` as the parameters),
+its instructions the system text, and each call goes through the official ``mcp``
+client. The frame follows the server's tool list: on ``notifications/tools/list_changed``
+(handshake-era servers) or a ``subscriptions/listen`` event (2026-07-28 servers) it
+fetches the list again. Servers that cannot notify are polled only when asked to.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import shlex
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Literal
+
+import anyio
+import anyio.abc
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.client.subscriptions import SubscriptionLost
+from mcp.server.lowlevel import Server
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from .._anyio import task_group
+from ..errors import ConnectError, FrameDisconnected, ToolCallError, ToolCallTimeout
+from ..registry.context import ModelContext, Unsubscribe
+from ..registry.registry import _Subscribers
+from ..registry.tool import Tool, ToolCallContext
+from ._results import from_call_result
+
+if TYPE_CHECKING:
+    from mcp.client._transport import Transport, TransportStreams
+
+__all__ = ["MCPFrame"]
+
+logger = logging.getLogger("assistant_frames.mcp")
+
+State = Literal["new", "connected", "disconnected", "closed"]
+
+_EMPTY_CONTEXT = ModelContext()
+_MAX_PAGES = 1000  # a server that keeps returning cursors is not followed forever
+
+
+class MCPFrame:
+    """A connection to one MCP server whose tools form a live :class:`ModelContext`.
+
+    ``server`` is what to connect to:
+
+    - an ``http://`` or ``https://`` URL: Streamable HTTP;
+    - a command, as a list (``["uvx", "mcp-server-time"]``) or a shell-style string
+      (``"uvx mcp-server-time"``), or ``mcp.StdioServerParameters``: a subprocess over
+      stdio (``env`` and ``cwd`` apply to a command);
+    - an ``mcp`` ``MCPServer`` or low-level ``Server`` in this process;
+    - any ``mcp`` client ``Transport``, e.g. ``streamable_http_client(url,
+      http_client=...)`` for custom headers or auth.
+
+    Use it as an async context manager: entering connects, negotiates the protocol and
+    fetches the tool list, so the context is complete once the block starts. Add it to
+    a parent registry like a frame host: ``parent.add_provider(frame, namespace="time")``.
+
+    ``timeout`` bounds each call (``None`` for none); ``connect_timeout`` bounds
+    entering. ``poll_interval`` (seconds) re-fetches the tool list of a server that does
+    not announce changes; by default such a server's list is fetched once. When the
+    server goes away its tools disappear, subscribers are told, and pending and new calls
+    fail with :class:`FrameDisconnected`. A subprocess is noticed at once; over HTTP a
+    failing request or the change stream tells, and where neither would (handshake-era
+    servers), a ping every ``keepalive`` seconds does.
+    """
+
+    _ended: anyio.Event  # set once disconnected or closed; created on entry
+    _stale: anyio.Event  # set when the tool list should be fetched again
+
+    def __init__(
+        self,
+        server: Any,
+        *,
+        name: str | None = None,
+        timeout: float | None = 30.0,
+        connect_timeout: float = 30.0,
+        poll_interval: float | None = None,
+        keepalive: float | None = 15.0,
+        mode: str = "auto",
+        env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None,
+    ) -> None:
+        limits = (("timeout", timeout), ("poll_interval", poll_interval), ("keepalive", keepalive))
+        for label, value in limits:
+            if value is not None and not value > 0:
+                raise ValueError(f"{label} must be positive or None, not {value!r}")
+        if not connect_timeout > 0:
+            raise ValueError(f"connect_timeout must be positive, not {connect_timeout!r}")
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self.poll_interval = poll_interval
+        self.keepalive = keepalive
+        target, description = _resolve(server, env=env, cwd=cwd)
+        # A subprocess's stdout ends with it; over HTTP only requests notice.
+        self._over_http = not isinstance(target, Server) and not description.startswith("`")
+        self.name = name or description
+        self._in_process = isinstance(target, Server)
+        self._client = Client(
+            target if self._in_process else _WatchedTransport(target, self._stream_ended),
+            mode=mode,
+            message_handler=self._on_message,
+            cache=None,  # a changed list must be fetched, never served from a cache
+        )
+        self._state: State = "new"
+        self._context = _EMPTY_CONTEXT
+        self._subscribers = _Subscribers()
+        self._disconnected: FrameDisconnected | None = None
+        self._exit_stack: AsyncExitStack | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def __aenter__(self) -> MCPFrame:
+        if self._state != "new":
+            raise RuntimeError("An MCPFrame can be entered only once")
+        self._ended = anyio.Event()
+        self._stale = anyio.Event()
+        async with AsyncExitStack() as stack:
+            group = await stack.enter_async_context(task_group())
+            stack.push_async_callback(self._cancel, group)
+            try:
+                # The client lives in its own task, so this deadline never sits
+                # between the client's task groups and their exit.
+                with anyio.fail_after(self.connect_timeout):
+                    await group.start(self._run)
+            except TimeoutError:
+                raise ConnectError(
+                    f"Cannot connect to the MCP server {self.name}: "
+                    f"no answer within {self.connect_timeout:g} s"
+                ) from None
+            self._exit_stack = stack.pop_all()
+        return self
+
+    async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        async with self._connected_client():
+            self._state = "connected"
+            await self._fetch()
+            async with anyio.create_task_group() as group:
+                self._start_following(group)
+                task_status.started()
+
+    @asynccontextmanager
+    async def _connected_client(self) -> AsyncIterator[Client]:
+        """The entered client; what goes wrong while connecting is a ``ConnectError``."""
+        entered = False
+        try:
+            async with self._client:
+                entered = True
+                yield self._client
+        except Exception as exc:
+            if entered:
+                if self._state == "connected":
+                    raise
+                # A transport that broke with its server fails again on the way out.
+                logger.debug("MCP frame %s: closing its client failed: %r", self.name, exc)
+                return
+            if isinstance(exc, (OSError, MCPError, anyio.BrokenResourceError, anyio.EndOfStream)):
+                raise ConnectError(
+                    f"Cannot connect to the MCP server {self.name}: {_reason(exc)}"
+                ) from exc
+            if _is_http_error(exc):
+                raise ConnectError(
+                    f"Cannot connect to the MCP server {self.name}: {_reason(exc)}"
+                ) from exc
+            raise
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._state == "closed":
+            return
+        self._state = "closed"
+        self._fail(FrameDisconnected(f"The MCP frame {self.name} was closed"))
+        stack, self._exit_stack = self._exit_stack, None
+        if stack is not None:
+            await stack.__aexit__(exc_type, exc, tb)
+
+    async def aclose(self) -> None:
+        """Disconnect from the server (a subprocess is stopped)."""
+        await self.__aexit__(None, None, None)
+
+    @staticmethod
+    async def _cancel(group: anyio.abc.TaskGroup) -> None:
+        group.cancel_scope.cancel()
+
+    @property
+    def state(self) -> State:
+        """``"new"``, ``"connected"``, ``"disconnected"`` (the server went away) or ``"closed"``."""
+        return self._state
+
+    @property
+    def connected(self) -> bool:
+        """True while the server is reachable."""
+        return self._state == "connected"
+
+    async def wait_disconnected(self) -> None:
+        """Wait until the server has gone away or the frame was closed."""
+        await self._ended.wait()
+
+    @property
+    def client(self) -> Client:
+        """The underlying ``mcp.Client`` (for prompts, resources and the like)."""
+        return self._client
+
+    @property
+    def protocol_version(self) -> str:
+        """The MCP protocol version negotiated with the server."""
+        return self._client.protocol_version
+
+    @property
+    def server_info(self) -> types.Implementation | None:
+        """What the server says about itself (``None`` if it does not say)."""
+        return self._client.server_info
+
+    # -- ModelContextProvider ------------------------------------------------------------
+
+    def get_model_context(self) -> ModelContext:
+        """The server's tools and instructions (empty once it has gone away)."""
+        return self._context
+
+    def subscribe(self, callback: Callable[[], None]) -> Unsubscribe:
+        """Call ``callback()`` whenever the server's tools change."""
+        return self._subscribers.add(callback)
+
+    # -- calls ---------------------------------------------------------------------------
+
+    async def call_tool(self, name: str, args: Any = None, *, timeout: float | None = None) -> Any:
+        """Call the server's tool ``name``; return its structured content or text.
+
+        Raises :class:`ToolCallError` when the server reports an error (``isError``
+        results and MCP errors alike), :class:`ToolCallTimeout` after ``timeout``
+        seconds (default: the frame's; the server is told to cancel), and
+        :class:`FrameDisconnected` when the server is or goes away.
+        """
+        if self._state != "connected":
+            raise self._disconnected or FrameDisconnected(
+                f"The MCP frame {self.name} is not connected"
+            )
+        if args is not None and not isinstance(args, dict):
+            raise ToolCallError(
+                f'Arguments for tool "{name}" must be a JSON object, not {type(args).__name__}',
+                tool_name=name,
+            )
+        limit = self.timeout if timeout is None else timeout
+        with anyio.move_on_after(math.inf if limit is None else limit) as scope:
+            try:
+                result = await self._client.call_tool(name, args)
+            except MCPError as exc:
+                if exc.code == types.CONNECTION_CLOSED:
+                    self._gone_because("it closed the connection")
+                    raise self._disconnected or FrameDisconnected(exc.message) from None
+                raise ToolCallError(exc.message, tool_name=name) from None
+        if scope.cancelled_caught:
+            assert limit is not None
+            raise ToolCallTimeout(name, limit)
+        return from_call_result(result, name)
+
+    # -- following the server ------------------------------------------------------------
+
+    def _start_following(self, group: anyio.abc.TaskGroup) -> None:
+        group.start_soon(self._refetch_when_stale)
+        capabilities = self._client.server_capabilities
+        notifies = capabilities.tools is not None and bool(capabilities.tools.list_changed)
+        if notifies and self._client.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            group.start_soon(self._listen)
+        elif not notifies and self.poll_interval is not None and capabilities.tools is not None:
+            group.start_soon(self._poll, self.poll_interval)
+        # Handshake-era servers notify through _on_message; over HTTP, nothing tells
+        # them apart from a server that has gone away but a request.
+        modern = self._client.protocol_version in MODERN_PROTOCOL_VERSIONS
+        if self._over_http and not (modern and notifies) and self.keepalive is not None:
+            group.start_soon(self._ping, self.keepalive)
+
+    async def _on_message(self, message: Any) -> None:
+        if isinstance(message, types.ToolListChangedNotification):
+            self._stale.set()
+        elif isinstance(message, Exception):
+            logger.debug("MCP frame %s: transport error: %r", self.name, message)
+
+    async def _listen(self) -> None:
+        try:
+            async with self._client.listen(tools_list_changed=True) as subscription:
+                async for _event in subscription:
+                    self._stale.set()
+        except (SubscriptionLost, MCPError) as exc:
+            # The stream is how this server reaches us; losing it means losing the server.
+            self._gone_because(f"its change stream ended ({_reason(exc)})")
+
+    async def _poll(self, interval: float) -> None:
+        while True:
+            await anyio.sleep(interval)
+            self._stale.set()
+
+    async def _ping(self, interval: float) -> None:
+        while True:
+            await anyio.sleep(interval)
+            try:
+                with anyio.fail_after(interval):
+                    await self._client.send_ping()
+            except (MCPError, TimeoutError) as exc:
+                self._gone_because(f"it did not answer a ping ({_reason(exc)})")
+                return
+
+    async def _refetch_when_stale(self) -> None:
+        while True:
+            await self._stale.wait()
+            self._stale = anyio.Event()
+            try:
+                await self._fetch()
+            except MCPError as exc:
+                if exc.code == types.CONNECTION_CLOSED:
+                    return
+                logger.warning("MCP frame %s: listing its tools failed: %s", self.name, exc.message)
+
+    def _stream_ended(self) -> None:
+        self._gone_because("it closed the connection")
+
+    def _gone_because(self, reason: str) -> None:
+        if self._state != "connected":
+            return
+        self._state = "disconnected"
+        self._fail(FrameDisconnected(f"The MCP server {self.name} went away: {reason}"))
+
+    def _fail(self, error: FrameDisconnected) -> None:
+        self._disconnected = self._disconnected or error
+        self._ended.set()
+        if self._context is not _EMPTY_CONTEXT:
+            self._context = _EMPTY_CONTEXT
+            self._subscribers.notify()
+
+    async def _fetch(self) -> None:
+        client = self._client
+        tools: list[types.Tool] = []
+        if client.server_capabilities.tools is not None:
+            cursor: str | None = None
+            for _ in range(_MAX_PAGES):
+                page = await client.list_tools(cursor=cursor)
+                tools.extend(page.tools)
+                cursor = page.next_cursor
+                if not cursor:
+                    break
+        if self._state != "connected":
+            return
+        context = ModelContext(
+            system=client.instructions or None,
+            tools={tool.name: self._tool(tool) for tool in tools},
+        )
+        if _same(context, self._context):
+            return
+        self._context = context
+        self._subscribers.notify()
+
+    def _tool(self, spec: types.Tool) -> Tool:
+        name = spec.name
+
+        async def invoke(args: Any, context: ToolCallContext) -> Any:
+            return await self.call_tool(name, args)
+
+        return Tool.from_parts(
+            name, invoke, description=spec.description, parameters=spec.input_schema
+        )
+
+    def __repr__(self) -> str:
+        return f"MCPFrame({self.name!r}, state={self._state!r})"
+
+
+def _same(a: ModelContext, b: ModelContext) -> bool:
+    if a.system != b.system or a.tools.keys() != b.tools.keys():
+        return False
+    return all(
+        tool.description == b.tools[name].description
+        and tool.parameters == b.tools[name].parameters
+        for name, tool in a.tools.items()
+    )
+
+
+class _WatchedTransport:
+    """Wraps an ``mcp`` client transport to notice when the server's stream ends.
+
+    The SDK fails pending requests when its read stream ends but says nothing to anyone
+    else; the frame needs to know at once to drop the server's tools.
+    """
+
+    def __init__(self, inner: Transport, on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    async def __aenter__(self) -> TransportStreams:
+        read_stream, write_stream = await self._inner.__aenter__()
+        return _WatchedStream(read_stream, self._on_end), write_stream
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        return await self._inner.__aexit__(exc_type, exc, tb)
+
+
+class _WatchedStream:
+    """A read stream that calls ``on_end()`` when it ends; otherwise the stream itself."""
+
+    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
+        self._inner = inner
+        self._on_end = on_end
+
+    def __getattr__(self, name: str) -> Any:  # last_context and the like
+        return getattr(self._inner, name)
+
+    def __aiter__(self) -> _WatchedStream:
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self._inner.__anext__()
+        except (StopAsyncIteration, anyio.ClosedResourceError, anyio.EndOfStream):
+            self._on_end()
+            raise
+
+    async def receive(self) -> Any:
+        try:
+            return await self._inner.receive()
+        except (anyio.ClosedResourceError, anyio.EndOfStream):
+            self._on_end()
+            raise
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> _WatchedStream:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc_info: Any) -> bool | None:
+        self._on_end()
+        result: bool | None = await self._inner.__aexit__(*exc_info)
+        return result
+
+
+def _resolve(
+    server: Any, *, env: Mapping[str, str] | None, cwd: str | Path | None
+) -> tuple[Any, str]:
+    """The ``mcp`` client target for ``server`` and a short description of it."""
+    if isinstance(server, MCPServer):
+        server = server._lowlevel_server
+    if isinstance(server, Server):
+        return server, f"in-process server {server.name!r}"
+    if isinstance(server, str) and server.startswith(("http://", "https://")):
+        from mcp.client.streamable_http import streamable_http_client
+
+        return streamable_http_client(server), server
+    if isinstance(server, str):
+        server = shlex.split(server)
+    if isinstance(server, Sequence) and not isinstance(server, str):
+        command = [str(part) for part in server]
+        if not command:
+            raise ValueError("The MCP server command is empty")
+        server = StdioServerParameters(
+            command=command[0], args=command[1:], env=dict(env) if env else None, cwd=cwd
+        )
+    if isinstance(server, StdioServerParameters):
+        from mcp.client.stdio import stdio_client
+
+        return stdio_client(server), f"`{shlex.join([server.command, *server.args])}`"
+    if callable(getattr(server, "__aenter__", None)):
+        return server, type(server).__name__
+    raise TypeError(
+        "An MCP server is a URL, a command, StdioServerParameters, an MCPServer or Server, "
+        f"or an mcp client Transport; not {server!r}"
+    )
+
+
+def _reason(exc: BaseException) -> str:
+    if isinstance(exc, MCPError):
+        return exc.message
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) or type(exc).__name__
+
+
+def _is_http_error(exc: BaseException) -> bool:
+    return type(exc).__module__.split(".")[0] in {"httpx", "httpx2", "httpcore"}

@@ -1,0 +1,269 @@
+"""``MCPContextServer``: serve any model context provider as an MCP server.
+
+The tool list is the provider's live context (disabled tools left out), calls are
+routed to the tool that owns the name (a frame host forwards them to its frame), and
+the context's system text is the server's instructions. When the tool list changes,
+clients are told on both protocol eras: a ``ToolsListChanged`` event on the
+``subscriptions/listen`` bus for 2026-07-28 connections, and
+``notifications/tools/list_changed`` on the standalone channel of every handshake-era
+session.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.shared.exceptions import MCPError
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from .._anyio import task_group
+from ..errors import ToolCallError
+from ..registry.context import ModelContext, ModelContextProvider
+from ..tool_formats import MCPTool, to_mcp_tools
+from ._results import error_result, tool_result
+
+if TYPE_CHECKING:
+    from mcp.server.context import ServerRequestContext
+    from mcp.server.session import ServerSession
+    from starlette.applications import Starlette
+
+__all__ = ["MCPContextServer"]
+
+logger = logging.getLogger("assistant_frames.mcp")
+
+# A handshake-era client that stopped reading must not hold up the others.
+_NOTIFY_TIMEOUT = 5.0
+_MODERN_LISTING = {"ttlMs": 0, "cacheScope": "private", "resultType": "complete"}
+
+
+class _ContextServer(Server[Any]):
+    """The SDK's low-level server, advertising ``tools.listChanged`` on every session."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(
+            notification_options or NotificationOptions(tools_changed=True),
+            experimental_capabilities,
+            extensions,
+        )
+
+
+class MCPContextServer:
+    """An MCP server whose tools and instructions are a provider's live model context.
+
+    ``provider`` is anything with ``get_model_context()`` (and ideally ``subscribe``):
+    a :class:`~assistant_frames.ModelContextRegistry`, a frame host, or a parent
+    registry that federates many frames. ``instructions`` overrides the context's
+    system text as the server's instructions.
+
+    Serve it with :meth:`run_stdio` or :meth:`run_http`, or embed :meth:`http_app` in
+    your own ASGI server; :attr:`server` is the underlying ``mcp`` low-level server
+    (for example for ``mcp.Client(server.server)`` in tests, inside :meth:`running`).
+    """
+
+    def __init__(
+        self,
+        provider: ModelContextProvider,
+        *,
+        name: str = "assistant-frames",
+        version: str | None = None,
+        instructions: str | None = None,
+    ) -> None:
+        if not callable(getattr(provider, "get_model_context", None)):
+            raise TypeError(f"{provider!r} is not a ModelContextProvider")
+        if version is None:
+            from .. import __version__
+
+            version = __version__
+        self.provider = provider
+        self._fixed_instructions = instructions
+        self._bus = InMemorySubscriptionBus()
+        self._listen = ListenHandler(self._bus)
+        self.server: Server[Any] = _ContextServer(
+            name,
+            version=version,
+            on_subscriptions_listen=self._listen,
+        )
+        # Registered here rather than as on_* arguments: they answer in wire form,
+        # which the SDK validates and which saves building models per call.
+        self.server.add_request_handler(
+            "tools/list", types.PaginatedRequestParams, self._list_tools
+        )
+        self.server.add_request_handler("tools/call", types.CallToolRequestParams, self._call_tool)
+        # Lives as long as each handshake-era connection: see _track_session.
+        self.server.add_notification_handler(
+            "notifications/initialized", types.NotificationParams, self._track_session
+        )
+        self._sessions: set[ServerSession] = set()
+        self._listed_for: ModelContext | None = None
+        self._listing: dict[str, Any] = {}
+        self._modern_listing: dict[str, Any] = {}
+        self._announced: list[MCPTool] | None = None
+        self._changed = anyio.Event()
+        self._running = 0
+        self._refresh(self.provider.get_model_context())
+
+    # -- serving ---------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def running(self) -> AsyncIterator[MCPContextServer]:
+        """Follow the provider while the block runs: list-changed notifications go out.
+
+        :meth:`run_stdio` and :meth:`run_http` enter this themselves; enter it yourself
+        when you serve :attr:`server` or :meth:`http_app` another way.
+        """
+        subscribe = getattr(self.provider, "subscribe", None)
+        unsubscribe = subscribe(self._on_change) if subscribe is not None else None
+        try:
+            async with task_group() as group:
+                group.start_soon(self._announce_changes)
+                self._running += 1
+                try:
+                    yield self
+                finally:
+                    self._running -= 1
+                    self._listen.close()
+                    group.cancel_scope.cancel()
+        finally:
+            if unsubscribe is not None:
+                unsubscribe()
+
+    async def run_stdio(self) -> None:
+        """Serve one MCP client over this process's stdin and stdout until it closes."""
+        from mcp.server.stdio import stdio_server
+
+        async with self.running(), stdio_server() as (read_stream, write_stream):
+            await self.server.run(
+                read_stream, write_stream, self.server.create_initialization_options()
+            )
+
+    def http_app(self, *, path: str = "/mcp", host: str = "127.0.0.1", **options: Any) -> Starlette:
+        """The Streamable HTTP ASGI app (Starlette) serving this server at ``path``.
+
+        ``options`` go to the SDK's ``Server.streamable_http_app`` (``stateless_http``,
+        ``json_response``, ``transport_security``...). Serve it inside :meth:`running`.
+        """
+        return self.server.streamable_http_app(streamable_http_path=path, host=host, **options)
+
+    async def run_http(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        *,
+        path: str = "/mcp",
+        ready: Callable[[str], None] | None = None,
+        **options: Any,
+    ) -> None:
+        """Serve MCP over Streamable HTTP at ``http://host:port/path`` (asyncio only).
+
+        Runs until cancelled. ``ready`` is called with the URL once the socket listens
+        (``port=0`` picks a free port). Uses uvicorn, which the ``mcp`` extra installs.
+        """
+        import uvicorn
+
+        app = self.http_app(path=path, host=host, **options)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+        server = uvicorn.Server(config)
+        async with self.running(), anyio.create_task_group() as group:
+            group.start_soon(server.serve)
+            while not server.started:
+                await anyio.sleep(0.01)
+                if server.should_exit:
+                    return
+            if ready is not None:
+                bound = server.servers[0].sockets[0].getsockname()
+                ready(f"http://{_url_host(host)}:{bound[1]}{path}")
+            try:
+                await anyio.sleep_forever()
+            finally:
+                server.should_exit = True
+
+    # -- handlers --------------------------------------------------------------------
+
+    async def _list_tools(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> dict[str, Any]:
+        context = self.provider.get_model_context()
+        if context is not self._listed_for:
+            self._refresh(context)
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return self._modern_listing
+        return self._listing
+
+    async def _call_tool(
+        self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+    ) -> dict[str, Any]:
+        name = params.name
+        tool = self.provider.get_model_context().tools.get(name)
+        if tool is None or tool.disabled:
+            raise MCPError(types.INVALID_PARAMS, f'Tool "{name}" not found')
+        try:
+            result = await tool.invoke(params.arguments or {})
+        except ToolCallError as exc:
+            return error_result(exc.message)
+        except Exception as exc:
+            logger.debug("Tool %r raised", name, exc_info=True)
+            return error_result(str(exc) or type(exc).__name__)
+        return tool_result(result, modern=ctx.protocol_version in MODERN_PROTOCOL_VERSIONS)
+
+    async def _track_session(
+        self, ctx: ServerRequestContext[Any], params: types.NotificationParams
+    ) -> None:
+        # Notification handlers run as tasks of the connection, which cancels them
+        # when it ends; so this task holds the session exactly as long as it is open.
+        session = ctx.session
+        self._sessions.add(session)
+        try:
+            await anyio.sleep_forever()
+        finally:
+            self._sessions.discard(session)
+
+    # -- change notifications --------------------------------------------------------
+
+    def _refresh(self, context: ModelContext) -> None:
+        self._listed_for = context
+        tools = to_mcp_tools(context)
+        self._listing = {"tools": tools}
+        # The cache fields are required on 2026-07-28 (0 ms: refetch after each change)
+        # and refused on older sessions.
+        self._modern_listing = {**self._listing, **_MODERN_LISTING}
+        if self._fixed_instructions is None:
+            self.server.instructions = context.system
+        else:
+            self.server.instructions = self._fixed_instructions
+        if self._announced is None:
+            self._announced = tools
+        elif tools != self._announced:
+            self._announced = tools
+            self._changed.set()
+
+    def _on_change(self) -> None:
+        self._refresh(self.provider.get_model_context())
+
+    async def _announce_changes(self) -> None:
+        while True:
+            await self._changed.wait()
+            self._changed = anyio.Event()
+            await self._bus.publish(ToolsListChanged())
+            for session in list(self._sessions):
+                with anyio.move_on_after(_NOTIFY_TIMEOUT):
+                    await session.send_tool_list_changed()
+
+    def __repr__(self) -> str:
+        return f"MCPContextServer({self.provider!r}, name={self.server.name!r})"
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
