@@ -251,10 +251,8 @@ def mcp_version() -> str | None:
         return None
 
 
-@asynccontextmanager
-async def mcp_target() -> AsyncIterator[Call]:
-    """(c): the official MCP SDK, client and server in the same process."""
-    import mcp
+def _mcp_server() -> Any:
+    """The official SDK's ``MCPServer`` offering ``add``, as (c) and (i) use it."""
     from mcp.server.mcpserver import MCPServer
 
     server = MCPServer("bench", log_level="WARNING")
@@ -264,13 +262,58 @@ async def mcp_target() -> AsyncIterator[Call]:
         """Add two integers."""
         return a + b
 
+    return server
+
+
+def _structured_result(result: Any) -> object:
+    structured = result.structured_content
+    return structured.get("result") if isinstance(structured, dict) else structured
+
+
+@asynccontextmanager
+async def mcp_client_target(server: Any) -> AsyncIterator[Call]:
+    """``mcp.Client`` in-process on ``server``, calling ``add``."""
+    import mcp
+
     async with mcp.Client(server) as client:
         call_tool = client.call_tool
 
         async def call() -> object:
-            result = await call_tool("add", {"a": 1, "b": 2})
-            structured = result.structured_content
-            return structured.get("result") if structured else None
+            return _structured_result(await call_tool("add", {"a": 1, "b": 2}))
+
+        yield call
+
+
+@asynccontextmanager
+async def mcp_target() -> AsyncIterator[Call]:
+    """(c): the official MCP SDK, client and server in the same process."""
+    async with mcp_client_target(_mcp_server()) as call:
+        yield call
+
+
+@asynccontextmanager
+async def mcp_context_server_target() -> AsyncIterator[Call]:
+    """(j): ``mcp.Client`` in-process on ``MCPContextServer`` serving a registry."""
+    from assistant_frames.mcp import MCPContextServer
+
+    server = MCPContextServer(_add_registry())
+    async with server.running(), mcp_client_target(server.server) as call:
+        yield call
+
+
+@asynccontextmanager
+async def mcp_frame_target() -> AsyncIterator[Call]:
+    """(k): ``add`` of an ``MCPServer`` through an ``MCPFrame`` in a parent registry."""
+    from assistant_frames.mcp import MCPFrame
+
+    parent = ModelContextRegistry()
+    async with MCPFrame(_mcp_server()) as frame:
+        parent.add_provider(frame, namespace="m")
+        context = parent.get_model_context()
+
+        async def call() -> object:
+            result = await context.call_tool("m_add", {"a": 1, "b": 2})
+            return result.get("result") if isinstance(result, dict) else result
 
         yield call
 
@@ -398,6 +441,42 @@ async def bench_calls(config: Config, log: Callable[[str], None]) -> dict[str, C
                 if par is not None:
                     gc.collect()
                     results[key].throughputs.append(await measure_in_flight(par, config.rounds))
+    return results
+
+
+# -- MCP interop ---------------------------------------------------------------------------
+
+
+async def bench_mcp_interop(config: Config, log: Callable[[str], None]) -> dict[str, CallResult]:
+    """(i) ``mcp.Client`` on a plain ``MCPServer``, (j) on ``MCPContextServer``, and (k)
+    through an ``MCPFrame``: all in-process, measured interleaved like the calls above."""
+    results = {
+        "mcp_plain": CallResult("mcp_plain", "(i) mcp.Client -> MCPServer"),
+        "mcp_served": CallResult("mcp_served", "(j) mcp.Client -> MCPContextServer"),
+        "mcp_frame": CallResult("mcp_frame", "(k) MCPFrame -> MCPServer"),
+    }
+    if mcp_version() is None:
+        for result in results.values():
+            result.skipped = "mcp is not installed"
+        return results
+    async with AsyncExitStack() as stack:
+        targets = {
+            "mcp_plain": await stack.enter_async_context(mcp_target()),
+            "mcp_served": await stack.enter_async_context(mcp_context_server_target()),
+            "mcp_frame": await stack.enter_async_context(mcp_frame_target()),
+        }
+        for key, call in targets.items():
+            await _check(results[key].label, call)
+            await measure_sequential(call, config.warmup_calls)
+        keys = list(targets)
+        for repeat in range(config.repeats):
+            log(f"mcp interop: repeat {repeat + 1}/{config.repeats}")
+            shift = repeat % len(keys)
+            for key in keys[shift:] + keys[:shift]:
+                gc.collect()
+                results[key].latency_samples_ns += await measure_sequential(
+                    targets[key], config.sequential_calls // 2
+                )
     return results
 
 
@@ -1172,6 +1251,22 @@ def targets_for(
             ),
         ]
     out += [
+        _ratio_target(
+            "(j)/(i) MCP server latency  (x a plain MCPServer)",
+            calls["mcp_served"],
+            calls["mcp_plain"],
+            "<= 1.1x",
+            lambda r: r <= 1.1,
+        ),
+        _ratio_target(
+            "(k)/(i) MCP frame latency   (x mcp.Client itself)",
+            calls["mcp_frame"],
+            calls["mcp_plain"],
+            "<= 1.1x",
+            lambda r: r <= 1.1,
+        ),
+    ]
+    out += [
         Target(
             f"burst: context messages for {burst.adds:,} add_tool",
             burst.context_messages,
@@ -1267,6 +1362,20 @@ def render(
     lines += [
         f"{extra.label + ' [info]':<38}{extra.latency_us:>20.1f}{extra.latency_p90_us:>10.1f}"
         f"{'':>24}",
+        "",
+        f"{'MCP interop, in-process':<38}{'sequential µs/call':>20}{'p90 µs':>10}{'x (i)':>24}",
+    ]
+    plain = calls["mcp_plain"]
+    for key in ("mcp_plain", "mcp_served", "mcp_frame"):
+        result = calls[key]
+        if result.skipped:
+            lines.append(f"{result.label:<38}{'skipped: ' + result.skipped}")
+            continue
+        lines.append(
+            f"{result.label:<38}{result.latency_us:>20.1f}{result.latency_p90_us:>10.1f}"
+            f"{result.latency_us / plain.latency_us:>23.2f}x"
+        )
+    lines += [
         "",
         *render_cross_process(cross),
         "",
@@ -1413,6 +1522,8 @@ async def run(config: Config, backend: str) -> tuple[str, dict[str, Any]]:
     started = time.perf_counter()
     log(f"backend={backend}, mode={config.mode}")
     calls = await bench_calls(config, log)
+    gc.collect()
+    calls.update(await bench_mcp_interop(config, log))
     gc.collect()
     log("burst")
     burst = await bench_burst(config)

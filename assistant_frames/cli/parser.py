@@ -32,7 +32,8 @@ Serve, inspect and call assistant-frames frames, and run the demo.
 A frame offers tools and instructions (a model context); a host connects to it,
 sees its context live and calls its tools across the connection. Frames are
 reached over WebSockets (ws://HOST:PORT) or run as worker subprocesses that speak
-newline-delimited JSON on stdin/stdout (-- COMMAND ...)."""
+newline-delimited JSON on stdin/stdout (-- COMMAND ...). 'serve' also serves a
+context, or a federation of frames and MCP servers, as an MCP server."""
 
 _MAIN_EPILOG = f"""\
 examples:

@@ -10,7 +10,6 @@ fetches the list again. Servers that cannot notify are polled only when asked to
 from __future__ import annotations
 
 import logging
-import math
 import shlex
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -66,8 +65,9 @@ class MCPFrame:
     a parent registry like a frame host: ``parent.add_provider(frame, namespace="time")``.
 
     ``timeout`` bounds each call (``None`` for none); ``connect_timeout`` bounds
-    entering. ``poll_interval`` (seconds) re-fetches the tool list of a server that does
-    not announce changes; by default such a server's list is fetched once. When the
+    entering. ``poll_interval`` (seconds) also re-fetches the tool list that often, for
+    servers that change their tools without announcing it; otherwise the list is fetched
+    again only when the server says it changed. When the
     server goes away its tools disappear, subscribers are told, and pending and new calls
     fail with :class:`FrameDisconnected`. A subprocess is noticed at once; over HTTP a
     failing request or the change stream tells, and where neither would (handshake-era
@@ -254,17 +254,16 @@ class MCPFrame:
                 tool_name=name,
             )
         limit = self.timeout if timeout is None else timeout
-        with anyio.move_on_after(math.inf if limit is None else limit) as scope:
-            try:
-                result = await self._client.call_tool(name, args)
-            except MCPError as exc:
-                if exc.code == types.CONNECTION_CLOSED:
-                    self._gone_because("it closed the connection")
-                    raise self._disconnected or FrameDisconnected(exc.message) from None
-                raise ToolCallError(exc.message, tool_name=name) from None
-        if scope.cancelled_caught:
-            assert limit is not None
-            raise ToolCallTimeout(name, limit)
+        try:
+            # The client's own deadline: it tells the server to cancel when it passes.
+            result = await self._client.call_tool(name, args, read_timeout_seconds=limit)
+        except MCPError as exc:
+            if exc.code == types.CONNECTION_CLOSED:
+                self._gone_because("it closed the connection")
+                raise self._disconnected or FrameDisconnected(exc.message) from None
+            if exc.code == types.REQUEST_TIMEOUT and limit is not None:
+                raise ToolCallTimeout(name, limit) from None
+            raise ToolCallError(exc.message, tool_name=name) from None
         return from_call_result(result, name)
 
     # -- following the server ------------------------------------------------------------
@@ -275,7 +274,7 @@ class MCPFrame:
         notifies = capabilities.tools is not None and bool(capabilities.tools.list_changed)
         if notifies and self._client.protocol_version in MODERN_PROTOCOL_VERSIONS:
             group.start_soon(self._listen)
-        elif not notifies and self.poll_interval is not None and capabilities.tools is not None:
+        if self.poll_interval is not None and capabilities.tools is not None:
             group.start_soon(self._poll, self.poll_interval)
         # Handshake-era servers notify through _on_message; over HTTP, nothing tells
         # them apart from a server that has gone away but a request.
