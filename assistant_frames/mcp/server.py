@@ -111,8 +111,7 @@ class MCPContextServer:
         self._listing: dict[str, Any] = {}
         self._modern_listing: dict[str, Any] = {}
         self._announced: list[MCPTool] | None = None
-        self._changed = anyio.Event()
-        self._running = 0
+        self._changed: anyio.Event | None = None  # set while running(), on a change
         self._refresh(self.provider.get_model_context())
 
     # -- serving ---------------------------------------------------------------------
@@ -124,19 +123,21 @@ class MCPContextServer:
         :meth:`run_stdio` and :meth:`run_http` enter this themselves; enter it yourself
         when you serve :attr:`server` or :meth:`http_app` another way.
         """
+        if self._changed is not None:
+            raise RuntimeError("This MCPContextServer is already running")
+        self._changed = changed = anyio.Event()
         subscribe = getattr(self.provider, "subscribe", None)
         unsubscribe = subscribe(self._on_change) if subscribe is not None else None
         try:
             async with task_group() as group:
-                group.start_soon(self._announce_changes)
-                self._running += 1
+                group.start_soon(self._announce_changes, changed)
                 try:
                     yield self
                 finally:
-                    self._running -= 1
                     self._listen.close()
                     group.cancel_scope.cancel()
         finally:
+            self._changed = None
             if unsubscribe is not None:
                 unsubscribe()
 
@@ -247,15 +248,16 @@ class MCPContextServer:
             self._announced = tools
         elif tools != self._announced:
             self._announced = tools
-            self._changed.set()
+            if self._changed is not None:
+                self._changed.set()
 
     def _on_change(self) -> None:
         self._refresh(self.provider.get_model_context())
 
-    async def _announce_changes(self) -> None:
+    async def _announce_changes(self, changed: anyio.Event) -> None:
         while True:
-            await self._changed.wait()
-            self._changed = anyio.Event()
+            await changed.wait()
+            self._changed = changed = anyio.Event()
             await self._bus.publish(ToolsListChanged())
             for session in list(self._sessions):
                 with anyio.move_on_after(_NOTIFY_TIMEOUT):
