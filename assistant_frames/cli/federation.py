@@ -14,9 +14,10 @@ import shlex
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from ..frames import AssistantFrameProvider
+from ..errors import FrameDisconnected
+from ..frames import AssistantFrameProvider, ReconnectingHost
 from ..registry import ModelContextRegistry
-from .common import CommandError, note, usage_error
+from .common import CommandError, note, usage_error, websocket_module
 from .loading import load_frame_async
 from .targets import Target, connect, context_of
 
@@ -69,7 +70,8 @@ async def served_frame(
         for member in members:
             description = await _join(stack, parent, member, timeout)
             count = len(parent.get_model_context().tools)
-            note(f"{member.name}: {description} joined ({count} tools in all now)")
+            tools = f"{count} tool{'s' if count != 1 else ''}"
+            note(f"{member.name}: {description} joined ({tools} in all now)")
         yield AssistantFrameProvider(parent)
 
 
@@ -91,12 +93,33 @@ async def _join(
         parent.add_provider(frame, namespace=member.name)
         return f"MCP server {member.spec}"
     if member.spec.startswith(("ws://", "wss://")):
-        target = Target(url=member.spec)
-    else:
-        target = Target(command=tuple(shlex.split(member.spec)))
+        return await _join_websocket(stack, parent, member, timeout)
+    target = Target(command=tuple(shlex.split(member.spec)))
     host, description = await stack.enter_async_context(
         connect(target, token=None, timeout=timeout)
     )
     await context_of(host, target, timeout)
     parent.add_provider(host, namespace=member.name)
     return description
+
+
+async def _join_websocket(
+    stack: contextlib.AsyncExitStack,
+    parent: ModelContextRegistry,
+    member: Member,
+    timeout: float,
+) -> str:
+    """A WebSocket frame, reconnected whenever its connection drops."""
+    connect_websocket = websocket_module().connect_websocket
+    url = member.spec
+    host = ReconnectingHost(
+        lambda: connect_websocket(url, open_timeout=timeout), name=member.name, timeout=timeout
+    )
+    await stack.enter_async_context(host)
+    try:
+        await host.wait_for_context(timeout)
+    except (TimeoutError, FrameDisconnected) as exc:
+        why = f"no model context within {timeout:g} s" if isinstance(exc, TimeoutError) else exc
+        raise CommandError(f"--frame {member.name}: cannot reach {url}: {why}") from None
+    parent.add_provider(host, namespace=member.name)
+    return f"{url} (reconnected if it drops)"
