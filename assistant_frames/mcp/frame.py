@@ -42,6 +42,7 @@ __all__ = ["MCPFrame"]
 logger = logging.getLogger("assistant_frames.mcp")
 
 State = Literal["new", "connected", "disconnected", "closed"]
+_Kind = Literal["in-process", "http", "stdio", "transport"]
 
 _EMPTY_CONTEXT = ModelContext()
 _MAX_PAGES = 1000  # a server that keeps returning cursors is not followed forever
@@ -67,11 +68,12 @@ class MCPFrame:
     ``timeout`` bounds each call (``None`` for none); ``connect_timeout`` bounds
     entering. ``poll_interval`` (seconds) also re-fetches the tool list that often, for
     servers that change their tools without announcing it; otherwise the list is fetched
-    again only when the server says it changed. When the
-    server goes away its tools disappear, subscribers are told, and pending and new calls
-    fail with :class:`FrameDisconnected`. A subprocess is noticed at once; over HTTP a
-    failing request or the change stream tells, and where neither would (handshake-era
-    servers), a ping every ``keepalive`` seconds does.
+    again only when the server says it changed.
+
+    When the server goes away its tools disappear, subscribers are told, and pending and
+    new calls fail with :class:`FrameDisconnected`. A subprocess is noticed at once; over
+    HTTP a failing request or the change stream tells, and where neither would
+    (handshake-era servers), a ping every ``keepalive`` seconds does.
     """
 
     _ended: anyio.Event  # set once disconnected or closed; created on entry
@@ -100,13 +102,10 @@ class MCPFrame:
         self.connect_timeout = connect_timeout
         self.poll_interval = poll_interval
         self.keepalive = keepalive
-        target, description = _resolve(server, env=env, cwd=cwd)
-        # A subprocess's stdout ends with it; over HTTP only requests notice.
-        self._over_http = not isinstance(target, Server) and not description.startswith("`")
+        target, description, self._kind = _resolve(server, env=env, cwd=cwd)
         self.name = name or description
-        self._in_process = isinstance(target, Server)
         self._client = Client(
-            target if self._in_process else _WatchedTransport(target, self._stream_ended),
+            target if self._kind == "in-process" else _WatchedTransport(target, self._stream_ended),
             mode=mode,
             message_handler=self._on_message,
             cache=None,  # a changed list must be fetched, never served from a cache
@@ -279,7 +278,9 @@ class MCPFrame:
         # Handshake-era servers notify through _on_message; over HTTP, nothing tells
         # them apart from a server that has gone away but a request.
         modern = self._client.protocol_version in MODERN_PROTOCOL_VERSIONS
-        if self._over_http and not (modern and notifies) and self.keepalive is not None:
+        # A subprocess's stdout ends with it; an HTTP server's end is noticed by requests.
+        over_http = self._kind in ("http", "transport")
+        if over_http and not (modern and notifies) and self.keepalive is not None:
             group.start_soon(self._ping, self.keepalive)
 
     async def _on_message(self, message: Any) -> None:
@@ -307,7 +308,9 @@ class MCPFrame:
             await anyio.sleep(interval)
             try:
                 with anyio.fail_after(interval):
-                    await self._client.send_ping()
+                    # Only handshake-era connections get here, where ping is no deprecated
+                    # feature (the session's method does not warn; the client's does).
+                    await self._client.session.send_ping()
             except (MCPError, TimeoutError) as exc:
                 self._gone_because(f"it did not answer a ping ({_reason(exc)})")
                 return
@@ -451,16 +454,16 @@ class _WatchedStream:
 
 def _resolve(
     server: Any, *, env: Mapping[str, str] | None, cwd: str | Path | None
-) -> tuple[Any, str]:
-    """The ``mcp`` client target for ``server`` and a short description of it."""
+) -> tuple[Any, str, _Kind]:
+    """The ``mcp`` client target for ``server``, a short description of it, and its kind."""
     if isinstance(server, MCPServer):
         server = server._lowlevel_server
     if isinstance(server, Server):
-        return server, f"in-process server {server.name!r}"
+        return server, f"in-process server {server.name!r}", "in-process"
     if isinstance(server, str) and server.startswith(("http://", "https://")):
         from mcp.client.streamable_http import streamable_http_client
 
-        return streamable_http_client(server), server
+        return streamable_http_client(server), server, "http"
     if isinstance(server, str):
         server = shlex.split(server)
     if isinstance(server, Sequence) and not isinstance(server, str):
@@ -473,9 +476,9 @@ def _resolve(
     if isinstance(server, StdioServerParameters):
         from mcp.client.stdio import stdio_client
 
-        return stdio_client(server), f"`{shlex.join([server.command, *server.args])}`"
+        return stdio_client(server), shlex.join([server.command, *server.args]), "stdio"
     if callable(getattr(server, "__aenter__", None)):
-        return server, type(server).__name__
+        return server, type(server).__name__, "transport"
     raise TypeError(
         "An MCP server is a URL, a command, StdioServerParameters, an MCPServer or Server, "
         f"or an mcp client Transport; not {server!r}"
