@@ -12,6 +12,7 @@ session.
 from __future__ import annotations
 
 import logging
+import socket
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -41,6 +42,7 @@ logger = logging.getLogger("assistant_frames.mcp")
 
 # A handshake-era client that stopped reading must not hold up the others.
 _NOTIFY_TIMEOUT = 5.0
+_HTTP_STOP_TIMEOUT = 10.0
 _MODERN_LISTING = {"ttlMs": 0, "cacheScope": "private", "resultType": "complete"}
 
 
@@ -112,6 +114,7 @@ class MCPContextServer:
         self._modern_listing: dict[str, Any] = {}
         self._announced: list[MCPTool] | None = None
         self._changed: anyio.Event | None = None  # set while running(), on a change
+        self._unlistable: set[str] = set()
         self._refresh(self.provider.get_model_context())
 
     # -- serving ---------------------------------------------------------------------
@@ -169,27 +172,49 @@ class MCPContextServer:
     ) -> None:
         """Serve MCP over Streamable HTTP at ``http://host:port/path`` (asyncio only).
 
-        Runs until cancelled. ``ready`` is called with the URL once the socket listens
-        (``port=0`` picks a free port). Uses uvicorn, which the ``mcp`` extra installs.
+        Runs until cancelled, then lets open requests finish (up to 10 s). ``ready`` is
+        called with the URL once the socket listens (``port=0`` picks a free port); a
+        port that cannot be bound raises ``OSError`` at once. Uses uvicorn, which the
+        ``mcp`` extra installs.
         """
         import uvicorn
 
-        app = self.http_app(path=path, host=host, **options)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-        server = uvicorn.Server(config)
-        async with self.running(), anyio.create_task_group() as group:
-            group.start_soon(server.serve)
-            while not server.started:
-                await anyio.sleep(0.01)
-                if server.should_exit:
-                    return
-            if ready is not None:
-                bound = server.servers[0].sockets[0].getsockname()
-                ready(f"http://{_url_host(host)}:{bound[1]}{path}")
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        with sock:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
-                await anyio.sleep_forever()
-            finally:
-                server.should_exit = True
+                sock.bind((host, port))
+            except OSError as exc:
+                where = f"{_url_host(host)}:{port}"
+                raise OSError(exc.errno, f"Cannot listen on {where}: {exc.strerror}") from None
+            url = f"http://{_url_host(host)}:{sock.getsockname()[1]}{path}"
+            app = self.http_app(path=path, host=host, **options)
+            server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
+            stopped = anyio.Event()
+            # uvicorn stops cleanly when told to (should_exit); cancelled, it logs a
+            # traceback. So it runs shielded, with a deadline once it is told to stop.
+            serve_scope = anyio.CancelScope(shield=True)
+
+            async def serve() -> None:
+                try:
+                    with serve_scope:
+                        await server.serve(sockets=[sock])
+                finally:
+                    stopped.set()
+
+            async with self.running(), anyio.create_task_group() as group:
+                group.start_soon(serve)
+                try:
+                    while not server.started:
+                        if stopped.is_set():
+                            raise OSError(f"The MCP HTTP server could not start at {url}")
+                        await anyio.sleep(0.01)
+                    if ready is not None:
+                        ready(url)
+                    await stopped.wait()
+                finally:
+                    server.should_exit = True
+                    serve_scope.deadline = anyio.current_time() + _HTTP_STOP_TIMEOUT
 
     # -- handlers --------------------------------------------------------------------
 
@@ -235,7 +260,7 @@ class MCPContextServer:
 
     def _refresh(self, context: ModelContext) -> None:
         self._listed_for = context
-        tools = to_mcp_tools(context)
+        tools = self._listable(context)
         self._listing = {"tools": tools}
         # The cache fields are required on 2026-07-28 (0 ms: refetch after each change)
         # and refused on older sessions.
@@ -250,6 +275,26 @@ class MCPContextServer:
             self._announced = tools
             if self._changed is not None:
                 self._changed.set()
+
+    def _listable(self, context: ModelContext) -> list[MCPTool]:
+        """The context's tools as MCP lists them, leaving out any MCP cannot carry.
+
+        MCP needs an object schema at the root; one tool with another must not freeze
+        the list for all the others. Each such tool is logged once.
+        """
+        try:
+            return to_mcp_tools(context)
+        except ValueError:
+            pass
+        tools: list[MCPTool] = []
+        for name, tool in context.tools.items():
+            try:
+                tools += to_mcp_tools(ModelContext(tools={name: tool}))
+            except ValueError as exc:
+                if name not in self._unlistable:
+                    self._unlistable.add(name)
+                    logger.warning("Tool %r is not offered over MCP: %s", name, exc)
+        return tools
 
     def _on_change(self) -> None:
         self._refresh(self.provider.get_model_context())
