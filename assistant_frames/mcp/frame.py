@@ -78,6 +78,7 @@ class MCPFrame:
 
     _ended: anyio.Event  # set once disconnected or closed; created on entry
     _stale: anyio.Event  # set when the tool list should be fetched again
+    _fetching: anyio.Lock
 
     def __init__(
         self,
@@ -114,6 +115,7 @@ class MCPFrame:
         self._context = _EMPTY_CONTEXT
         self._subscribers = _Subscribers()
         self._disconnected: FrameDisconnected | None = None
+        self._calls: set[anyio.CancelScope] = set()
         self._exit_stack: AsyncExitStack | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -123,6 +125,7 @@ class MCPFrame:
             raise RuntimeError("An MCPFrame can be entered only once")
         self._ended = anyio.Event()
         self._stale = anyio.Event()
+        self._fetching = anyio.Lock()
         async with AsyncExitStack() as stack:
             group = await stack.enter_async_context(task_group())
             stack.push_async_callback(self._cancel, group)
@@ -142,9 +145,11 @@ class MCPFrame:
     async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
         async with self._connected_client():
             self._state = "connected"
-            await self._fetch()
             async with anyio.create_task_group() as group:
-                self._start_following(group)
+                # Listening starts before the first listing, so that no change can fall
+                # between the two.
+                await self._start_following(group)
+                await self._fetch()
                 task_status.started()
 
     @asynccontextmanager
@@ -155,22 +160,23 @@ class MCPFrame:
             async with self._client:
                 entered = True
                 yield self._client
-        except Exception as exc:
+        except BaseException as exc:
+            errors, rest = _split(exc)
+            if errors is None:  # a cancellation, KeyboardInterrupt...
+                raise
             if entered:
                 if self._state == "connected":
                     raise
                 # A transport that broke with its server fails again on the way out.
-                logger.debug("MCP frame %s: closing its client failed: %r", self.name, exc)
+                logger.debug("MCP frame %s: closing its client failed: %r", self.name, errors)
+                if rest is not None:
+                    raise rest from None
                 return
-            if isinstance(exc, (OSError, MCPError, anyio.BrokenResourceError, anyio.EndOfStream)):
-                raise ConnectError(
-                    f"Cannot connect to the MCP server {self.name}: {_reason(exc)}"
-                ) from exc
-            if _is_http_error(exc):
-                raise ConnectError(
-                    f"Cannot connect to the MCP server {self.name}: {_reason(exc)}"
-                ) from exc
-            raise
+            cause = _connect_failure(errors)
+            if cause is None:
+                raise
+            reason = _reason(cause)
+            raise ConnectError(f"Cannot connect to the MCP server {self.name}: {reason}") from cause
 
     async def __aexit__(
         self,
@@ -253,35 +259,46 @@ class MCPFrame:
                 tool_name=name,
             )
         limit = self.timeout if timeout is None else timeout
-        try:
-            # The client's own deadline: it tells the server to cancel when it passes.
-            result = await self._client.call_tool(name, args, read_timeout_seconds=limit)
-        except MCPError as exc:
-            if exc.code == types.CONNECTION_CLOSED:
-                self._gone_because("it closed the connection")
-                raise self._disconnected or FrameDisconnected(exc.message) from None
-            if exc.code == types.REQUEST_TIMEOUT and limit is not None:
-                raise ToolCallTimeout(name, limit) from None
-            raise ToolCallError(exc.message, tool_name=name) from None
+        # Cancelled when the frame closes or its server goes away: an in-process server
+        # runs the call in this very task, and no transport would end it.
+        with anyio.CancelScope() as scope:
+            self._calls.add(scope)
+            try:
+                # The client's own deadline: it tells the server to cancel when it passes.
+                result = await self._client.call_tool(name, args, read_timeout_seconds=limit)
+            except MCPError as exc:
+                if exc.code == types.CONNECTION_CLOSED:
+                    self._gone_because("it closed the connection")
+                    raise self._disconnected or FrameDisconnected(exc.message) from None
+                if exc.code == types.REQUEST_TIMEOUT and limit is not None:
+                    raise ToolCallTimeout(name, limit) from None
+                raise ToolCallError(exc.message, tool_name=name) from None
+            finally:
+                self._calls.discard(scope)
+        if scope.cancelled_caught:
+            raise self._disconnected or FrameDisconnected(f"The MCP frame {self.name} was closed")
         return from_call_result(result, name)
 
     # -- following the server ------------------------------------------------------------
 
-    def _start_following(self, group: anyio.abc.TaskGroup) -> None:
-        group.start_soon(self._refetch_when_stale)
-        capabilities = self._client.server_capabilities
+    async def _start_following(self, group: anyio.abc.TaskGroup) -> None:
+        client = self._client
+        capabilities = client.server_capabilities
+        lists_tools = capabilities.tools is not None
         notifies = capabilities.tools is not None and bool(capabilities.tools.list_changed)
-        if notifies and self._client.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            group.start_soon(self._listen)
-        if self.poll_interval is not None and capabilities.tools is not None:
+        modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
+        listening = False
+        if notifies and modern:
+            listening = await group.start(self._listen)
+        # Handshake-era servers notify through _on_message.
+        group.start_soon(self._refetch_when_stale)
+        if self.poll_interval is not None and lists_tools:
             group.start_soon(self._poll, self.poll_interval)
-        # Handshake-era servers notify through _on_message; over HTTP, nothing tells
-        # them apart from a server that has gone away but a request.
-        modern = self._client.protocol_version in MODERN_PROTOCOL_VERSIONS
-        # A subprocess's stdout ends with it; an HTTP server's end is noticed by requests.
-        over_http = self._kind in ("http", "transport")
-        if over_http and not (modern and notifies) and self.keepalive is not None:
-            group.start_soon(self._ping, self.keepalive)
+        # A subprocess's stdout ends with it, and a change stream with its server; but an
+        # idle HTTP connection to a server that is gone looks like any other until a
+        # request fails.
+        if self._kind in ("http", "transport") and not listening and self.keepalive is not None:
+            group.start_soon(self._keep_alive, self.keepalive, modern)
 
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
@@ -289,12 +306,21 @@ class MCPFrame:
         elif isinstance(message, Exception):
             logger.debug("MCP frame %s: transport error: %r", self.name, message)
 
-    async def _listen(self) -> None:
+    async def _listen(self, *, task_status: anyio.abc.TaskStatus[bool]) -> None:
+        listening = False
         try:
             async with self._client.listen(tools_list_changed=True) as subscription:
+                listening = True
+                task_status.started(True)
                 async for _event in subscription:
                     self._stale.set()
         except (SubscriptionLost, MCPError) as exc:
+            if not listening:
+                logger.warning(
+                    "MCP frame %s: cannot follow its tool list (%s)", self.name, _reason(exc)
+                )
+                task_status.started(False)
+                return
             # The stream is how this server reaches us; losing it means losing the server.
             self._gone_because(f"its change stream ended ({_reason(exc)})")
 
@@ -303,16 +329,17 @@ class MCPFrame:
             await anyio.sleep(interval)
             self._stale.set()
 
-    async def _ping(self, interval: float) -> None:
+    async def _keep_alive(self, interval: float, modern: bool) -> None:
         while True:
             await anyio.sleep(interval)
             try:
                 with anyio.fail_after(interval):
-                    # Only handshake-era connections get here, where ping is no deprecated
-                    # feature (the session's method does not warn; the client's does).
-                    await self._client.session.send_ping()
-            except (MCPError, TimeoutError) as exc:
-                self._gone_because(f"it did not answer a ping ({_reason(exc)})")
+                    if modern:  # 2026-07-28 has no ping; a listing is as good a probe
+                        await self._fetch()
+                    else:  # the session's ping does not warn, the client's does
+                        await self._client.session.send_ping()
+            except Exception as exc:
+                self._gone_because(f"it did not answer ({_reason(exc)})")
                 return
 
     async def _refetch_when_stale(self) -> None:
@@ -323,6 +350,7 @@ class MCPFrame:
                 await self._fetch()
             except MCPError as exc:
                 if exc.code == types.CONNECTION_CLOSED:
+                    self._gone_because("it closed the connection")
                     return
                 logger.warning("MCP frame %s: listing its tools failed: %s", self.name, exc.message)
 
@@ -338,11 +366,18 @@ class MCPFrame:
     def _fail(self, error: FrameDisconnected) -> None:
         self._disconnected = self._disconnected or error
         self._ended.set()
+        for scope in self._calls:
+            scope.cancel()
         if self._context is not _EMPTY_CONTEXT:
             self._context = _EMPTY_CONTEXT
             self._subscribers.notify()
 
     async def _fetch(self) -> None:
+        # One listing at a time, so that an older one never lands after a newer one.
+        async with self._fetching:
+            await self._fetch_now()
+
+    async def _fetch_now(self) -> None:
         client = self._client
         tools: list[types.Tool] = []
         if client.server_capabilities.tools is not None:
@@ -483,6 +518,31 @@ def _resolve(
         "An MCP server is a URL, a command, StdioServerParameters, an MCPServer or Server, "
         f"or an mcp client Transport; not {server!r}"
     )
+
+
+def _split(exc: BaseException) -> tuple[Exception | None, BaseException | None]:
+    """``exc`` as (its errors, the rest: cancellations and the like); either may be None."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(Exception)
+    if isinstance(exc, Exception):
+        return exc, None
+    return None, exc
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
+    return [exc]
+
+
+def _connect_failure(errors: BaseException) -> BaseException | None:
+    """The error among ``errors`` that says why connecting failed, if it is one."""
+    for leaf in _leaves(errors):
+        if isinstance(leaf, (OSError, MCPError, anyio.BrokenResourceError, anyio.EndOfStream)):
+            return leaf
+        if _is_http_error(leaf):
+            return leaf
+    return None
 
 
 def _reason(exc: BaseException) -> str:
