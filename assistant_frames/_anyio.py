@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import anyio
 from anyio.abc import TaskGroup
 
-__all__ = ["event_class", "task_group"]
+__all__ = ["Deadlines", "event_class", "task_group"]
 
 
 def event_class() -> Callable[[], anyio.Event]:
@@ -36,3 +37,54 @@ async def task_group() -> AsyncIterator[TaskGroup]:
         if len(errors.exceptions) == 1:
             raise errors.exceptions[0] from None
         raise
+
+
+class Deadlines:
+    """Times out many waits with one task, for deadlines that mostly come in order.
+
+    A cancel scope with a deadline costs a timer per wait, a large share of a fast call.
+    Waits that share one timeout get ascending deadlines, so an insertion-ordered dict
+    and one task (:meth:`run`, in the owner's task group) expire them all. :meth:`add`
+    refuses a deadline earlier than the last one; the caller then uses its own scope.
+    """
+
+    __slots__ = ("_entries", "_last", "_wake")
+
+    def __init__(self) -> None:
+        self._entries: dict[object, tuple[float, Callable[[], None]]] = {}
+        self._last = -math.inf
+        self._wake: anyio.Event | None = None
+
+    def add(self, key: object, limit: float, expire: Callable[[], None]) -> bool:
+        """Call ``expire()`` in ``limit`` seconds unless ``key`` is discarded first.
+
+        Returns False, tracking nothing, when that would be out of order.
+        """
+        deadline = anyio.current_time() + limit
+        if deadline < self._last:
+            return False
+        self._last = deadline
+        self._entries[key] = (deadline, expire)
+        wake, self._wake = self._wake, None
+        if wake is not None:
+            wake.set()
+        return True
+
+    def discard(self, key: object) -> None:
+        """Forget ``key`` (its wait ended in time); nothing if it is not tracked."""
+        self._entries.pop(key, None)
+
+    async def run(self) -> None:
+        """Expire the waits as their deadlines pass; runs until cancelled."""
+        entries = self._entries
+        while True:
+            if not entries:
+                wake = self._wake = anyio.Event()
+                await wake.wait()
+                continue
+            key, (deadline, expire) = next(iter(entries.items()))
+            if deadline > anyio.current_time():
+                await anyio.sleep_until(deadline)
+                continue
+            del entries[key]
+            expire()

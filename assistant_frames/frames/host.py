@@ -15,7 +15,7 @@ from typing import Any, Literal
 import anyio
 from anyio.abc import ObjectStream, TaskGroup
 
-from .._anyio import event_class, task_group
+from .._anyio import Deadlines, event_class, task_group
 from ..errors import (
     FrameDisconnected,
     ToolArgumentsError,
@@ -100,9 +100,7 @@ class AssistantFrameHost:
         self._wire: Mapping[str, Any] | None = None
         self._subscribers = _Subscribers()
         self._pending: dict[str, _Pending] = {}
-        self._deadlines: dict[str, tuple[float, _Pending]] = {}  # ascending deadlines
-        self._last_deadline = -math.inf
-        self._deadline_wake: anyio.Event | None = None
+        self._deadlines = Deadlines()  # calls with the default timeout
         self._ids = itertools.count(1)
         self._id_prefix = f"tool-{secrets.token_hex(3)}"
         self._subscribed = False
@@ -126,7 +124,7 @@ class AssistantFrameHost:
             self._task_group = await stack.enter_async_context(task_group())
             self._state = "connected"
             self._task_group.start_soon(self._receive_loop)
-            self._task_group.start_soon(self._expire_calls)
+            self._task_group.start_soon(self._deadlines.run)
             try:
                 await self._transport.send(protocol.encode_context_request())
             except _CLOSED:
@@ -259,8 +257,9 @@ class AssistantFrameHost:
                 self._disconnect("The frame's transport is closed")
             if limit is None:
                 await pending.done.wait()
-            elif timeout is None and self._track_deadline(call_id, pending, limit):
-                await pending.done.wait()  # the deadline task times it out
+            elif timeout is None and self._deadlines.add(call_id, limit, pending.done.set):
+                # Neither result nor error once it expires: a timeout, reported below.
+                await pending.done.wait()
             else:
                 with anyio.move_on_after(limit):
                     await pending.done.wait()
@@ -270,7 +269,7 @@ class AssistantFrameHost:
             raise
         finally:
             self._pending.pop(call_id, None)
-            self._deadlines.pop(call_id, None)
+            self._deadlines.discard(call_id)
         result = pending.result
         if result is not None:
             if isinstance(result.error, str):
@@ -280,38 +279,6 @@ class AssistantFrameHost:
             raise copy.copy(pending.error)  # a fresh exception per caller, same details
         await self._cancel_remote(call_id)
         raise ToolCallTimeout(name, limit or 0.0, tool_call_id=call_id)
-
-    def _track_deadline(self, call_id: str, pending: _Pending, limit: float) -> bool:
-        """Hand the call's deadline to the deadline task, if it keeps them in order.
-
-        Calls with the host's default timeout get ascending deadlines, so one task and an
-        insertion-ordered dict time them all out; this saves a cancel scope per call,
-        a large share of a call's cost. Anything out of order gets its own scope.
-        """
-        deadline = anyio.current_time() + limit
-        if deadline < self._last_deadline:
-            return False
-        self._last_deadline = deadline
-        self._deadlines[call_id] = (deadline, pending)
-        wake = self._deadline_wake
-        if wake is not None:
-            self._deadline_wake = None
-            wake.set()
-        return True
-
-    async def _expire_calls(self) -> None:
-        deadlines = self._deadlines
-        while True:
-            if not deadlines:
-                wake = self._deadline_wake = anyio.Event()
-                await wake.wait()
-                continue
-            call_id, (deadline, pending) = next(iter(deadlines.items()))
-            if deadline > anyio.current_time():
-                await anyio.sleep_until(deadline)
-                continue
-            del deadlines[call_id]
-            pending.done.set()  # neither result nor error: the caller reports a timeout
 
     async def _cancel_remote(self, call_id: str) -> None:
         if self._state == "connected":

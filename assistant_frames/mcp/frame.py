@@ -27,7 +27,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .._anyio import task_group
+from .._anyio import Deadlines, task_group
 from ..errors import ConnectError, FrameDisconnected, ToolCallError, ToolCallTimeout
 from ..registry.context import ModelContext, Unsubscribe
 from ..registry.registry import _Subscribers
@@ -116,6 +116,7 @@ class MCPFrame:
         self._subscribers = _Subscribers()
         self._disconnected: FrameDisconnected | None = None
         self._calls: set[anyio.CancelScope] = set()
+        self._deadlines = Deadlines()
         self._exit_stack: AsyncExitStack | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -146,6 +147,7 @@ class MCPFrame:
         async with self._connected_client():
             self._state = "connected"
             async with anyio.create_task_group() as group:
+                group.start_soon(self._deadlines.run)
                 # Listening starts before the first listing, so that no change can fall
                 # between the two.
                 await self._start_following(group)
@@ -259,23 +261,26 @@ class MCPFrame:
                 tool_name=name,
             )
         limit = self.timeout if timeout is None else timeout
-        # Cancelled when the frame closes or its server goes away: an in-process server
-        # runs the call in this very task, and no transport would end it.
+        # One scope for the deadline and for the frame closing or losing its server (an
+        # in-process server runs the call in this very task, where no transport ends
+        # it). Cancelled, the client tells the server to cancel the call.
         with anyio.CancelScope() as scope:
+            if limit is not None and not self._deadlines.add(scope, limit, scope.cancel):
+                scope.deadline = anyio.current_time() + limit
             self._calls.add(scope)
             try:
-                # The client's own deadline: it tells the server to cancel when it passes.
-                result = await self._client.call_tool(name, args, read_timeout_seconds=limit)
+                result = await self._client.call_tool(name, args)
             except MCPError as exc:
                 if exc.code == types.CONNECTION_CLOSED:
                     self._gone_because("it closed the connection")
                     raise self._disconnected or FrameDisconnected(exc.message) from None
-                if exc.code == types.REQUEST_TIMEOUT and limit is not None:
-                    raise ToolCallTimeout(name, limit) from None
                 raise ToolCallError(exc.message, tool_name=name) from None
             finally:
                 self._calls.discard(scope)
+                self._deadlines.discard(scope)
         if scope.cancelled_caught:
+            if self._state == "connected" and limit is not None:
+                raise ToolCallTimeout(name, limit)
             raise self._disconnected or FrameDisconnected(f"The MCP frame {self.name} was closed")
         return from_call_result(result, name)
 
