@@ -47,7 +47,22 @@ _MODERN_LISTING = {"ttlMs": 0, "cacheScope": "private", "resultType": "complete"
 
 
 class _ContextServer(Server[Any]):
-    """The SDK's low-level server, advertising ``tools.listChanged`` on every session."""
+    """The SDK's low-level server, advertising ``tools.listChanged`` on every session,
+    with instructions read from the context whenever a client asks."""
+
+    def __init__(
+        self, name: str, *, version: str, instructions: Callable[[], str | None], **options: Any
+    ) -> None:
+        self._current_instructions = instructions
+        super().__init__(name, version=version, **options)
+
+    @property
+    def instructions(self) -> str | None:
+        return self._current_instructions()
+
+    @instructions.setter
+    def instructions(self, value: str | None) -> None:
+        pass  # the SDK's constructor sets it; ours always comes from the context
 
     def create_initialization_options(
         self,
@@ -96,6 +111,7 @@ class MCPContextServer:
         self.server: Server[Any] = _ContextServer(
             name,
             version=version,
+            instructions=self._instructions,
             on_subscriptions_listen=self._listen,
         )
         # Registered here rather than as on_* arguments: they answer in wire form,
@@ -112,10 +128,10 @@ class MCPContextServer:
         self._listed_for: ModelContext | None = None
         self._listing: dict[str, Any] = {}
         self._modern_listing: dict[str, Any] = {}
-        self._announced: list[MCPTool] | None = None
         self._changed: anyio.Event | None = None  # set while running(), on a change
         self._unlistable: set[str] = set()
         self._refresh(self.provider.get_model_context())
+        self._announced: list[MCPTool] = self._listing["tools"]
 
     # -- serving ---------------------------------------------------------------------
 
@@ -260,21 +276,15 @@ class MCPContextServer:
 
     def _refresh(self, context: ModelContext) -> None:
         self._listed_for = context
-        tools = self._listable(context)
-        self._listing = {"tools": tools}
+        self._listing = {"tools": self._listable(context)}
         # The cache fields are required on 2026-07-28 (0 ms: refetch after each change)
         # and refused on older sessions.
         self._modern_listing = {**self._listing, **_MODERN_LISTING}
-        if self._fixed_instructions is None:
-            self.server.instructions = context.system
-        else:
-            self.server.instructions = self._fixed_instructions
-        if self._announced is None:
-            self._announced = tools
-        elif tools != self._announced:
-            self._announced = tools
-            if self._changed is not None:
-                self._changed.set()
+
+    def _instructions(self) -> str | None:
+        if self._fixed_instructions is not None:
+            return self._fixed_instructions
+        return self.provider.get_model_context().system
 
     def _listable(self, context: ModelContext) -> list[MCPTool]:
         """The context's tools as MCP lists them, leaving out any MCP cannot carry.
@@ -297,12 +307,21 @@ class MCPContextServer:
         return tools
 
     def _on_change(self) -> None:
-        self._refresh(self.provider.get_model_context())
+        # Only a signal: the listing is rebuilt once per burst, by _announce_changes.
+        if self._changed is not None:
+            self._changed.set()
 
     async def _announce_changes(self, changed: anyio.Event) -> None:
         while True:
             await changed.wait()
             self._changed = changed = anyio.Event()
+            context = self.provider.get_model_context()
+            if context is not self._listed_for:
+                self._refresh(context)
+            tools = self._listing["tools"]
+            if tools == self._announced:
+                continue  # instructions only, or a change that MCP clients cannot see
+            self._announced = tools
             await self._bus.publish(ToolsListChanged())
             for session in list(self._sessions):
                 with anyio.move_on_after(_NOTIFY_TIMEOUT):
