@@ -760,3 +760,18 @@ async def test_connect_timeout_stops_a_server_that_never_answers(tmp_path: Path)
             pytest.fail("entered")
     assert time.monotonic() - started < 1 + GONE_WITHIN
     assert not alive(int((tmp_path / "pid").read_text()))
+
+
+@MODES
+async def test_a_server_that_cannot_list_its_tools(mode: str) -> None:
+    async def list_tools(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        raise RuntimeError("the tool catalogue is down")
+
+    server = Server("broken", on_list_tools=list_tools)
+    frame = MCPFrame(server, mode=mode)
+    with anyio.fail_after(WAIT), pytest.raises(ConnectError, match="Cannot list the tools"):
+        async with frame:
+            pytest.fail("entered")
+    assert frame.state == "closed"

@@ -136,10 +136,18 @@ class MCPFrame:
                 with anyio.fail_after(self.connect_timeout):
                     await group.start(self._run)
             except TimeoutError:
+                self._state = "closed"
                 raise ConnectError(
                     f"Cannot connect to the MCP server {self.name}: "
                     f"no answer within {self.connect_timeout:g} s"
                 ) from None
+            except BaseException as exc:
+                self._state = "closed"
+                # The failure comes out of the client's nested task groups: say it plainly.
+                failure = next((e for e in _leaves(exc) if isinstance(e, ConnectError)), None)
+                if failure is None or failure is exc:
+                    raise
+                raise failure from failure.__cause__
             self._exit_stack = stack.pop_all()
         return self
 
@@ -151,7 +159,12 @@ class MCPFrame:
                 # Listening starts before the first listing, so that no change can fall
                 # between the two.
                 await self._start_following(group)
-                await self._fetch()
+                try:
+                    await self._fetch()
+                except MCPError as exc:
+                    raise ConnectError(
+                        f"Cannot list the tools of the MCP server {self.name}: {exc.message}"
+                    ) from exc
                 task_status.started()
 
     @asynccontextmanager
