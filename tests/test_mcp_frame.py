@@ -775,3 +775,23 @@ async def test_a_server_that_cannot_list_its_tools(mode: str) -> None:
         async with frame:
             pytest.fail("entered")
     assert frame.state == "closed"
+
+
+@MODES
+async def test_a_result_that_breaks_its_output_schema(mode: str) -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+
+    async def list_tools(
+        ctx: Any, params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        tool = types.Tool(name="count", input_schema={"type": "object"}, output_schema=schema)
+        return types.ListToolsResult(tools=[tool])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        return types.CallToolResult(content=[], structured_content={"n": "many"})
+
+    server = Server("liar", on_list_tools=list_tools, on_call_tool=call_tool)
+    async with MCPFrame(server, mode=mode) as frame:
+        with pytest.raises(ToolCallError, match='invalid result for tool "count"'):
+            await frame.call_tool("count", {})
+        assert frame.connected

@@ -26,6 +26,7 @@ from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from pydantic import ValidationError
 
 from .._anyio import Deadlines, task_group
 from ..errors import ConnectError, FrameDisconnected, ToolCallError, ToolCallTimeout
@@ -288,6 +289,12 @@ class MCPFrame:
                     self._gone_because("it closed the connection")
                     raise self._disconnected or FrameDisconnected(exc.message) from None
                 raise ToolCallError(exc.message, tool_name=name) from None
+            except (RuntimeError, ValidationError) as exc:
+                # The SDK checks the result: its shape, and content against outputSchema.
+                raise ToolCallError(
+                    f'The MCP server {self.name} sent an invalid result for tool "{name}": {exc}',
+                    tool_name=name,
+                ) from exc
             finally:
                 self._calls.discard(scope)
                 self._deadlines.discard(scope)
