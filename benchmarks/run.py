@@ -10,6 +10,9 @@ It prints one table, measured in one run on one machine:
   validation; (b) assistant-frames: ``AssistantFrameHost`` -> ``AssistantFrameProvider``
   over ``memory_pair()``; (c) the official ``mcp`` SDK in-process (``mcp.Client`` on an
   ``MCPServer``), each as sequential latency and as throughput with 100 calls in flight;
+* MCP interop, in-process: (i) ``mcp.Client`` on a plain ``MCPServer``, (j) on
+  ``MCPContextServer`` serving the same tool, (k) the ``MCPServer``'s tool called through
+  an ``MCPFrame`` in a parent registry;
 * burst: how many context messages reach a connected host for 1,000 synchronous
   ``registry.add_tool`` calls;
 * propagation: time from one change in a 1,000-tool registry to the host's subscriber;
