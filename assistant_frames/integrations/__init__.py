@@ -1,0 +1,1 @@
+"""Optional adapters that offer a model context to agent frameworks."""
