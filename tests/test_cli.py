@@ -292,6 +292,43 @@ def test_call_worker(frame_dir: Path) -> None:
     assert json.loads(result.stdout) == 5.0
 
 
+MCP_SERVER = [sys.executable, "-m", "assistant_frames", "serve", "--mcp-stdio", "calc:registry"]
+
+
+def test_inspect_and_call_an_mcp_server(frame_dir: Path) -> None:
+    # The MCP server is our own serve --mcp-stdio: the same registry, seen through MCP.
+    inspected = run_cli("inspect", "--mcp", "--", *MCP_SERVER, cwd=frame_dir)
+    assert inspected.returncode == 0, inspected.stderr
+    out = inspected.stdout
+    assert re.search(
+        r"^Frame: MCP server `.*` \(assistant-frames [\d.]+\), MCP 2026-07-28$", out, re.M
+    )
+    assert "Use the calculator tools for arithmetic." in out
+    assert re.search(r"^ +a +number +required +- +The first number\.$", out, re.MULTILINE)
+
+    as_json = run_cli("inspect", "--mcp", "--json", "--", *MCP_SERVER, cwd=frame_dir)
+    assert list(json.loads(as_json.stdout)["tools"]) == ["add", "divide", "slow"]
+
+    args = '{"a": 2, "b": 3}'
+    called = run_cli("call", "--mcp", "add", "--args", args, "--", *MCP_SERVER, cwd=frame_dir)
+    assert called.returncode == 0, called.stderr
+    assert json.loads(called.stdout) == 5.0
+
+    failed = run_cli(
+        "call", "--mcp", "divide", "--args", '{"a": 1, "b": 0}', "--", *MCP_SERVER, cwd=frame_dir
+    )
+    assert_error(failed, 1, 'tool "divide" failed')
+
+
+def test_mcp_targets_are_urls_or_commands(frame_dir: Path) -> None:
+    hint = run_cli("inspect", "http://127.0.0.1:9/mcp", cwd=frame_dir)
+    assert_error(hint, 2, "(an MCP server? add --mcp)")
+    wrong = run_cli("inspect", "--mcp", "ws://127.0.0.1:9", cwd=frame_dir)
+    assert_error(wrong, 2, "with --mcp, give an http:// or https:// URL")
+    refused = run_cli("inspect", "--mcp", f"http://127.0.0.1:{free_port()}/mcp", cwd=frame_dir)
+    assert_error(refused, 1, "Cannot connect to the MCP server")
+
+
 def test_call_reads_arguments_from_stdin(frame_dir: Path) -> None:
     result = run_cli(
         "call",

@@ -85,7 +85,8 @@ Connect to a frame and print its instructions and tools, with each tool's
 parameters (name, type, required or optional, default, description).
 
 The frame is a ws:// (or wss://) URL, or a worker command given after '--',
-which is started and stopped again (its stderr passes through)."""
+which is started and stopped again (its stderr passes through). With --mcp it is
+an MCP server instead: an http(s):// URL (Streamable HTTP) or a command."""
 
 _INSPECT_EPILOG = f"""\
 examples:
@@ -93,6 +94,8 @@ examples:
   {PROG} inspect --json ws://127.0.0.1:8765 > context.json
   {PROG} inspect -- python worker.py
   {PROG} inspect -- {PROG} serve --stdio myapp.tools:registry
+  {PROG} inspect --mcp -- mcp-server-time
+  {PROG} inspect --mcp http://127.0.0.1:8000/mcp
 
 The token may also come from ${TOKEN_ENV}."""
 
@@ -100,8 +103,9 @@ _CALL_DESCRIPTION = """\
 Call one tool of a frame and print its result as JSON.
 
 The frame is a ws:// (or wss://) URL before TOOL, or a worker command given last,
-after '--'. A tool error, a timeout, an unknown tool or an unreachable or refusing
-frame exits with status 1 and one line on stderr."""
+after '--'; with --mcp, an MCP server: an http(s):// URL or a command. A tool
+error, a timeout, an unknown tool or an unreachable or refusing frame exits with
+status 1 and one line on stderr."""
 
 _CALL_EPILOG = f"""\
 examples:
@@ -109,6 +113,7 @@ examples:
   {PROG} call search_notes --args '{{"query": "deploy"}}' -- python worker.py
   echo '{{"a": 1, "b": 2}}' | {PROG} call ws://127.0.0.1:8765 add --args -
   {PROG} call ws://127.0.0.1:8765 add --args @args.json
+  {PROG} call --mcp get_current_time --args '{{"timezone": "UTC"}}' -- mcp-server-time
 
 The token may also come from ${TOKEN_ENV}."""
 
@@ -172,6 +177,12 @@ def _listen_address(text: str) -> tuple[str, int]:
 
 
 def _add_client_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--mcp",
+        action="store_true",
+        help="the frame is an MCP server: an http(s):// URL, or the command after '--' "
+        "(needs the 'mcp' extra)",
+    )
     parser.add_argument(
         "--token",
         metavar="TOKEN",
@@ -306,7 +317,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=_INSPECT_DESCRIPTION,
         epilog=_INSPECT_EPILOG,
         formatter_class=_FORMATTER,
-        usage=f"{PROG} inspect [-h] [--json] [--token TOKEN] [--timeout SECONDS]\n"
+        usage=f"{PROG} inspect [-h] [--json] [--mcp] [--token TOKEN] [--timeout SECONDS]\n"
         f"{' ' * len(f'usage: {PROG} inspect ')}(URL | -- COMMAND [ARG ...])",
     )
     inspect_.add_argument(
@@ -327,7 +338,7 @@ def build_parser() -> argparse.ArgumentParser:
         description=_CALL_DESCRIPTION,
         epilog=_CALL_EPILOG,
         formatter_class=_FORMATTER,
-        usage=f"{PROG} call [-h] [--args JSON] [--token TOKEN] [--timeout SECONDS]\n"
+        usage=f"{PROG} call [-h] [--args JSON] [--mcp] [--token TOKEN] [--timeout SECONDS]\n"
         f"{' ' * len(f'usage: {PROG} call ')}(URL TOOL | TOOL -- COMMAND [ARG ...])",
     )
     call.add_argument("target", metavar="URL", nargs="?", help="ws:// or wss:// URL of the frame")

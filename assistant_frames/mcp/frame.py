@@ -245,6 +245,18 @@ class MCPFrame:
         """What the server says about itself (``None`` if it does not say)."""
         return self._client.server_info
 
+    async def wait_for_context(self, timeout: float | None = None) -> ModelContext:
+        """The server's context, as :meth:`AssistantFrameHost.wait_for_context` gives a frame's.
+
+        Entering already fetched it, so this waits for nothing (``timeout`` is accepted
+        for the likeness); it raises :class:`FrameDisconnected` once the server is gone.
+        """
+        if self._state == "new":
+            raise RuntimeError("Enter the MCPFrame (async with) before waiting for its context")
+        if self._state != "connected":
+            raise self._disconnected or FrameDisconnected(f"The MCP frame {self.name} was closed")
+        return self._context
+
     # -- ModelContextProvider ------------------------------------------------------------
 
     def get_model_context(self) -> ModelContext:
