@@ -43,7 +43,7 @@ from .tool_formats import (
     to_openai_chat_tools,
     to_openai_responses_tools,
 )
-from .transports import MemoryTransport, memory_pair
+from .transports import MemoryTransport, TransportAttribute, memory_pair
 
 __version__ = "0.1.0"
 
@@ -77,6 +77,7 @@ __all__ = [
     "ToolDisabledError",
     "ToolHandle",
     "ToolNotFoundError",
+    "TransportAttribute",
     "__version__",
     "memory_pair",
     "merge_model_contexts",

@@ -2,14 +2,37 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import anyio
+import sniffio
 from anyio.abc import TaskGroup
 
-__all__ = ["Deadlines", "event_class", "task_group"]
+__all__ = ["Deadlines", "cancelled_here", "event_class", "running_asyncio", "task_group"]
+
+
+def running_asyncio() -> bool:
+    """True when the running event loop is asyncio's."""
+    try:
+        return sniffio.current_async_library() == "asyncio"
+    except sniffio.AsyncLibraryNotFoundError:  # pragma: no cover
+        return False
+
+
+def cancelled_here() -> bool:
+    """Whether the cancellation exception being handled was meant for this task.
+
+    On asyncio, a ``CancelledError`` may come from awaiting a task that someone else
+    cancelled; then this task has no cancellation request of its own. trio (and anyio's
+    cancel scopes on it) have no such case.
+    """
+    if running_asyncio():
+        task = asyncio.current_task()
+        return task is None or task.cancelling() > 0
+    return True
 
 
 def event_class() -> Callable[[], anyio.Event]:

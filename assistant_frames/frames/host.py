@@ -16,6 +16,7 @@ import anyio
 from anyio.abc import ObjectStream, TaskGroup
 
 from .._anyio import Deadlines, event_class, task_group
+from .._contract import TransportAttribute
 from ..errors import (
     FrameDisconnected,
     ToolArgumentsError,
@@ -61,12 +62,13 @@ def _remote_error(message: str, name: str, call_id: str) -> ToolCallError:
 class _Pending:
     """A call awaiting its ``tool-result``."""
 
-    __slots__ = ("done", "error", "result")
+    __slots__ = ("done", "error", "result", "sent")
 
     def __init__(self, done: anyio.Event) -> None:
         self.done = done
         self.result: ToolResult | None = None
         self.error: FrameDisconnected | None = None
+        self.sent = False  # the tool-call went out (so a cancel must follow it)
 
 
 class AssistantFrameHost:
@@ -111,6 +113,7 @@ class AssistantFrameHost:
         self._disconnected: FrameDisconnected | None = None
         self._exit_stack: AsyncExitStack | None = None
         self._task_group: TaskGroup | None = None
+        self._send_would_wait = transport.extra(TransportAttribute.send_would_wait, None)
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -244,27 +247,32 @@ class AssistantFrameHost:
         pending = _Pending(self._new_event())
         self._pending[call_id] = pending
         limit = self.timeout if timeout is None else timeout
+        message = protocol.encode_tool_call(call_id, name, args)
         try:
-            try:
-                await self._transport.send(protocol.encode_tool_call(call_id, name, args))
-            except (TypeError, ValueError) as exc:
-                raise ToolArgumentsError(
-                    f'Arguments for tool "{name}" cannot be sent: {exc}',
-                    tool_name=name,
-                    tool_call_id=call_id,
-                ) from None
-            except _CLOSED:
-                self._disconnect("The frame's transport is closed")
+            # The deadline covers the send: a peer that stopped reading makes it wait.
             if limit is None:
+                await self._send_call(message, name, call_id)
+                pending.sent = True
                 await pending.done.wait()
-            elif timeout is None and self._deadlines.add(call_id, limit, pending.done.set):
-                # Neither result nor error once it expires: a timeout, reported below.
+            elif (
+                timeout is None
+                and self._send_would_wait is not None
+                and not self._send_would_wait()
+                and self._deadlines.add(call_id, limit, pending.done.set)
+            ):
+                # The send will not wait, so one task can time out every such call
+                # (a cancel scope per call would cost a large share of it). Neither
+                # result nor error once it expires: a timeout, reported below.
+                await self._send_call(message, name, call_id)
+                pending.sent = True
                 await pending.done.wait()
             else:
                 with anyio.move_on_after(limit):
+                    await self._send_call(message, name, call_id)
+                    pending.sent = True
                     await pending.done.wait()
         except anyio.get_cancelled_exc_class():
-            if pending.result is None and pending.error is None:
+            if pending.sent and pending.result is None and pending.error is None:
                 await self._cancel_remote(call_id)
             raise
         finally:
@@ -277,8 +285,21 @@ class AssistantFrameHost:
             return result.result
         if pending.error is not None:
             raise copy.copy(pending.error)  # a fresh exception per caller, same details
-        await self._cancel_remote(call_id)
+        if pending.sent:  # a call that never left needs no cancel
+            await self._cancel_remote(call_id)
         raise ToolCallTimeout(name, limit or 0.0, tool_call_id=call_id)
+
+    async def _send_call(self, message: dict[str, Any], name: str, call_id: str) -> None:
+        try:
+            await self._transport.send(message)
+        except (TypeError, ValueError) as exc:
+            raise ToolArgumentsError(
+                f'Arguments for tool "{name}" cannot be sent: {exc}',
+                tool_name=name,
+                tool_call_id=call_id,
+            ) from None
+        except _CLOSED:
+            self._disconnect("The frame's transport is closed")
 
     async def _cancel_remote(self, call_id: str) -> None:
         if self._state == "connected":
@@ -316,7 +337,7 @@ class AssistantFrameHost:
                         call.result = message
                         call.done.set()
                 elif type(message) is ModelContextUpdate or type(message) is ModelContextResponse:
-                    await self._apply(message.context)
+                    self._apply(message.context)
                 else:
                     logger.debug("Host ignored a %s message", message.type)
         except _CLOSED as exc:  # a transport may say why (an exit code, a close reason)
@@ -337,7 +358,7 @@ class AssistantFrameHost:
         level = logging.WARNING if self._malformed == 1 else logging.DEBUG
         logger.log(level, "Host dropped a malformed message from %s (%s)", self.name, reason)
 
-    async def _apply(self, wire: Mapping[str, Any]) -> None:
+    def _apply(self, wire: Mapping[str, Any]) -> None:
         try:
             context, changed = self._build_context(wire)
         except ValueError as exc:
@@ -346,12 +367,15 @@ class AssistantFrameHost:
         first = self._wire is None
         self._wire = wire
         self._context = context
+        if first and not self._subscribed and self._state == "connected":
+            self._subscribed = True
+            if self._task_group is not None:  # receiving never waits for a send
+                # Started before waking whoever waits for the context, so on asyncio
+                # the subscribe goes out before their first call.
+                self._task_group.start_soon(self._try_send, protocol.encode_context_subscribe())
         self._set_ready()
         if changed:
             self._subscribers.notify()
-        if first and not self._subscribed and self._state == "connected":
-            self._subscribed = True
-            await self._try_send(protocol.encode_context_subscribe())
 
     def _set_ready(self) -> None:
         if self._ready is not None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from collections import deque
 from collections.abc import Callable, Mapping
@@ -11,9 +10,11 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 from anyio.abc import ObjectStream, TaskGroup
-from pydantic_core import to_json
 
-from .._anyio import event_class
+from .._anyio import cancelled_here, event_class
+from .._contract import TransportAttribute
+from .._json import encode_json
+from .._threads import DEFAULT_MAX_THREADS, ThreadLimiter, current_limiter
 from ..errors import ToolCallError
 from ..registry.context import ModelContext, ModelContextProvider, Unsubscribe
 from ..registry.registry import ModelContextRegistry
@@ -39,6 +40,7 @@ logger = logging.getLogger("assistant_frames.frames")
 DEFAULT_MAX_ARGUMENT_BYTES = 1024 * 1024
 _MAX_IDLE_WORKERS = 8
 _CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
+_CONTEXT_KEY = "model-context"  # send_latest's key: a newer snapshot replaces an older one
 
 
 class AssistantFrameProvider:
@@ -51,15 +53,24 @@ class AssistantFrameProvider:
     cancellable by ``tool-cancel``; bad input never ends the connection.
 
     ``max_argument_bytes`` refuses tool calls whose arguments are larger as JSON
-    (``None``: no limit).
+    (``None``: no limit). ``max_threads`` bounds how many sync tools run in threads at
+    once, over all connections; a call waiting for a thread can still be cancelled, and
+    a cancelled sync call keeps its thread counted until its function returns.
+
+    Whatever a tool raises is that call's error, never the connection's: a
+    ``BaseException`` subclass, ``GeneratorExit``, or a ``CancelledError`` leaked from
+    a task someone else cancelled. Only ``KeyboardInterrupt`` and ``SystemExit`` pass
+    through (and end ``serve``), as everywhere in Python.
     """
 
     def __init__(
         self,
         *providers: ModelContextProvider,
         max_argument_bytes: int | None = DEFAULT_MAX_ARGUMENT_BYTES,
+        max_threads: int = DEFAULT_MAX_THREADS,
     ) -> None:
         self.max_argument_bytes = max_argument_bytes
+        self._threads = ThreadLimiter(max_threads)
         self._registry = ModelContextRegistry()
         self._registry.subscribe(self._on_change)
         self._connections: set[_Connection] = set()
@@ -87,19 +98,32 @@ class AssistantFrameProvider:
         """How many connections are being served right now."""
         return len(self._connections)
 
+    @property
+    def thread_limiter(self) -> ThreadLimiter:
+        """The limit on sync tools running in threads (``running``, ``total``)."""
+        return self._threads
+
     async def serve(self, transport: ObjectStream[Any]) -> None:
-        """Serve one connection until it closes; closes ``transport`` on the way out."""
-        async with transport, anyio.create_task_group() as task_group:
-            connection = _Connection(transport, task_group)
-            self._connections.add(connection)
-            try:
-                task_group.start_soon(self._push_updates, connection)
-                await self._receive_loop(connection)
-            finally:
-                self._connections.discard(connection)
-                for call in connection.calls.values():
-                    call.context.cancel()  # sync tools in threads see the flag
-                task_group.cancel_scope.cancel()
+        """Serve one connection until it closes; closes ``transport`` on the way out.
+
+        Receiving never waits for a send, so a peer that is slow to read cannot stop
+        this frame from reading (and answering) the peer's own messages.
+        """
+        limiter = current_limiter.set(self._threads)  # sync tools of this frame use it
+        try:
+            async with transport, anyio.create_task_group() as task_group:
+                connection = _Connection(transport, task_group)
+                self._connections.add(connection)
+                try:
+                    task_group.start_soon(self._push_updates, connection)
+                    await self._receive_loop(connection)
+                finally:
+                    self._connections.discard(connection)
+                    for call in connection.calls.values():
+                        call.context.cancel()  # sync tools in threads see the flag
+                    task_group.cancel_scope.cancel()
+        finally:
+            current_limiter.reset(limiter)
 
     # -- receiving -------------------------------------------------------------------------
 
@@ -116,7 +140,7 @@ class AssistantFrameProvider:
             try:
                 message = protocol.decode(raw)
             except MalformedMessage as exc:
-                await self._on_malformed(connection, exc)
+                self._on_malformed(connection, exc)
                 continue
             if message is None:
                 continue
@@ -128,16 +152,17 @@ class AssistantFrameProvider:
                     call.cancel()
             elif type(message) is ModelContextRequest:
                 connection.subscribed = True
-                await self._send_context(connection, force=True)
+                connection.force_context = True  # answered even if nothing changed
+                connection.wake.set()
             elif type(message) is ModelContextSubscribe:
                 connection.subscribed = True
-                await self._send_context(connection, force=False)
+                connection.wake.set()
             elif type(message) is ModelContextUnsubscribe:
                 connection.subscribed = False
             else:  # frame -> host types arriving at a frame: not for us
                 logger.debug("Frame ignored a %s message", message.type)
 
-    async def _on_malformed(self, connection: _Connection, exc: MalformedMessage) -> None:
+    def _on_malformed(self, connection: _Connection, exc: MalformedMessage) -> None:
         connection.malformed += 1
         level = logging.WARNING if connection.malformed == 1 else logging.DEBUG
         logger.log(
@@ -148,10 +173,12 @@ class AssistantFrameProvider:
             if connection.malformed == 1
             else "",
         )
-        if exc.tool_call_id is not None:
-            await connection.send(
-                protocol.encode_tool_error(exc.tool_call_id, f"Malformed tool-call: {exc.reason}")
+        if exc.tool_call_id is not None:  # answered by a worker, like any call
+            call = _Call(exc.tool_call_id, "", None)
+            call.reply = protocol.encode_tool_error(
+                exc.tool_call_id, f"Malformed tool-call: {exc.reason}"
             )
+            self._queue(connection, call)
 
     # -- model context -------------------------------------------------------------------
 
@@ -170,20 +197,37 @@ class AssistantFrameProvider:
             self._wire_source = context
         return self._wire
 
-    async def _send_context(self, connection: _Connection, *, force: bool) -> None:
-        wire = self._current_wire()
-        if not force and (wire is connection.last_sent or wire == connection.last_sent):
-            return
-        connection.last_sent = wire
-        await connection.send(protocol.encode_context_update(wire))
-
     async def _push_updates(self, connection: _Connection) -> None:
+        """Send the context to one peer whenever it changed, or was asked for.
+
+        The only task that sends contexts to this peer, one at a time: changes made
+        while a send waits only wake it again, so at most one snapshot waits per peer,
+        always the newest. A transport whose ``send`` never waits (``memory_pair``)
+        offers ``TransportAttribute.send_latest``, which replaces a snapshot the peer
+        has not taken yet.
+        """
+        send = connection.transport.extra(TransportAttribute.send_latest, None)
         while True:
             await connection.wake.wait()
             connection.wake = anyio.Event()
             await anyio.lowlevel.checkpoint()  # let the rest of a burst land first
-            if connection.subscribed:
-                await self._send_context(connection, force=False)
+            force, connection.force_context = connection.force_context, False
+            if not (force or connection.subscribed):
+                continue
+            wire = self._current_wire()
+            if not force and (wire is connection.last_sent or wire == connection.last_sent):
+                continue
+            connection.last_sent = wire
+            message = protocol.encode_context_update(wire)
+            try:
+                if send is not None:
+                    await send(_CONTEXT_KEY, message)
+                else:
+                    await connection.transport.send(message)
+            except _CLOSED:
+                return
+            except (TypeError, ValueError) as exc:  # e.g. a description no JSON can carry
+                logger.warning("Could not send the model context to a host: %s", exc)
 
     # -- tool calls ----------------------------------------------------------------------
 
@@ -193,6 +237,9 @@ class AssistantFrameProvider:
             previous.cancel()
         call = _Call(message.id, message.tool_name, message.args)
         connection.calls[message.id] = call
+        self._queue(connection, call)
+
+    def _queue(self, connection: _Connection, call: _Call) -> None:
         connection.queue.append(call)
         if connection.ready == 0:
             self._add_worker(connection)
@@ -229,6 +276,9 @@ class AssistantFrameProvider:
                         await wake.wait()  # whoever wakes us counted us ready again
                         continue
                     call = queue.popleft()
+                    if call.reply is not None:  # answered without running anything
+                        await connection.send_reply(call.id, call.reply)
+                        continue
                     if calls.get(call.id) is not call:
                         continue  # cancelled or superseded while queued
                     connection.ready -= 1
@@ -246,12 +296,7 @@ class AssistantFrameProvider:
         if connection.calls.get(call.id) is not call:
             return  # cancelled or superseded: no result
         del connection.calls[call.id]
-        try:
-            await connection.transport.send(reply)
-        except _CLOSED:
-            pass
-        except (TypeError, ValueError):  # the transport could not encode the result
-            await connection.send(protocol.encode_tool_error(call.id, RESULT_NOT_SENDABLE))
+        await connection.send_reply(call.id, reply)
 
     async def _execute(self, call: _Call) -> dict[str, Any]:
         args = call.args
@@ -260,7 +305,12 @@ class AssistantFrameProvider:
             return protocol.encode_tool_error(call.id, f'Tool "{call.name}" not found')
         limit = self.max_argument_bytes
         if limit is not None and args is not None:
-            size = len(to_json(args))
+            try:
+                size = len(encode_json(args))
+            except TypeError as exc:  # nested too deep for any JSON encoder, say
+                return protocol.encode_tool_error(
+                    call.id, f'Arguments for tool "{call.name}" cannot be read: {exc}'
+                )
             if size > limit:
                 return protocol.encode_tool_error(
                     call.id,
@@ -274,20 +324,40 @@ class AssistantFrameProvider:
         except Exception as exc:
             logger.debug("Tool %r raised", call.name, exc_info=True)
             return protocol.encode_tool_error(call.id, str(exc) or type(exc).__name__)
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:
+            if isinstance(exc, anyio.get_cancelled_exc_class()) and _own_cancellation(call):
+                raise
+            # A tool bug (a BaseException subclass, GeneratorExit, a CancelledError from
+            # a task someone else cancelled): that call's error, loudly.
+            logger.warning("Tool %r raised %r; answered as an error", call.name, exc)
+            detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+            return protocol.encode_tool_error(call.id, f'Tool "{call.name}" failed: {detail}')
         try:
             return protocol.encode_tool_result(call.id, protocol.to_json_value(result))
         except NotJSONSerializable:
             return protocol.encode_tool_error(call.id, RESULT_NOT_SENDABLE)
 
 
+def _own_cancellation(call: _Call) -> bool:
+    """Whether a cancellation exception in a call's worker is really one of ours.
+
+    The call's scope (``tool-cancel``), the connection ending, or the caller cancelling
+    ``serve``: all of those cancel the task. A ``CancelledError`` that a tool caught
+    from a task someone else cancelled does not, on asyncio (trio has no such case).
+    """
+    return (call.scope is not None and call.scope.cancel_called) or cancelled_here()
+
+
 class _Call:
-    """One tool call, queued or running.
+    """One tool call, queued or running (or a ready ``reply``, for a malformed call).
 
     Cancelling it flags its context (for sync tools in threads) and, while it runs,
     cancels the scope of the worker running it.
     """
 
-    __slots__ = ("args", "context", "id", "name", "scope")
+    __slots__ = ("args", "context", "id", "name", "reply", "scope")
 
     def __init__(self, call_id: str, name: str, args: Any) -> None:
         self.id = call_id
@@ -295,6 +365,7 @@ class _Call:
         self.args = args
         self.context = ToolCallContext(call_id, name)
         self.scope: anyio.CancelScope | None = None
+        self.reply: dict[str, Any] | None = None
 
     def cancel(self) -> None:
         self.context.cancel()
@@ -307,6 +378,7 @@ class _Connection:
 
     __slots__ = (
         "calls",
+        "force_context",
         "idle",
         "last_sent",
         "malformed",
@@ -328,11 +400,30 @@ class _Connection:
         self.ready = 0  # workers not running a call (see AssistantFrameProvider._worker)
         self.new_event = event_class()
         self.subscribed = False
+        self.force_context = False  # a request waits for an answer
         self.last_sent: SerializedModelContext | None = None
         self.malformed = 0
         self.wake = anyio.Event()
 
-    async def send(self, message: dict[str, Any]) -> None:
-        """Send, treating a peer that is already gone as nothing to do."""
-        with contextlib.suppress(*_CLOSED):
-            await self.transport.send(message)
+    async def send_reply(self, call_id: str, reply: dict[str, Any]) -> None:
+        """Send a ``tool-result``; a peer that is already gone is nothing to do.
+
+        A result the transport cannot encode becomes the JS frame's error for that; an
+        error that cannot be encoded either (its id has no JSON form) is dropped.
+        """
+        try:
+            await self.transport.send(reply)
+            return
+        except _CLOSED:
+            return
+        except (TypeError, ValueError) as exc:
+            failure = exc
+        if reply["message"].get("error") is None:
+            try:
+                await self.transport.send(protocol.encode_tool_error(call_id, RESULT_NOT_SENDABLE))
+                return
+            except _CLOSED:
+                return
+            except (TypeError, ValueError) as exc:
+                failure = exc
+        logger.warning("Dropped a tool-result that the transport cannot send: %s", failure)

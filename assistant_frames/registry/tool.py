@@ -26,9 +26,9 @@ import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, Literal, TypeAlias, get_args, get_origin, get_type_hints
 
-import anyio.to_thread
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 
+from .._threads import run_sync as run_in_thread
 from ..errors import ToolArgumentsError, ToolDisabledError
 from .docstrings import parse_docstring
 from .schema import EMPTY_OBJECT_SCHEMA, ToolJsonSchema, inline_refs
@@ -256,7 +256,7 @@ def _runner(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
         return fn
 
     async def run_sync(*args: Any, **kwargs: Any) -> Any:
-        result = await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs), abandon_on_cancel=True)
+        result = await run_in_thread(lambda: fn(*args, **kwargs))
         if inspect.isawaitable(result):  # a sync callable that returned a coroutine
             result = await result
         return result

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from .._contract import TransportAttribute
 from .memory import MemoryTransport, copy_json, memory_pair
 
 if TYPE_CHECKING:
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = [
     "MemoryTransport",
     "StdioTransport",
+    "TransportAttribute",
     "WebSocketAttribute",
     "WebSocketServer",
     "WebSocketTransport",

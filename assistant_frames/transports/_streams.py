@@ -12,9 +12,13 @@ any other backend (trio) anyio's streams are used as they are.
 from __future__ import annotations
 
 import asyncio
+import errno
+import logging
+import math
 import os
 import socket
 import ssl
+import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
@@ -22,23 +26,23 @@ from typing import Any
 
 import anyio
 import anyio.abc
-import sniffio
 from anyio.abc import ByteStream, SocketAttribute
 
-from .._anyio import task_group
+from .._anyio import running_asyncio, task_group
 
-__all__ = ["TcpServer", "connect_tcp", "read_pipe", "running_asyncio", "tcp_server"]
+__all__ = [
+    "TcpServer",
+    "connect_tcp",
+    "descriptor_limit",
+    "read_pipe",
+    "running_asyncio",
+    "tcp_server",
+]
+
+logger = logging.getLogger("assistant_frames.transports")
 
 _HIGH_WATER = 1024 * 1024
 _LOW_WATER = 256 * 1024
-
-
-def running_asyncio() -> bool:
-    """True when the running event loop is asyncio's."""
-    try:
-        return sniffio.current_async_library() == "asyncio"
-    except sniffio.AsyncLibraryNotFoundError:  # pragma: no cover
-        return False
 
 
 class _Protocol(asyncio.Protocol):
@@ -189,30 +193,67 @@ async def read_pipe(fd: int) -> anyio.abc.ByteReceiveStream | None:
 
 
 class TcpServer:
-    """Where a :func:`tcp_server` listens."""
+    """Where a :func:`tcp_server` listens, and how many connections it serves."""
 
     def __init__(self, host: str, port: int) -> None:
         self.host = host
         self.port = port
+        self.connections = 0  # being served now
+        self.refused = 0  # turned away because max_connections were being served
+
+
+# Running out of descriptors (or kernel memory) is temporary: wait, then accept again.
+_ACCEPT_RETRY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
+_ACCEPT_RETRY_DELAY = 0.1
+
+
+def descriptor_limit() -> int | None:
+    """This process's soft limit on open file descriptors (``None`` when unknown)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not POSIX
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return None if soft == resource.RLIM_INFINITY else int(soft)
 
 
 @asynccontextmanager
 async def tcp_server(
-    handler: Callable[[ByteStream], Coroutine[Any, Any, Any]], host: str, port: int
+    handler: Callable[[ByteStream], Coroutine[Any, Any, Any]],
+    host: str,
+    port: int,
+    *,
+    max_connections: int | None = None,
 ) -> AsyncIterator[TcpServer]:
     """Accept TCP connections, running ``handler(stream)`` for each in a task group.
 
-    Raises ``OSError`` when it cannot listen (e.g. the port is in use).
+    Beyond ``max_connections`` served at once, a new connection is closed as soon as it
+    is accepted. Running out of file descriptors pauses accepting briefly instead of
+    ending the server. Raises ``OSError`` when it cannot listen (e.g. the port is in use).
     """
+    limit = math.inf if max_connections is None else max_connections
+    state = TcpServer(host, port)
+    refusals = _RateLimitedLog("Refused a connection: %d are being served (max_connections)")
+
     if running_asyncio():
         task_groups: list[anyio.abc.TaskGroup] = []
 
+        def on_connect(protocol: _Protocol) -> None:
+            if state.connections >= limit:
+                state.refused += 1
+                refusals.log(state.connections)
+                protocol.transport.abort()
+                return
+            state.connections += 1  # counted at once: a burst of accepts sees it
+            task_groups[0].start_soon(_counted, handler, _AsyncioStream(protocol), state)
+
         def make_protocol() -> _Protocol:
             protocol = _Protocol()
-            protocol.on_connect = lambda p: task_groups[0].start_soon(handler, _AsyncioStream(p))
+            protocol.on_connect = on_connect
             return protocol
 
         # Bind first (an address in use raises plainly), accept once the task group runs.
+        # asyncio itself pauses accepting for a while when descriptors run out.
         loop = asyncio.get_running_loop()
         server = await loop.create_server(make_protocol, host, port, start_serving=False)
         async with task_group() as tasks:
@@ -220,7 +261,8 @@ async def tcp_server(
             await server.start_serving()
             try:
                 bound = server.sockets[0].getsockname()
-                yield TcpServer(str(bound[0]), int(bound[1]))
+                state.host, state.port = str(bound[0]), int(bound[1])
+                yield state
             finally:
                 server.close()
                 tasks.cancel_scope.cancel()
@@ -228,11 +270,66 @@ async def tcp_server(
         listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
         # The listener outlives the task group, so accept() is cancelled, not closed under.
         async with listener, task_group() as tasks:
-            tasks.start_soon(listener.serve, handler, tasks)
+            state.host = str(listener.extra(SocketAttribute.local_address)[0])
+            state.port = int(listener.extra(SocketAttribute.local_port))
+            for one in getattr(listener, "listeners", [listener]):  # IPv4 and IPv6 both
+                tasks.start_soon(_accept_loop, one, tasks, handler, state, limit, refusals)
             try:
-                yield TcpServer(
-                    str(listener.extra(SocketAttribute.local_address)[0]),
-                    int(listener.extra(SocketAttribute.local_port)),
-                )
+                yield state
             finally:
                 tasks.cancel_scope.cancel()
+
+
+async def _counted(
+    handler: Callable[[ByteStream], Coroutine[Any, Any, Any]], stream: ByteStream, state: TcpServer
+) -> None:
+    try:
+        await handler(stream)
+    finally:
+        state.connections -= 1
+
+
+async def _accept_loop(
+    listener: anyio.abc.SocketListener,
+    tasks: anyio.abc.TaskGroup,
+    handler: Callable[[ByteStream], Coroutine[Any, Any, Any]],
+    state: TcpServer,
+    limit: float,
+    refusals: _RateLimitedLog,
+) -> None:
+    """anyio's ``Listener.serve``, less its habit of ending on a failed accept."""
+    out_of_descriptors = _RateLimitedLog("Cannot accept connections for now: %s")
+    while True:
+        try:
+            stream = await listener.accept()
+        except (anyio.BrokenResourceError, OSError) as exc:
+            cause = exc if isinstance(exc, OSError) else exc.__cause__
+            if not isinstance(cause, OSError) or cause.errno not in _ACCEPT_RETRY_ERRNOS:
+                raise
+            out_of_descriptors.log(cause)
+            await anyio.sleep(_ACCEPT_RETRY_DELAY)
+            continue
+        if state.connections >= limit:
+            state.refused += 1
+            refusals.log(state.connections)
+            with anyio.CancelScope(shield=True):
+                await stream.aclose()
+            continue
+        state.connections += 1
+        tasks.start_soon(_counted, handler, stream, state)
+
+
+class _RateLimitedLog:
+    """A WARNING at most once every few seconds (a flood must not flood the log too)."""
+
+    __slots__ = ("_last", "_message")
+
+    def __init__(self, message: str) -> None:
+        self._message = message
+        self._last = -math.inf
+
+    def log(self, *args: object) -> None:
+        now = time.monotonic()
+        if now - self._last >= 5.0:
+            self._last = now
+            logger.warning(self._message, *args)

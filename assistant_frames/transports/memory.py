@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import anyio
@@ -11,6 +12,7 @@ from anyio.abc import ObjectStream
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .._anyio import event_class
+from .._contract import TransportAttribute
 
 __all__ = ["MemoryTransport", "copy_json", "memory_pair"]
 
@@ -29,14 +31,27 @@ def copy_json(value: Any) -> Any:
         raise TypeError(f"Cannot send a value that has no JSON form: {exc}") from None
 
 
+class _Latest:
+    """A message sent with ``send_latest``: replaced in place until it is received."""
+
+    __slots__ = ("key", "value")
+
+    def __init__(self, key: str, value: Any) -> None:
+        self.key = key
+        self.value = value
+
+
 class _Direction:
     """The messages flowing one way, and who is waiting for them."""
 
-    __slots__ = ("eof", "items", "receiver_closed", "waiter")
+    __slots__ = ("eof", "items", "latest", "max_size", "receiver_closed", "room", "waiter")
 
-    def __init__(self) -> None:
+    def __init__(self, max_size: float) -> None:
         self.items: deque[Any] = deque()
-        self.waiter: anyio.Event | None = None
+        self.max_size = max_size
+        self.latest: dict[str, _Latest] = {}  # send_latest messages not received yet
+        self.waiter: anyio.Event | None = None  # the receiver, waiting for a message
+        self.room: anyio.Event | None = None  # senders, waiting for the buffer to drain
         self.eof = False  # the sender is done: the receiver drains, then gets EndOfStream
         self.receiver_closed = False  # sending now raises BrokenResourceError
 
@@ -45,13 +60,19 @@ class _Direction:
         if waiter is not None:
             waiter.set()
 
+    def wake_senders(self) -> None:
+        room, self.room = self.room, None
+        if room is not None:
+            room.set()
+
 
 class MemoryTransport(ObjectStream[Any]):
     """One end of :func:`memory_pair`: an anyio object stream of JSON messages.
 
-    Like ``postMessage``, :meth:`send` never blocks: the buffer is unbounded and
-    sending only queues a copy and wakes the receiver. :meth:`receive` waits only when
-    nothing is queued.
+    Like ``postMessage``, :meth:`send` does not block by default: the buffer is
+    unbounded and sending only queues a copy and wakes the receiver. With a
+    ``max_buffer_size``, :meth:`send` waits while that many messages are queued for the
+    peer. :meth:`receive` waits only when nothing is queued.
     """
 
     def __init__(self, incoming: _Direction, outgoing: _Direction) -> None:
@@ -61,14 +82,67 @@ class MemoryTransport(ObjectStream[Any]):
         self._new_event: Callable[[], anyio.Event] | None = None
 
     async def send(self, item: Any) -> None:
-        """Queue a copy of ``item`` for the peer; ``TypeError`` if it is not JSON data."""
+        """Queue a copy of ``item`` for the peer; ``TypeError`` if it is not JSON data.
+
+        Waits (cancellably) while the peer has ``max_buffer_size`` messages queued.
+        """
+        await self._put(copy_json(item))
+
+    @property
+    def send_would_wait(self) -> bool:
+        """Whether :meth:`send` could wait right now (never, unless bounded and full)."""
         outgoing = self._outgoing
-        if self._closed or outgoing.eof:
-            raise anyio.ClosedResourceError
-        if outgoing.receiver_closed:
-            raise anyio.BrokenResourceError
-        outgoing.items.append(copy_json(item))
+        return len(outgoing.items) >= outgoing.max_size
+
+    @property
+    def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
+        """:class:`TransportAttribute` ``send_latest`` and ``send_would_wait``."""
+        return {
+            TransportAttribute.send_latest: lambda: self.send_latest,
+            TransportAttribute.send_would_wait: lambda: lambda: self.send_would_wait,
+        }
+
+    async def send_latest(self, key: str, item: Any) -> None:
+        """Like :meth:`send`, but replace a message sent earlier under the same ``key``
+        that the peer has not received yet (it gets the newer one in its place).
+
+        Frames send their context snapshots this way, so a peer that does not read
+        holds one snapshot, not one per change.
+        """
+        value = copy_json(item)
+        waiting = self._outgoing.latest.get(key)
+        if waiting is not None and not self._closed:
+            waiting.value = value
+            return
+        latest = _Latest(key, value)
+        await self._put(latest)
+        self._outgoing.latest[key] = latest
+
+    async def _put(self, value: Any) -> None:
+        """Queue ``value``, already the receiver's own copy, once there is room."""
+        outgoing = self._outgoing
+        while True:
+            if self._closed or outgoing.eof:
+                raise anyio.ClosedResourceError
+            if outgoing.receiver_closed:
+                raise anyio.BrokenResourceError
+            if len(outgoing.items) < outgoing.max_size:
+                break
+            await self._wait_for_room()
+        outgoing.items.append(value)
         outgoing.wake()
+
+    async def _wait_for_room(self) -> None:
+        outgoing = self._outgoing
+        room = outgoing.room
+        if room is None:
+            room = outgoing.room = self._event()
+        await room.wait()
+
+    def _event(self) -> anyio.Event:
+        if self._new_event is None:
+            self._new_event = event_class()
+        return self._new_event()
 
     async def receive(self) -> Any:
         """The next message; ``anyio.EndOfStream`` once the peer has closed."""
@@ -77,20 +151,25 @@ class MemoryTransport(ObjectStream[Any]):
             if self._closed:
                 raise anyio.ClosedResourceError
             if incoming.items:
-                return incoming.items.popleft()
+                item = incoming.items.popleft()
+                if incoming.room is not None:
+                    incoming.wake_senders()
+                if type(item) is _Latest:
+                    del incoming.latest[item.key]
+                    return item.value
+                return item
             if incoming.eof:
                 raise anyio.EndOfStream
             waiter = incoming.waiter
             if waiter is None:
-                if self._new_event is None:
-                    self._new_event = event_class()
-                waiter = incoming.waiter = self._new_event()
+                waiter = incoming.waiter = self._event()
             await waiter.wait()
 
     async def send_eof(self) -> None:
         """Close the sending direction; the peer's ``receive`` ends once it has drained."""
         self._outgoing.eof = True
         self._outgoing.wake()
+        self._outgoing.wake_senders()
 
     async def aclose(self) -> None:
         """Close both directions (idempotent)."""
@@ -99,12 +178,26 @@ class MemoryTransport(ObjectStream[Any]):
         self._closed = True
         self._outgoing.eof = True
         self._outgoing.wake()
+        self._outgoing.wake_senders()
         self._incoming.receiver_closed = True
         self._incoming.items.clear()
+        self._incoming.latest.clear()
         self._incoming.wake()
+        self._incoming.wake_senders()
 
 
-def memory_pair() -> tuple[MemoryTransport, MemoryTransport]:
-    """Two connected transports: what one sends, the other receives (as its own copy)."""
-    a_to_b, b_to_a = _Direction(), _Direction()
+def memory_pair(
+    max_buffer_size: float = math.inf,
+) -> tuple[MemoryTransport, MemoryTransport]:
+    """Two connected transports: what one sends, the other receives (as its own copy).
+
+    By default, as with ``postMessage``, sending never waits and nothing bounds how
+    many messages wait for a receiver that does not read (frames still keep at most
+    one context snapshot waiting per peer, see :meth:`MemoryTransport.send_latest`).
+    ``max_buffer_size`` bounds each direction: ``send`` then waits while that many
+    messages are queued.
+    """
+    if not max_buffer_size >= 1:
+        raise ValueError(f"max_buffer_size must be at least 1, not {max_buffer_size!r}")
+    a_to_b, b_to_a = _Direction(max_buffer_size), _Direction(max_buffer_size)
     return MemoryTransport(b_to_a, a_to_b), MemoryTransport(a_to_b, b_to_a)

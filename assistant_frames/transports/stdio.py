@@ -22,7 +22,7 @@ import signal
 import subprocess
 import sys
 from collections import deque
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
@@ -30,11 +30,13 @@ import anyio
 import anyio.abc
 import anyio.lowlevel
 from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectStream
-from pydantic_core import from_json, to_json
 
 from .._anyio import task_group
+from .._contract import TransportAttribute
+from .._json import decode_json, encode_json
 from ..frames.provider import AssistantFrameProvider
 from ..registry.context import ModelContextProvider
+from ._outbox import DEFAULT_HIGH_WATER, Outbox
 from ._streams import read_pipe
 
 __all__ = [
@@ -59,6 +61,11 @@ class StdioTransport(ObjectStream[Any]):
     Lines that are not JSON, and lines longer than ``max_line_bytes`` (which are
     skipped up to their end), are dropped with one WARNING per transport; a partial
     last line at the end of the stream is dropped too.
+
+    While :meth:`run` writes for it (:func:`spawn_worker` and :func:`serve_stdio` run
+    it), ``send`` queues whole lines and waits only while more than ``high_water``
+    bytes are queued, so a cancelled send never leaves half a line in the pipe.
+    Without it, ``send`` writes inline.
     """
 
     def __init__(
@@ -67,6 +74,7 @@ class StdioTransport(ObjectStream[Any]):
         send_stream: ByteSendStream,
         *,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        high_water: int = DEFAULT_HIGH_WATER,
     ) -> None:
         self._receive_stream = receive_stream
         self._send_stream = send_stream
@@ -74,24 +82,35 @@ class StdioTransport(ObjectStream[Any]):
         self._messages: deque[Any] = deque()
         self._partial = bytearray()
         self._skipping = False  # inside a line that is too long
-        self._send_lock = anyio.Lock(fast_acquire=True)
+        self._outbox = Outbox(send_stream.send, high_water=high_water)
         self._ended: BaseException | None = None
         self._closed = False
         self._dropped = 0
 
     async def send(self, item: Any) -> None:
         """Write ``item`` as one line of JSON (``TypeError`` if it has no JSON form)."""
-        try:
-            data = to_json(item, inf_nan_mode="null") + b"\n"
-        except ValueError as exc:
-            raise TypeError(f"Cannot send a value that has no JSON form: {exc}") from None
+        line = (encode_json(item) + b"\n",)
         if self._closed:
             raise anyio.ClosedResourceError
-        async with self._send_lock:
-            try:
-                await self._send_stream.send(data)
-            except (anyio.BrokenResourceError, OSError) as exc:
-                raise anyio.BrokenResourceError(await self._describe_end(exc)) from None
+        try:
+            await self._outbox.put(lambda: line)
+        except anyio.BrokenResourceError as exc:
+            raise anyio.BrokenResourceError(await self._describe_end(exc.__cause__)) from None
+
+    @property
+    def send_would_wait(self) -> bool:
+        """Whether :meth:`send` could wait right now (its queue is full, or no writer)."""
+        return self._outbox.would_wait
+
+    async def run(self) -> None:
+        """Write queued lines until cancelled; run it in the task group that owns the
+        transport."""
+        await self._outbox.run()
+
+    @property
+    def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
+        outbox = self._outbox
+        return {TransportAttribute.send_would_wait: lambda: lambda: outbox.would_wait}
 
     async def receive(self) -> Any:
         """The next message; ``anyio.EndOfStream`` (saying why) once the peer is gone."""
@@ -119,6 +138,7 @@ class StdioTransport(ObjectStream[Any]):
         if self._closed:
             return
         self._closed = True
+        self._outbox.close()
         with anyio.CancelScope(shield=True):
             await self._send_stream.aclose()
             await self._receive_stream.aclose()
@@ -163,8 +183,8 @@ class StdioTransport(ObjectStream[Any]):
         if not line.strip():
             return
         try:
-            self._messages.append(from_json(line))
-        except ValueError:
+            self._messages.append(decode_json(line))
+        except ValueError:  # UnicodeDecodeError included
             self._drop(f"a line that is not JSON: {line[:80]!r}")
 
     def _drop(self, what: str) -> None:
@@ -304,6 +324,7 @@ async def spawn_worker(
     try:
         async with task_group() as tasks:
             tasks.start_soon(transport._pump_stderr)
+            tasks.start_soon(transport.run)
             try:
                 yield transport
             finally:
@@ -404,4 +425,7 @@ async def serve_stdio(
         os.write(out_fd, b"\n")
         stdin = await read_pipe(in_fd) or _FdReceiveStream(in_fd)
         transport = StdioTransport(stdin, _FdSendStream(out_fd), max_line_bytes=max_line_bytes)
-        await provider.serve(transport)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(transport.run)
+            await provider.serve(transport)
+            tasks.cancel_scope.cancel()

@@ -33,11 +33,13 @@ import anyio
 import anyio.abc
 from anyio import TypedAttributeSet, typed_attribute
 from anyio.abc import ByteStream, ObjectStream
-from pydantic_core import from_json, to_json
 
-from .._anyio import task_group
+from .._anyio import cancelled_here, task_group
+from .._contract import TransportAttribute
+from .._json import decode_json, encode_json
 from ..errors import ConnectError, HandshakeRejected
-from ._streams import TcpServer, connect_tcp, tcp_server
+from ._outbox import DEFAULT_HIGH_WATER, Outbox
+from ._streams import TcpServer, connect_tcp, descriptor_limit, tcp_server
 
 try:
     from websockets.client import ClientProtocol
@@ -69,6 +71,7 @@ logger = logging.getLogger("assistant_frames.transports")
 DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 _READ_SIZE = 65536
 _CLOSE_TIMEOUT = 2.0
+_BROKEN = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
 
 
 class WebSocketAttribute(TypedAttributeSet):
@@ -83,10 +86,14 @@ class WebSocketAttribute(TypedAttributeSet):
 class WebSocketTransport(ObjectStream[Any]):
     """One WebSocket connection as an anyio object stream of JSON messages.
 
-    Not built directly: use :func:`connect_websocket` or :func:`websocket_server`.
-    ``receive`` answers the peer's pings (keep a task receiving, as frames and hosts
-    always do); :meth:`keep_alive` pings the peer when the connection is idle.
-    Frames that are not JSON are dropped (one WARNING per connection).
+    Not built directly: use :func:`connect_websocket` or :func:`websocket_server`,
+    which run its writer and keep-alive task (:meth:`run`). ``receive`` answers the
+    peer's pings (keep a task receiving, as frames and hosts always do) and never waits
+    for a sender: what it owes the peer is queued ahead of data. ``send`` queues a
+    whole frame and waits only while more than ``high_water`` bytes are queued, so a
+    cancelled send never leaves half a frame on the wire. Frames that are not JSON are
+    dropped (one WARNING per connection); a text frame that is not UTF-8 closes the
+    connection with code 1007, as RFC 6455 asks.
     """
 
     def __init__(
@@ -98,6 +105,7 @@ class WebSocketTransport(ObjectStream[Any]):
         ping_timeout: float,
         attributes: Mapping[Any, Callable[[], Any]] | None = None,
         early_events: Sequence[object] = (),
+        high_water: int = DEFAULT_HIGH_WATER,
     ) -> None:
         self._stream = stream
         self._protocol = protocol
@@ -106,10 +114,12 @@ class WebSocketTransport(ObjectStream[Any]):
         self._attributes = dict(attributes or {})
         self._messages: deque[Any] = deque()
         self._fragments: list[bytes] = []
-        self._send_lock = anyio.Lock(fast_acquire=True)  # no yield when uncontended
+        self._fragment_opcode = Opcode.TEXT
+        self._outbox = Outbox(self._write, high_water=high_water)
         self._receive_lock = anyio.Lock(fast_acquire=True)
         self._closed = False
         self._ended: BaseException | None = None  # what receive raises once drained
+        self._invalid: str | None = None  # a protocol error found while reading frames
         self._dropped = 0
         self._last_seen = time.monotonic()
         for event in early_events:  # parsed in the same read as the handshake
@@ -120,17 +130,26 @@ class WebSocketTransport(ObjectStream[Any]):
 
     async def send(self, item: Any) -> None:
         """Send ``item`` as one text frame of JSON (``TypeError`` if it has no JSON form)."""
-        try:
-            data = to_json(item, inf_nan_mode="null")
-        except ValueError as exc:
-            raise TypeError(f"Cannot send a value that has no JSON form: {exc}") from None
+        data = encode_json(item)
         if self._closed:
             raise anyio.ClosedResourceError
-        async with self._send_lock:
-            if self._protocol.state is not State.OPEN:
+        protocol = self._protocol
+
+        def frame() -> list[bytes]:
+            if protocol.state is not State.OPEN:
                 raise anyio.BrokenResourceError(self._close_description())
-            self._protocol.send_text(data)
-            await self._flush()
+            protocol.send_text(data)
+            return protocol.data_to_send()
+
+        try:
+            await self._outbox.put(frame)
+        except anyio.BrokenResourceError:
+            raise anyio.BrokenResourceError(self._broken_description()) from None
+
+    @property
+    def send_would_wait(self) -> bool:
+        """Whether :meth:`send` could wait right now (its queue is full)."""
+        return self._outbox.would_wait
 
     async def receive(self) -> Any:
         """The next message; ``anyio.EndOfStream`` (with the close reason) at the end."""
@@ -147,96 +166,109 @@ class WebSocketTransport(ObjectStream[Any]):
 
     async def send_eof(self) -> None:
         """Start the closing handshake (code 1000)."""
-        await self._close(CloseCode.NORMAL_CLOSURE, "")
+        self._send_close(CloseCode.NORMAL_CLOSURE, "")
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
+            await self._outbox.drain()
 
     async def aclose(self) -> None:
-        """Close the connection cleanly (code 1000), bounded in time."""
+        """Close the connection cleanly (code 1000), bounded in time; quiet when the
+        peer is already gone."""
         if self._closed:
             return
-        await self._close(CloseCode.NORMAL_CLOSURE, "")
         self._closed = True
+        self._send_close(CloseCode.NORMAL_CLOSURE, "")
+        self._outbox.close()
         with anyio.CancelScope(shield=True):
-            await self._await_close_reply()
-            await self._stream.aclose()
+            with anyio.move_on_after(_CLOSE_TIMEOUT):
+                await self._outbox.drain()
+                await self._await_close_reply()
+            with contextlib.suppress(Exception):
+                await self._stream.aclose()
 
-    async def _await_close_reply(self) -> None:
-        """Read (bounded) until the peer answers our close frame, as RFC 6455 asks."""
-        if self._protocol.state is not State.CLOSING or self._receive_lock.locked():
-            return
-        with anyio.move_on_after(_CLOSE_TIMEOUT):
-            while self._protocol.state is State.CLOSING:
-                try:
-                    data = await self._stream.receive(_READ_SIZE)
-                except (
-                    anyio.EndOfStream,
-                    anyio.BrokenResourceError,
-                    anyio.ClosedResourceError,
-                    OSError,
-                ):
-                    self._protocol.receive_eof()
-                    return
-                self._protocol.receive_data(data)
-                self._protocol.events_received()
+    async def run(self) -> None:
+        """Write queued frames and keep the connection alive, until cancelled.
+
+        :func:`connect_websocket` and :func:`websocket_server` run it in the
+        connection's task group.
+        """
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self._keep_alive)
+            await self._outbox.run()
+            tasks.cancel_scope.cancel()
 
     @property
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
-        return {**self._stream.extra_attributes, **self._attributes}
+        outbox = self._outbox
+        return {
+            **self._stream.extra_attributes,
+            **self._attributes,
+            TransportAttribute.send_would_wait: lambda: lambda: outbox.would_wait,
+        }
 
     # -- internals -----------------------------------------------------------------------
 
-    async def _close(self, code: int, reason: str) -> None:
-        with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
-            async with self._send_lock:
-                if self._protocol.state is State.OPEN:
-                    self._protocol.send_close(code, reason)
-                    await self._flush()
+    async def _write(self, data: bytes) -> None:
+        if data:
+            await self._stream.send(data)
+        else:  # the protocol asks to half-close the TCP connection
+            await self._stream.send_eof()
 
-    async def _flush(self) -> None:
-        """Write what the protocol wants sent; the caller holds the send lock."""
-        for data in self._protocol.data_to_send():
+    def _send_close(self, code: int, reason: str) -> None:
+        """Queue a close frame after the data already queued (nothing if not open)."""
+        if self._protocol.state is State.OPEN and self._outbox.error is None:
+            self._protocol.send_close(code, reason)
+            self._outbox.put_nowait(self._protocol.data_to_send())
+
+    async def _await_close_reply(self) -> None:
+        """Read until the peer answers our close frame, as RFC 6455 asks (the caller
+        bounds the time)."""
+        if self._protocol.state is not State.CLOSING or self._receive_lock.locked():
+            return
+        while self._protocol.state is State.CLOSING:
             try:
-                if data:
-                    await self._stream.send(data)
-                else:  # the protocol asks to half-close the TCP connection
-                    await self._stream.send_eof()
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-                self._end(anyio.BrokenResourceError(f"WebSocket connection broke: {exc!r}"))
-                raise anyio.BrokenResourceError(str(self._ended)) from None
+                data = await self._stream.receive(_READ_SIZE)
+            except (
+                anyio.EndOfStream,
+                anyio.BrokenResourceError,
+                anyio.ClosedResourceError,
+                OSError,
+            ):
+                self._protocol.receive_eof()
+                return
+            self._protocol.receive_data(data)
+            self._protocol.events_received()
 
     async def _read(self) -> None:
-        """Read once from the socket and process it, pinging the peer when idle."""
+        """Read once from the socket and process it; never waits for a sender."""
         try:
-            data = await self._receive_bytes()
+            data = await self._stream.receive(_READ_SIZE)
         except anyio.EndOfStream:
             self._protocol.receive_eof()
             self._end(anyio.EndOfStream(self._close_description()))
             return
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+        except _BROKEN as exc:
             self._end(anyio.BrokenResourceError(f"WebSocket connection broke: {exc!r}"))
             return
-        self._process(data)
-        if self._protocol.state is not State.OPEN:  # closing: deliver what came, then end
-            self._end(anyio.EndOfStream(self._close_description()))
-        async with self._send_lock:  # pongs, the reply to a close...
-            try:
-                await self._flush()
-            except anyio.BrokenResourceError:
-                return
-        if self._protocol.state is not State.OPEN:  # closing: deliver what came, then end
-            self._end(anyio.EndOfStream(self._close_description()))
-
-    async def _receive_bytes(self) -> bytes:
-        data = await self._stream.receive(_READ_SIZE)
         self._last_seen = time.monotonic()
-        return data
+        self._protocol.receive_data(data)
+        for event in self._protocol.events_received():
+            if isinstance(event, Frame):
+                self._on_frame(event)
+        if self._invalid is not None:
+            self._fail(CloseCode.INVALID_DATA, self._invalid)
+            return
+        output = self._protocol.data_to_send()  # pongs, the reply to a close...
+        if output:
+            self._outbox.put_urgent(output)
+        if self._protocol.state is not State.OPEN:  # closing: deliver what came, then end
+            self._end(anyio.EndOfStream(self._close_description()))
 
-    async def keep_alive(self) -> None:
+    async def _keep_alive(self) -> None:
         """Ping the peer whenever the connection has been idle for ``ping_interval``.
 
         A peer that answers nothing within ``ping_timeout`` gets the connection closed
-        with code 1011, and ``receive`` then raises. Runs until the connection ends;
-        :func:`connect_websocket` and :func:`websocket_server` run it for you. A task
-        rather than a deadline on every read keeps timers off the hot path.
+        with code 1011, and ``receive`` then raises. A task rather than a deadline on
+        every read keeps timers off the hot path.
         """
         interval = self._ping_interval
         if interval is None:
@@ -246,41 +278,30 @@ class WebSocketTransport(ObjectStream[Any]):
             if idle < interval:
                 await anyio.sleep(interval - idle)
                 continue
+            if self._protocol.state is not State.OPEN:
+                return
             pinged_at = time.monotonic()
-            async with self._send_lock:
-                if self._protocol.state is not State.OPEN:
-                    return
-                self._protocol.send_ping(b"keepalive")
-                try:
-                    await self._flush()
-                except anyio.BrokenResourceError:
-                    return
+            self._protocol.send_ping(b"keepalive")
+            self._outbox.put_urgent(self._protocol.data_to_send())
             await anyio.sleep(self._ping_timeout)
             if self._last_seen < pinged_at and self._ended is None and not self._closed:
-                await self._fail(CloseCode.INTERNAL_ERROR, "keepalive ping timeout")
+                self._fail(CloseCode.INTERNAL_ERROR, "keepalive ping timeout")
+                with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
+                    await self._outbox.drain()
+                await self._stream.aclose()  # wakes a receive waiting on the socket
                 return
 
-    async def _fail(self, code: int, reason: str) -> None:
-        """Close at once (no waiting for the peer) and make ``receive`` raise."""
+    def _fail(self, code: int, reason: str) -> None:
+        """Fail the connection (a close frame, then EOF) and make ``receive`` raise."""
         self._end(anyio.BrokenResourceError(f"WebSocket connection failed: {reason}"))
-        with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
-            async with self._send_lock:
-                if self._protocol.state is State.OPEN:
-                    self._protocol.fail(code, reason)
-                    with contextlib.suppress(anyio.BrokenResourceError):
-                        await self._flush()
-        with anyio.CancelScope(shield=True):
-            await self._stream.aclose()  # wakes a receive waiting on the socket
-
-    def _process(self, data: bytes) -> None:
-        self._protocol.receive_data(data)
-        for event in self._protocol.events_received():
-            if isinstance(event, Frame):
-                self._on_frame(event)
+        if self._protocol.state is State.OPEN:
+            self._protocol.fail(code, reason)
+            self._outbox.put_urgent(self._protocol.data_to_send())
 
     def _on_frame(self, frame: Frame) -> None:
         if frame.opcode in (Opcode.TEXT, Opcode.BINARY):
             self._fragments = [bytes(frame.data)]
+            self._fragment_opcode = frame.opcode
         elif frame.opcode is Opcode.CONT:
             self._fragments.append(bytes(frame.data))
         else:
@@ -289,15 +310,29 @@ class WebSocketTransport(ObjectStream[Any]):
             payload = b"".join(self._fragments)
             self._fragments = []
             try:
-                self._messages.append(from_json(payload))
+                self._messages.append(decode_json(payload))
+            except UnicodeDecodeError:
+                if self._fragment_opcode is Opcode.TEXT:
+                    self._invalid = "invalid UTF-8 in a text frame"
+                else:
+                    self._drop("a binary WebSocket frame that is not JSON (nor UTF-8)")
             except ValueError as exc:
-                self._dropped += 1
-                level = logging.WARNING if self._dropped == 1 else logging.DEBUG
-                logger.log(level, "Dropped a WebSocket frame that is not JSON: %s", exc)
+                self._drop(f"a WebSocket frame that is not JSON: {exc}")
+
+    def _drop(self, what: str) -> None:
+        self._dropped += 1
+        level = logging.WARNING if self._dropped == 1 else logging.DEBUG
+        logger.log(level, "Dropped %s", what)
 
     def _end(self, exc: BaseException) -> None:
         if self._ended is None:
             self._ended = exc
+
+    def _broken_description(self) -> str:
+        error = self._outbox.error
+        if error is not None:
+            return f"WebSocket connection broke: {error!r}"
+        return self._close_description()
 
     def _close_description(self) -> str:
         close = self._protocol.close_rcvd or self._protocol.close_sent
@@ -365,11 +400,12 @@ async def connect_websocket(
         early_events=early_events,
         attributes={WebSocketAttribute.path: lambda: uri.resource_name},
     )
-    async with transport, task_group() as tasks:
-        tasks.start_soon(transport.keep_alive)
+    async with task_group() as tasks:
+        tasks.start_soon(transport.run)
         try:
             yield transport
         finally:
+            await transport.aclose()  # while the writer still runs, to send the close
             tasks.cancel_scope.cancel()
 
 
@@ -412,6 +448,14 @@ async def _client_handshake(
 Handler = Callable[[WebSocketTransport], Awaitable[Any]]
 
 
+def _default_max_connections() -> int:
+    """At most 1,000, and a quarter of the descriptor limit left for everything else."""
+    limit = descriptor_limit()
+    if limit is None:
+        return 1000
+    return max(1, min(1000, limit * 3 // 4))
+
+
 class WebSocketServer:
     """A running :func:`websocket_server`: where it listens."""
 
@@ -427,6 +471,16 @@ class WebSocketServer:
     def port(self) -> int:
         """The port it is bound to (useful with ``port=0``)."""
         return self._server.port
+
+    @property
+    def connections(self) -> int:
+        """How many connections are being served now."""
+        return self._server.connections
+
+    @property
+    def refused(self) -> int:
+        """How many connections were closed at once because ``max_connections`` were served."""
+        return self._server.refused
 
     @property
     def url(self) -> str:
@@ -448,6 +502,7 @@ async def websocket_server(
     ping_timeout: float = 20.0,
     handshake_timeout: float = 10.0,
     http_files: Mapping[str, tuple[bytes, str]] | None = None,
+    max_connections: int | None = None,
 ) -> AsyncIterator[WebSocketServer]:
     """Listen for WebSocket clients, running ``await handler(transport)`` for each.
 
@@ -467,6 +522,12 @@ async def websocket_server(
     :func:`assistant_frames.browser.relay_files`. Without ``http_files`` a plain request
     gets ``426 Upgrade Required`` (``401`` first when a token is set). WebSocket
     upgrades are checked the same way either way.
+
+    At most ``max_connections`` connections (handshaking or upgraded, idle or busy) are
+    served at once; beyond that a new connection is closed as soon as it is accepted
+    (``server.refused`` counts them). The default leaves room under the process's file
+    descriptor limit: a quarter of it kept free, at most 1,000 connections. Running out
+    of descriptors anyway pauses accepting briefly; it never stops the server.
     """
     files = _check_http_files(http_files)
     origins: list[Origin | None] | None = None
@@ -500,19 +561,28 @@ async def websocket_server(
                 WebSocketAttribute.path: lambda: path,
             },
         )
-        async with transport, anyio.create_task_group() as connection_tasks:
-            connection_tasks.start_soon(transport.keep_alive)
+        async with anyio.create_task_group() as connection_tasks:
+            connection_tasks.start_soon(transport.run)
             try:
                 await handler(transport)
             except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
                 pass  # the connection ended under the handler: nothing went wrong here
             except Exception:
                 logger.exception("WebSocket connection handler raised")
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:  # a handler's bug ends its connection, not the server
+                if isinstance(exc, anyio.get_cancelled_exc_class()) and cancelled_here():
+                    raise
+                logger.error("WebSocket connection handler raised %r", exc, exc_info=exc)
             finally:
+                await transport.aclose()  # while the writer still runs, to send the close
                 connection_tasks.cancel_scope.cancel()
 
+    if max_connections is None:
+        max_connections = _default_max_connections()
     try:
-        server = tcp_server(serve_connection, host, port)
+        server = tcp_server(serve_connection, host, port, max_connections=max_connections)
         listening = await server.__aenter__()
     except OSError as exc:
         raise ConnectError(f"Cannot listen on {host}:{port}: {exc.strerror or exc}") from None

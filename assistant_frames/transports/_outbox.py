@@ -1,0 +1,223 @@
+"""The bytes a stream transport has to write, and the one task that writes them.
+
+Senders queue whole messages and return; a writer task (:meth:`Outbox.run`, in the
+transport's task group) writes them in order. So:
+
+* receiving never waits for a sender: replies the protocol owes the peer (WebSocket
+  pongs, the answer to a close) are queued ahead of data with :meth:`put_urgent`;
+* a sender cancelled while it waits for room has queued nothing, and a queued message
+  is written whole, so cancelling a send can never cut a message in two;
+* memory is bounded: :meth:`put` waits (first come, first served) while more than
+  ``high_water`` bytes are queued, which also slows a sender whose peer stopped reading.
+
+A transport built by hand without a writer task still works: :meth:`put` then writes
+inline, as a lock-protected send would.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Awaitable, Callable, Iterable
+
+import anyio
+
+__all__ = ["DEFAULT_HIGH_WATER", "Outbox"]
+
+DEFAULT_HIGH_WATER = 1024 * 1024
+_BATCH_BYTES = 256 * 1024  # small messages are joined into writes of up to this size
+
+
+class Outbox:
+    """Queued output for one byte stream; ``write(b"")`` means half-close (EOF)."""
+
+    __slots__ = (
+        "_closed",
+        "_data",
+        "_error",
+        "_high_water",
+        "_lock",
+        "_progress",
+        "_running",
+        "_size",
+        "_urgent",
+        "_wake",
+        "_write",
+        "_writing",
+    )
+
+    def __init__(
+        self,
+        write: Callable[[bytes], Awaitable[None]],
+        *,
+        high_water: int = DEFAULT_HIGH_WATER,
+    ) -> None:
+        self._write = write
+        self._high_water = high_water
+        self._data: deque[bytes] = deque()
+        self._urgent: deque[bytes] = deque()
+        self._size = 0
+        self._lock = anyio.Lock(fast_acquire=True)  # first come, first served
+        self._wake: anyio.Event | None = None  # the writer, waiting for output
+        self._progress: anyio.Event | None = None  # senders, waiting for room or a drain
+        self._running = False
+        self._writing = False  # a batch is being written (no longer counted in _size)
+        self._closed = False
+        self._error: BaseException | None = None
+
+    @property
+    def error(self) -> BaseException | None:
+        """Why writing failed (the stream broke), or ``None``."""
+        return self._error
+
+    @property
+    def would_wait(self) -> bool:
+        """Whether a :meth:`put` now could wait (for room, or to write inline)."""
+        return not self._running or self._size > self._high_water or self._lock.locked()
+
+    @property
+    def pending(self) -> int:
+        """How many bytes are queued and not yet written."""
+        return self._size
+
+    async def put(self, produce: Callable[[], Iterable[bytes]]) -> None:
+        """Once there is room, queue what ``produce()`` returns (called right then, so
+        whatever it serialises is queued in the same order).
+
+        Raises ``anyio.BrokenResourceError`` (from the write error) once writing has
+        failed and ``anyio.ClosedResourceError`` once closed.
+        """
+        async with self._lock:
+            while self._running and self._size > self._high_water:
+                self._check()
+                await self._wait_progress()
+            self._check()
+            for data in produce():
+                self._data.append(data)
+                self._size += len(data)
+            if self._running:
+                self._wake_writer()
+            else:  # no writer task: write inline
+                await self.drain()
+                self._check()
+
+    def put_urgent(self, chunks: Iterable[bytes]) -> None:
+        """Queue ``chunks`` ahead of queued data, without waiting (control replies)."""
+        self._put_now(self._urgent, chunks)
+
+    def put_nowait(self, chunks: Iterable[bytes]) -> None:
+        """Queue ``chunks`` after queued data, without waiting for room (a close)."""
+        self._put_now(self._data, chunks)
+
+    async def drain(self) -> None:
+        """Wait until everything queued is written, or writing has failed.
+
+        With no writer task running (it has been cancelled, as when the task group that
+        owns the connection is shutting down), write what is left inline.
+        """
+        while (self._size or self._writing) and self._error is None:
+            if self._running:
+                await self._wait_progress()
+                continue
+            batch = self._next_batch()
+            if batch is None:
+                return
+            self._size -= len(batch)
+            await self._write_or_fail(batch)
+
+    def close(self) -> None:
+        """Refuse further output (queued output is still written while the writer runs)."""
+        self._closed = True
+        self._wake_progress()
+
+    async def run(self) -> None:
+        """Write queued output until cancelled or the stream fails.
+
+        Run it in the task group that owns the stream; a write error is kept in
+        :attr:`error` and raised to senders as ``anyio.BrokenResourceError``.
+        """
+        if self._running:
+            raise RuntimeError("this outbox already has a writer")
+        self._running = True
+        try:
+            while self._error is None:
+                batch = self._next_batch()
+                if batch is None:
+                    wake = self._wake = anyio.Event()
+                    await wake.wait()
+                    continue
+                self._size -= len(batch)
+                self._writing = True
+                try:
+                    await self._write(batch)
+                except Exception as exc:  # the stream broke: senders learn it from us
+                    self._fail(exc)
+                    return
+                finally:
+                    self._writing = False
+                self._wake_progress()
+        finally:
+            self._running = False
+            self._wake_progress()
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _put_now(self, queue: deque[bytes], chunks: Iterable[bytes]) -> None:
+        if self._error is not None or self._closed:
+            return
+        for data in chunks:
+            queue.append(data)
+            self._size += len(data)
+        self._wake_writer()
+
+    def _next_batch(self) -> bytes | None:
+        """The next write: urgent output first; small messages joined (never an EOF)."""
+        for queue in (self._urgent, self._data):
+            if not queue:
+                continue
+            first = queue.popleft()
+            if not first or len(first) >= _BATCH_BYTES or not queue or not queue[0]:
+                return first
+            parts = [first]
+            size = len(first)
+            while queue and queue[0] and size + len(queue[0]) <= _BATCH_BYTES:
+                data = queue.popleft()
+                parts.append(data)
+                size += len(data)
+            return b"".join(parts)
+        return None
+
+    async def _write_or_fail(self, data: bytes) -> None:
+        try:
+            await self._write(data)
+        except Exception as exc:
+            self._fail(exc)
+            self._check()
+
+    def _fail(self, exc: BaseException) -> None:
+        self._error = exc
+        self._urgent.clear()
+        self._data.clear()
+        self._size = 0
+        self._wake_progress()
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise anyio.BrokenResourceError(str(self._error)) from self._error
+        if self._closed:
+            raise anyio.ClosedResourceError
+
+    async def _wait_progress(self) -> None:
+        progress = self._progress
+        if progress is None:
+            progress = self._progress = anyio.Event()
+        await progress.wait()
+
+    def _wake_progress(self) -> None:
+        progress, self._progress = self._progress, None
+        if progress is not None:
+            progress.set()
+
+    def _wake_writer(self) -> None:
+        wake, self._wake = self._wake, None
+        if wake is not None:
+            wake.set()
