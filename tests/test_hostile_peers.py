@@ -330,6 +330,34 @@ async def test_a_tool_call_id_that_cannot_be_encoded_is_dropped_not_fatal() -> N
             assert (await raw_result(peer, "ok"))["result"] == "hi"
 
 
+async def test_a_peer_that_sends_calls_but_never_reads_meets_backpressure() -> None:
+    """The frame stops reading once 1,000 calls wait to start (their workers blocked
+    sending results nobody reads), so the peer's sends wait instead of the frame's memory
+    growing with every call it sends."""
+    host_end, frame_end = memory_pair(max_buffer_size=8)
+    sent = 0
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(AssistantFrameProvider(echo_registry()).serve, frame_end)
+        with anyio.move_on_after(3):
+            for i in range(5000):
+                call = {"type": "tool-call", "id": f"c{i}", "toolName": "echo"}
+                await host_end.send(envelope({**call, "args": {"text": "x" * 1000}}))
+                sent += 1
+        assert 1000 <= sent < 1100, sent  # the queue, plus what the buffers hold
+
+        # reading the results lets everything through
+        async def read_all() -> None:
+            while True:
+                await host_end.receive()
+
+        tg.start_soon(read_all)
+        with anyio.fail_after(10):
+            for i in range(sent, 5000):
+                call = {"type": "tool-call", "id": f"c{i}", "toolName": "echo"}
+                await host_end.send(envelope({**call, "args": {"text": "x"}}))
+        tg.cancel_scope.cancel()
+
+
 # -- 5: descriptors run out; too many connections --------------------------------------------
 
 EMFILE_SERVER = textwrap.dedent(

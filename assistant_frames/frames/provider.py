@@ -39,6 +39,10 @@ logger = logging.getLogger("assistant_frames.frames")
 
 DEFAULT_MAX_ARGUMENT_BYTES = 1024 * 1024
 _MAX_IDLE_WORKERS = 8
+# Calls read but not yet started. Beyond this the frame stops reading the connection
+# until workers catch up: a peer that sends calls and never reads the results (so the
+# workers block sending them) meets backpressure instead of growing our memory.
+_MAX_QUEUED_CALLS = 1000
 _CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 _CONTEXT_KEY = "model-context"  # send_latest's key: a newer snapshot replaces an older one
 
@@ -129,7 +133,11 @@ class AssistantFrameProvider:
 
     async def _receive_loop(self, connection: _Connection) -> None:
         receive = connection.transport.receive
+        queue = connection.queue
         while True:
+            if len(queue) >= _MAX_QUEUED_CALLS:
+                room = connection.room = anyio.Event()
+                await room.wait()
             try:
                 raw = await receive()
             except _CLOSED:
@@ -276,6 +284,9 @@ class AssistantFrameProvider:
                         await wake.wait()  # whoever wakes us counted us ready again
                         continue
                     call = queue.popleft()
+                    if connection.room is not None and len(queue) < _MAX_QUEUED_CALLS:
+                        connection.room.set()  # the receive loop may read again
+                        connection.room = None
                     if call.reply is not None:  # answered without running anything
                         await connection.send_reply(call.id, call.reply)
                         continue
@@ -385,6 +396,7 @@ class _Connection:
         "new_event",
         "queue",
         "ready",
+        "room",
         "subscribed",
         "task_group",
         "transport",
@@ -398,6 +410,7 @@ class _Connection:
         self.queue: deque[_Call] = deque()  # calls not yet picked up by a worker
         self.idle: list[anyio.Event] = []  # one per idle worker: set it to wake that one
         self.ready = 0  # workers not running a call (see AssistantFrameProvider._worker)
+        self.room: anyio.Event | None = None  # the receive loop, waiting for the queue
         self.new_event = event_class()
         self.subscribed = False
         self.force_context = False  # a request waits for an answer
