@@ -12,16 +12,21 @@ transport's task group) writes them in order. So:
 
 A transport built by hand without a writer task still works: :meth:`put` then writes
 inline, as a lock-protected send would.
+
+asyncio's transports already buffer whole writes in order and never block on them, so
+for those (:class:`BufferedWriter`) :class:`DirectOutbox` hands every message over at
+once and skips the writer task and its task switch per message.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable
+from typing import Protocol, runtime_checkable
 
 import anyio
 
-__all__ = ["DEFAULT_HIGH_WATER", "Outbox"]
+__all__ = ["DEFAULT_HIGH_WATER", "BufferedWriter", "DirectOutbox", "Outbox", "outbox_for"]
 
 DEFAULT_HIGH_WATER = 1024 * 1024
 _BATCH_BYTES = 256 * 1024  # small messages are joined into writes of up to this size
@@ -73,11 +78,6 @@ class Outbox:
     def would_wait(self) -> bool:
         """Whether a :meth:`put` now could wait (for room, or to write inline)."""
         return not self._running or self._size > self._high_water or self._lock.locked()
-
-    @property
-    def pending(self) -> int:
-        """How many bytes are queued and not yet written."""
-        return self._size
 
     async def put(self, produce: Callable[[], Iterable[bytes]]) -> None:
         """Once there is room, queue what ``produce()`` returns (called right then, so
@@ -221,3 +221,92 @@ class Outbox:
         wake, self._wake = self._wake, None
         if wake is not None:
             wake.set()
+
+
+@runtime_checkable
+class BufferedWriter(Protocol):
+    """A byte stream that takes whole writes at once and in order (asyncio's)."""
+
+    def write_now(self, data: bytes) -> None: ...
+
+    @property
+    def write_paused(self) -> bool: ...
+
+    async def wait_drained(self) -> None: ...
+
+
+class DirectOutbox:
+    """:class:`Outbox`'s interface for a :class:`BufferedWriter`: no queue of its own.
+
+    ``put`` waits (first come, first served) while the stream's buffer is over its
+    high-water mark, then hands the message over whole; urgent output is handed over at
+    once. Nothing written can be cut by a cancellation, so no writer task is needed.
+    """
+
+    __slots__ = ("_closed", "_error", "_lock", "_stream")
+
+    def __init__(self, stream: BufferedWriter) -> None:
+        self._stream = stream
+        self._lock = anyio.Lock(fast_acquire=True)
+        self._closed = False
+        self._error: BaseException | None = None
+
+    @property
+    def error(self) -> BaseException | None:
+        """Why writing failed (the stream broke), or ``None``."""
+        return self._error
+
+    @property
+    def would_wait(self) -> bool:
+        """Whether a :meth:`put` now could wait (for the stream's buffer to drain)."""
+        return self._lock.locked() or self._stream.write_paused
+
+    async def put(self, produce: Callable[[], Iterable[bytes]]) -> None:
+        """As :meth:`Outbox.put`."""
+        async with self._lock:
+            while self._stream.write_paused:
+                self._check()
+                await self._stream.wait_drained()
+            self._check()
+            self._write(produce())
+            self._check()
+
+    def put_urgent(self, chunks: Iterable[bytes]) -> None:
+        """Hand ``chunks`` over now (after what the stream already holds)."""
+        if self._error is None and not self._closed:
+            self._write(chunks)
+
+    put_nowait = put_urgent
+
+    async def drain(self) -> None:
+        """Nothing to wait for: closing an asyncio transport flushes its buffer."""
+
+    def close(self) -> None:
+        """Refuse further output."""
+        self._closed = True
+
+    async def run(self) -> None:
+        """No writer is needed; waits until cancelled, like :meth:`Outbox.run`."""
+        await anyio.sleep_forever()
+
+    def _write(self, chunks: Iterable[bytes]) -> None:
+        try:
+            for data in chunks:
+                self._stream.write_now(data)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+            self._error = exc
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise anyio.BrokenResourceError(str(self._error)) from self._error
+        if self._closed:
+            raise anyio.ClosedResourceError
+
+
+def outbox_for(
+    stream: object, write: Callable[[bytes], Awaitable[None]], *, high_water: int
+) -> Outbox | DirectOutbox:
+    """A :class:`DirectOutbox` for a :class:`BufferedWriter`, else an :class:`Outbox`."""
+    if isinstance(stream, BufferedWriter):
+        return DirectOutbox(stream)
+    return Outbox(write, high_water=high_water)

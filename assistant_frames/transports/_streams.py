@@ -37,6 +37,7 @@ __all__ = [
     "read_pipe",
     "running_asyncio",
     "tcp_server",
+    "write_pipe",
 ]
 
 logger = logging.getLogger("assistant_frames.transports")
@@ -131,12 +132,29 @@ class _AsyncioStream(ByteStream):
         return chunk
 
     async def send(self, item: bytes) -> None:
+        self.write_now(item)
+        await self.wait_drained()
+
+    def write_now(self, data: bytes) -> None:
+        """Hand ``data`` to asyncio's buffer, whole and in order; never waits
+        (``b""``: half-close)."""
         if self._closed:
             raise anyio.ClosedResourceError
         if self._transport.is_closing():
             raise anyio.BrokenResourceError("the connection is closed")
-        self._transport.write(item)
-        if self._protocol.paused_writing:
+        if data:
+            self._transport.write(data)
+        elif self._transport.can_write_eof():
+            self._transport.write_eof()
+
+    @property
+    def write_paused(self) -> bool:
+        """Whether asyncio's buffer is over its high-water mark (the peer reads slowly)."""
+        return self._protocol.paused_writing and not self._transport.is_closing()
+
+    async def wait_drained(self) -> None:
+        """Wait while the buffer is over its high-water mark (one waiter at a time)."""
+        if self.write_paused:
             self._protocol.drained = asyncio.get_running_loop().create_future()
             await self._protocol.drained
 
@@ -189,6 +207,16 @@ async def read_pipe(fd: int) -> anyio.abc.ByteReceiveStream | None:
         return None
     pipe = os.fdopen(fd, "rb", buffering=0, closefd=False)
     _, protocol = await asyncio.get_running_loop().connect_read_pipe(_Protocol, pipe)
+    return _AsyncioStream(protocol)
+
+
+async def write_pipe(fd: int) -> anyio.abc.ByteSendStream | None:
+    """A stream writing the pipe ``fd`` under asyncio (it closes ``fd`` when closed);
+    ``None`` under other loops."""
+    if not running_asyncio():
+        return None
+    pipe = os.fdopen(fd, "wb", buffering=0)
+    _, protocol = await asyncio.get_running_loop().connect_write_pipe(_Protocol, pipe)
     return _AsyncioStream(protocol)
 
 

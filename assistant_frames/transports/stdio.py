@@ -36,8 +36,8 @@ from .._contract import TransportAttribute
 from .._json import decode_json, encode_json
 from ..frames.provider import AssistantFrameProvider
 from ..registry.context import ModelContextProvider
-from ._outbox import DEFAULT_HIGH_WATER, Outbox
-from ._streams import read_pipe
+from ._outbox import DEFAULT_HIGH_WATER, outbox_for
+from ._streams import read_pipe, write_pipe
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
@@ -82,7 +82,7 @@ class StdioTransport(ObjectStream[Any]):
         self._messages: deque[Any] = deque()
         self._partial = bytearray()
         self._skipping = False  # inside a line that is too long
-        self._outbox = Outbox(send_stream.send, high_water=high_water)
+        self._outbox = outbox_for(send_stream, send_stream.send, high_water=high_water)
         self._ended: BaseException | None = None
         self._closed = False
         self._dropped = 0
@@ -424,7 +424,8 @@ async def serve_stdio(
         # be glued to our first message; an empty line is skipped by the reader.
         os.write(out_fd, b"\n")
         stdin = await read_pipe(in_fd) or _FdReceiveStream(in_fd)
-        transport = StdioTransport(stdin, _FdSendStream(out_fd), max_line_bytes=max_line_bytes)
+        stdout = await write_pipe(out_fd) or _FdSendStream(out_fd)
+        transport = StdioTransport(stdin, stdout, max_line_bytes=max_line_bytes)
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(transport.run)
             await provider.serve(transport)

@@ -38,7 +38,7 @@ from .._anyio import cancelled_here, task_group
 from .._contract import TransportAttribute
 from .._json import decode_json, encode_json
 from ..errors import ConnectError, HandshakeRejected
-from ._outbox import DEFAULT_HIGH_WATER, Outbox
+from ._outbox import DEFAULT_HIGH_WATER, outbox_for
 from ._streams import TcpServer, connect_tcp, descriptor_limit, tcp_server
 
 try:
@@ -115,7 +115,7 @@ class WebSocketTransport(ObjectStream[Any]):
         self._messages: deque[Any] = deque()
         self._fragments: list[bytes] = []
         self._fragment_opcode = Opcode.TEXT
-        self._outbox = Outbox(self._write, high_water=high_water)
+        self._outbox = outbox_for(stream, self._write, high_water=high_water)
         self._receive_lock = anyio.Lock(fast_acquire=True)
         self._closed = False
         self._ended: BaseException | None = None  # what receive raises once drained
