@@ -109,7 +109,7 @@ class Outbox:
         self._put_now(self._data, chunks)
 
     async def drain(self) -> None:
-        """Wait until everything queued is written, or writing has failed.
+        """Wait until everything queued is written, or writing has failed (never raises).
 
         With no writer task running (it has been cancelled, as when the task group that
         owns the connection is shutting down), write what is left inline.
@@ -122,10 +122,14 @@ class Outbox:
             if batch is None:
                 return
             self._size -= len(batch)
-            await self._write_or_fail(batch)
+            try:
+                await self._write(batch)
+            except Exception as exc:  # put() raises it; drain() only stops
+                self._fail(exc)
 
     def close(self) -> None:
-        """Refuse further output (queued output is still written while the writer runs)."""
+        """Refuse further :meth:`put` (queued output is still written, and the closing
+        handshake may still queue its frames)."""
         self._closed = True
         self._wake_progress()
 
@@ -162,7 +166,7 @@ class Outbox:
     # -- internals -------------------------------------------------------------------------
 
     def _put_now(self, queue: deque[bytes], chunks: Iterable[bytes]) -> None:
-        if self._error is not None or self._closed:
+        if self._error is not None:  # after close() too: the closing handshake needs it
             return
         for data in chunks:
             queue.append(data)
@@ -185,13 +189,6 @@ class Outbox:
                 size += len(data)
             return b"".join(parts)
         return None
-
-    async def _write_or_fail(self, data: bytes) -> None:
-        try:
-            await self._write(data)
-        except Exception as exc:
-            self._fail(exc)
-            self._check()
 
     def _fail(self, exc: BaseException) -> None:
         self._error = exc
@@ -273,7 +270,7 @@ class DirectOutbox:
 
     def put_urgent(self, chunks: Iterable[bytes]) -> None:
         """Hand ``chunks`` over now (after what the stream already holds)."""
-        if self._error is None and not self._closed:
+        if self._error is None:  # after close() too: the closing handshake needs it
             self._write(chunks)
 
     put_nowait = put_urgent

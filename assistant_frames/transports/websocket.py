@@ -125,6 +125,7 @@ class WebSocketTransport(ObjectStream[Any]):
         for event in early_events:  # parsed in the same read as the handshake
             if isinstance(event, Frame):
                 self._on_frame(event)
+        self._after_frames()  # e.g. a close that came with the handshake: answer it
 
     # -- ObjectStream ----------------------------------------------------------------------
 
@@ -237,6 +238,10 @@ class WebSocketTransport(ObjectStream[Any]):
                 return
             self._protocol.receive_data(data)
             self._protocol.events_received()
+            output = self._protocol.data_to_send()  # the server's EOF once answered
+            if output:
+                self._outbox.put_urgent(output)
+                await self._outbox.drain()
 
     async def _read(self) -> None:
         """Read once from the socket and process it; never waits for a sender."""
@@ -254,6 +259,10 @@ class WebSocketTransport(ObjectStream[Any]):
         for event in self._protocol.events_received():
             if isinstance(event, Frame):
                 self._on_frame(event)
+        self._after_frames()
+
+    def _after_frames(self) -> None:
+        """Queue what the frames just read call for, and end if the connection closes."""
         if self._invalid is not None:
             self._fail(CloseCode.INVALID_DATA, self._invalid)
             return
