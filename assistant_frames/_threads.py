@@ -66,7 +66,6 @@ class ThreadLimiter:
     async def run_sync(self, fn: Callable[[], T]) -> T:
         """Run ``fn()`` in a thread once one is free and return what it returns."""
         await self._acquire()
-        call_soon = _call_soon_threadsafe()
         job = _Job()
 
         def work() -> T:
@@ -79,8 +78,8 @@ class ThreadLimiter:
             finally:
                 with job.lock:
                     job.finished = True
-                    release_later = job.abandoned
-                if release_later:  # nobody waits for us on the loop side
+                    call_soon = job.call_soon  # set if the caller gave up on us meanwhile
+                if call_soon is not None:  # nobody waits for us on the loop side
                     with contextlib.suppress(RuntimeError):  # the loop has ended: no one to wake
                         call_soon(self._release)
 
@@ -89,9 +88,12 @@ class ThreadLimiter:
                 work, abandon_on_cancel=True, limiter=_unlimited_threads()
             )
         except BaseException:
+            call_soon = _call_soon_threadsafe()
             with job.lock:
                 release_now = job.finished or not job.started
                 job.abandoned = True
+                if not release_now:  # the thread runs on: it gives the place back
+                    job.call_soon = call_soon
             if release_now:
                 self._release()
             raise
@@ -124,13 +126,16 @@ class ThreadLimiter:
 
 
 class _Job:
-    __slots__ = ("abandoned", "finished", "lock", "started")
+    """What a thread and its (possibly cancelled) caller agree on, under ``lock``."""
+
+    __slots__ = ("abandoned", "call_soon", "finished", "lock", "started")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
         self.started = False
         self.finished = False
         self.abandoned = False
+        self.call_soon: Callable[[Callable[[], Any]], Any] | None = None
 
 
 def _call_soon_threadsafe() -> Callable[[Callable[[], Any]], Any]:
