@@ -228,12 +228,7 @@ class WebSocketTransport(ObjectStream[Any]):
         while self._protocol.state is State.CLOSING:
             try:
                 data = await self._stream.receive(_READ_SIZE)
-            except (
-                anyio.EndOfStream,
-                anyio.BrokenResourceError,
-                anyio.ClosedResourceError,
-                OSError,
-            ):
+            except (anyio.EndOfStream, *_BROKEN):
                 self._protocol.receive_eof()
                 return
             self._protocol.receive_data(data)
