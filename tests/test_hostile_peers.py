@@ -27,6 +27,7 @@ import anyio.abc
 import anyio.lowlevel
 import pytest
 from anyio.streams.stapled import StapledObjectStream
+from test_websocket import Handler, echo_registry, hosting, raw_client
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Request
 from websockets.server import ServerProtocol
@@ -43,23 +44,21 @@ from assistant_frames import (
 )
 from assistant_frames.transports import connect_websocket, websocket_server
 
-from helpers import CHANNEL, Gate, Outcome, envelope, next_message, serve_frame, wait_until
+from helpers import (
+    CHANNEL,
+    Gate,
+    Outcome,
+    calculator,
+    envelope,
+    next_message,
+    serve_frame,
+    wait_until,
+)
 
 pytestmark = pytest.mark.anyio
 
 BIG = 4_000_000
 BLOCKING_CALLS = 8  # 32 MB: more than loopback's socket buffers hold, so sends block
-
-
-def echo_registry() -> ModelContextRegistry:
-    registry = ModelContextRegistry()
-
-    @registry.tool
-    def echo(text: str) -> str:
-        """Return the text."""
-        return text
-
-    return registry
 
 
 @asynccontextmanager
@@ -75,6 +74,25 @@ async def raw_object_peer(
         tg.start_soon(frame.serve, StapledObjectStream(to_peer_send, to_frame_receive))
         yield peer
         tg.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def a_call_held_open(registry: ModelContextRegistry) -> AsyncIterator[AssistantFrameHost]:
+    """A host on ``registry``'s frame with one call of a ``wait`` tool running all along;
+    on the way out the call is released and must have lived through the block."""
+    gate = Gate()
+    registry.add_tool("wait", gate)
+    async with (
+        serve_frame(AssistantFrameProvider(registry)) as host,
+        anyio.create_task_group() as tg,
+    ):
+        waiting = Outcome()
+        tg.start_soon(waiting.run, host, "wait", {})
+        await gate.started.wait()
+        yield host
+        gate.release.set()
+        await waiting.done.wait()
+        assert waiting.result == "released"
 
 
 async def raw_result(peer: StapledObjectStream[Any], call_id: str) -> dict[str, Any]:
@@ -142,16 +160,6 @@ def raw_server(first: Any) -> Iterator[tuple[str, list[RawPeer]]]:
             with suppress(OSError):
                 peer.sock.close()
         thread.join(5)
-
-
-async def call_with_a_new_host(url: str, tool: str, args: Any) -> Any:
-    """Connect a new host to ``url``, wait for its context and make one call."""
-    async with (
-        connect_websocket(url) as transport,
-        AssistantFrameHost(transport, timeout=5) as host,
-    ):
-        await host.wait_for_context(timeout=5)
-        return await host.call_tool(tool, args)
 
 
 def context_update(*tools: str) -> dict[str, Any]:
@@ -256,19 +264,9 @@ async def test_a_lone_surrogate_in_arguments_spares_the_connection() -> None:
     standard library's encoder carries them as escapes), and the other calls live.
 
     Before: measuring the arguments raised inside serve() and ended the connection."""
-    registry = echo_registry()
-    gate = Gate()
-    registry.add_tool("wait", gate)
-    frame = AssistantFrameProvider(registry)
-    async with serve_frame(frame) as host, anyio.create_task_group() as tg:
-        waiting = Outcome()
-        tg.start_soon(waiting.run, host, "wait", {})
-        await gate.started.wait()
+    async with a_call_held_open(echo_registry()) as host:
         assert await host.call_tool("echo", {"text": "lone \ud800"}) == "lone \ud800"
         assert await host.call_tool("echo", {"text": "after"}) == "after"
-        gate.release.set()
-        await waiting.done.wait()
-        assert waiting.result == "released"
 
 
 async def test_a_lone_surrogate_crosses_a_websocket_both_ways() -> None:
@@ -405,8 +403,8 @@ async def test_a_server_that_runs_out_of_descriptors_keeps_serving(
             sock.close()
         await anyio.sleep(0.5)
         with anyio.fail_after(10):
-            url = f"ws://127.0.0.1:{port}"
-            assert await call_with_a_new_host(url, "echo", {"text": "served"}) == "served"
+            async with hosting(f"ws://127.0.0.1:{port}") as host:
+                assert await host.call_tool("echo", {"text": "served"}) == "served"
         assert process.poll() is None
     finally:
         process.kill()
@@ -435,7 +433,8 @@ async def test_connections_beyond_the_cap_are_refused_at_once() -> None:
         for stream in idle:
             await stream.aclose()
         await wait_until(lambda: server.connections == 0)
-        assert await call_with_a_new_host(server.url, "echo", {"text": "again"}) == "again"
+        async with hosting(server.url) as host:
+            assert await host.call_tool("echo", {"text": "again"}) == "again"
 
 
 async def test_the_default_cap_leaves_room_under_the_descriptor_limit() -> None:
@@ -490,18 +489,9 @@ async def test_a_tool_leaking_cancelled_error_fails_only_its_call(
         await task
         return "unreachable"
 
-    gate = Gate()
-    registry.add_tool("wait", gate)
-    frame = AssistantFrameProvider(registry)
-    async with serve_frame(frame) as host, anyio.create_task_group() as tg:
-        waiting = Outcome()
-        tg.start_soon(waiting.run, host, "wait", {})
-        await gate.started.wait()
+    async with a_call_held_open(registry) as host:
         with pytest.raises(ToolCallError, match="CancelledError"):
             await host.call_tool("fetch")
-        gate.release.set()
-        await waiting.done.wait()
-        assert waiting.result == "released"
         assert host.connected
     assert any("fetch" in record.getMessage() for record in caplog.records)
 
@@ -547,7 +537,8 @@ async def test_a_tool_raising_a_base_exception_fails_only_its_call(raised: BaseE
             with pytest.raises(ToolCallError, match=type(raised).__name__):
                 await host.call_tool("bad")
             assert await host.call_tool("echo", {"text": "still"}) == "still"
-        assert await call_with_a_new_host(server.url, "echo", {"text": "new"}) == "new"
+        async with hosting(server.url) as host:
+            assert await host.call_tool("echo", {"text": "new"}) == "new"
 
 
 async def test_a_handler_raising_a_base_exception_ends_only_its_connection() -> None:
@@ -679,10 +670,6 @@ async def test_invalid_utf8_in_a_text_frame_closes_with_1007() -> None:
     """RFC 6455: a text frame must be UTF-8; the connection closes with 1007, others live.
 
     Before: the frame was dropped silently."""
-    from test_websocket import Handler, hosting, raw_client
-
-    from helpers import calculator
-
     handler = Handler(AssistantFrameProvider(calculator()))
     with anyio.fail_after(10):
         async with websocket_server(handler) as server:

@@ -32,15 +32,39 @@ DEFAULT_HIGH_WATER = 1024 * 1024
 _BATCH_BYTES = 256 * 1024  # small messages are joined into writes of up to this size
 
 
-class Outbox:
+class _OutboxBase:
+    """What both outboxes share: first come first served ``put``s, closing, failure."""
+
+    __slots__ = ("_closed", "_error", "_lock")
+
+    def __init__(self) -> None:
+        self._lock = anyio.Lock(fast_acquire=True)  # first come, first served
+        self._closed = False
+        self._error: BaseException | None = None
+
+    @property
+    def error(self) -> BaseException | None:
+        """Why writing failed (the stream broke), or ``None``."""
+        return self._error
+
+    def close(self) -> None:
+        """Refuse further ``put`` (queued output is still written, and the closing
+        handshake may still queue its frames)."""
+        self._closed = True
+
+    def _check(self) -> None:
+        if self._error is not None:
+            raise anyio.BrokenResourceError(str(self._error)) from self._error
+        if self._closed:
+            raise anyio.ClosedResourceError
+
+
+class Outbox(_OutboxBase):
     """Queued output for one byte stream; ``write(b"")`` means half-close (EOF)."""
 
     __slots__ = (
-        "_closed",
         "_data",
-        "_error",
         "_high_water",
-        "_lock",
         "_progress",
         "_running",
         "_size",
@@ -56,23 +80,16 @@ class Outbox:
         *,
         high_water: int = DEFAULT_HIGH_WATER,
     ) -> None:
+        super().__init__()
         self._write = write
         self._high_water = high_water
         self._data: deque[bytes] = deque()
         self._urgent: deque[bytes] = deque()
         self._size = 0
-        self._lock = anyio.Lock(fast_acquire=True)  # first come, first served
         self._wake: anyio.Event | None = None  # the writer, waiting for output
         self._progress: anyio.Event | None = None  # senders, waiting for room or a drain
         self._running = False
         self._writing = False  # a batch is being written (no longer counted in _size)
-        self._closed = False
-        self._error: BaseException | None = None
-
-    @property
-    def error(self) -> BaseException | None:
-        """Why writing failed (the stream broke), or ``None``."""
-        return self._error
 
     @property
     def would_wait(self) -> bool:
@@ -128,10 +145,8 @@ class Outbox:
                 self._fail(exc)
 
     def close(self) -> None:
-        """Refuse further :meth:`put` (queued output is still written, and the closing
-        handshake may still queue its frames)."""
-        self._closed = True
-        self._wake_progress()
+        super().close()
+        self._wake_progress()  # senders waiting for room learn it
 
     async def run(self) -> None:
         """Write queued output until cancelled or the stream fails.
@@ -197,12 +212,6 @@ class Outbox:
         self._size = 0
         self._wake_progress()
 
-    def _check(self) -> None:
-        if self._error is not None:
-            raise anyio.BrokenResourceError(str(self._error)) from self._error
-        if self._closed:
-            raise anyio.ClosedResourceError
-
     async def _wait_progress(self) -> None:
         progress = self._progress
         if progress is None:
@@ -232,7 +241,7 @@ class BufferedWriter(Protocol):
     async def wait_drained(self) -> None: ...
 
 
-class DirectOutbox:
+class DirectOutbox(_OutboxBase):
     """:class:`Outbox`'s interface for a :class:`BufferedWriter`: no queue of its own.
 
     ``put`` waits (first come, first served) while the stream's buffer is over its
@@ -240,18 +249,11 @@ class DirectOutbox:
     once. Nothing written can be cut by a cancellation, so no writer task is needed.
     """
 
-    __slots__ = ("_closed", "_error", "_lock", "_stream")
+    __slots__ = ("_stream",)
 
     def __init__(self, stream: BufferedWriter) -> None:
+        super().__init__()
         self._stream = stream
-        self._lock = anyio.Lock(fast_acquire=True)
-        self._closed = False
-        self._error: BaseException | None = None
-
-    @property
-    def error(self) -> BaseException | None:
-        """Why writing failed (the stream broke), or ``None``."""
-        return self._error
 
     @property
     def would_wait(self) -> bool:
@@ -278,10 +280,6 @@ class DirectOutbox:
     async def drain(self) -> None:
         """Nothing to wait for: closing an asyncio transport flushes its buffer."""
 
-    def close(self) -> None:
-        """Refuse further output."""
-        self._closed = True
-
     async def run(self) -> None:
         """No writer is needed; waits until cancelled, like :meth:`Outbox.run`."""
         await anyio.sleep_forever()
@@ -292,12 +290,6 @@ class DirectOutbox:
                 self._stream.write_now(data)
         except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
             self._error = exc
-
-    def _check(self) -> None:
-        if self._error is not None:
-            raise anyio.BrokenResourceError(str(self._error)) from self._error
-        if self._closed:
-            raise anyio.ClosedResourceError
 
 
 def outbox_for(

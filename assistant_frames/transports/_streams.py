@@ -35,7 +35,6 @@ __all__ = [
     "connect_tcp",
     "descriptor_limit",
     "read_pipe",
-    "running_asyncio",
     "tcp_server",
     "write_pipe",
 ]
