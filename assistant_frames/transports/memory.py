@@ -44,11 +44,21 @@ class _Latest:
 class _Direction:
     """The messages flowing one way, and who is waiting for them."""
 
-    __slots__ = ("eof", "items", "latest", "max_size", "receiver_closed", "room", "waiter")
+    __slots__ = (
+        "bounded",
+        "eof",
+        "items",
+        "latest",
+        "max_size",
+        "receiver_closed",
+        "room",
+        "waiter",
+    )
 
     def __init__(self, max_size: float) -> None:
         self.items: deque[Any] = deque()
         self.max_size = max_size
+        self.bounded = max_size != math.inf
         self.latest: dict[str, _Latest] = {}  # send_latest messages not received yet
         self.waiter: anyio.Event | None = None  # the receiver, waiting for a message
         self.room: anyio.Event | None = None  # senders, waiting for the buffer to drain
@@ -86,11 +96,25 @@ class MemoryTransport(ObjectStream[Any]):
 
         Waits (cancellably) while the peer has ``max_buffer_size`` messages queued.
         """
-        await self._put(copy_json(item))
+        value = copy_json(item)
+        outgoing = self._outgoing
+        if (
+            self._closed
+            or outgoing.eof
+            or outgoing.receiver_closed
+            or (outgoing.bounded and len(outgoing.items) >= outgoing.max_size)
+        ):
+            await self._put(value)  # raises, or waits for room
+            return
+        outgoing.items.append(value)  # the hot path: queue and wake, no await
+        outgoing.wake()
 
     @property
     def send_would_wait(self) -> bool:
         """Whether :meth:`send` could wait right now (never, unless bounded and full)."""
+        return self._would_wait()
+
+    def _would_wait(self) -> bool:
         outgoing = self._outgoing
         return len(outgoing.items) >= outgoing.max_size
 
@@ -99,7 +123,7 @@ class MemoryTransport(ObjectStream[Any]):
         """:class:`TransportAttribute` ``send_latest`` and ``send_would_wait``."""
         return {
             TransportAttribute.send_latest: lambda: self.send_latest,
-            TransportAttribute.send_would_wait: lambda: lambda: self.send_would_wait,
+            TransportAttribute.send_would_wait: lambda: self._would_wait,
         }
 
     async def send_latest(self, key: str, item: Any) -> None:
