@@ -16,7 +16,6 @@ import anyio
 from anyio.abc import ObjectStream, TaskGroup
 
 from .._anyio import Deadlines, event_class, task_group
-from .._contract import TransportAttribute
 from ..errors import (
     FrameDisconnected,
     ToolArgumentsError,
@@ -28,6 +27,7 @@ from ..errors import (
 from ..registry.context import ModelContext, Unsubscribe
 from ..registry.registry import _Subscribers
 from ..registry.tool import Tool, ToolCallContext
+from ..transports.contract import TransportAttribute, close_reason
 from . import protocol
 from .protocol import (
     MalformedMessage,
@@ -340,14 +340,14 @@ class AssistantFrameHost:
                     self._apply(message.context)
                 else:
                     logger.debug("Host ignored a %s message", message.type)
-        except _CLOSED as exc:  # a transport may say why (an exit code, a close reason)
-            detail = str(exc)
+        except _CLOSED as exc:  # a transport may say why (an exit code, a close code)
+            reason = close_reason(exc)
             self._disconnect(
-                f"{self.name} disconnected: {detail}"
-                if detail
+                f"{self.name} disconnected: {reason.description}"
+                if reason.description
                 else f"{self.name} closed the connection",
-                returncode=getattr(exc, "returncode", None),
-                stderr_tail=getattr(exc, "stderr_tail", None),
+                returncode=reason.exit_code,
+                stderr_tail=reason.stderr_tail,
             )
         except Exception as exc:  # a transport failing in its own way
             logger.warning("Transport of %s failed: %r", self.name, exc)

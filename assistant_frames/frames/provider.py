@@ -12,13 +12,13 @@ import anyio.lowlevel
 from anyio.abc import ObjectStream, TaskGroup
 
 from .._anyio import cancelled_here, event_class
-from .._contract import TransportAttribute
 from .._json import encode_json
 from .._threads import DEFAULT_MAX_THREADS, ThreadLimiter, current_limiter
 from ..errors import ToolCallError
 from ..registry.context import ModelContext, ModelContextProvider, Unsubscribe
 from ..registry.registry import ModelContextRegistry
 from ..registry.tool import Tool, ToolCallContext
+from ..transports.contract import TransportAttribute
 from . import protocol
 from .protocol import (
     RESULT_NOT_SENDABLE,

@@ -5,25 +5,23 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any, Literal
 
 import anyio
-from anyio.abc import ObjectStream
 
 from .._anyio import task_group
 from ..errors import AssistantFramesError, FrameDisconnected, HandshakeRejected
 from ..registry.context import ModelContext, Unsubscribe
 from ..registry.registry import _Subscribers
+from ..transports.contract import Connector
 from .host import AssistantFrameHost
 
 __all__ = ["Connector", "ReconnectingHost"]
 
 logger = logging.getLogger("assistant_frames.frames")
 
-Connector = Callable[[], AbstractAsyncContextManager[ObjectStream[Any]]]
-"""Opens one connection: e.g. ``lambda: connect_websocket(url, token=token)``."""
 
 _EMPTY = ModelContext()
 

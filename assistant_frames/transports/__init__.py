@@ -13,7 +13,17 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .._contract import TransportAttribute
+from .contract import (
+    CloseReason,
+    Connector,
+    Listener,
+    MessageTooLarge,
+    Transport,
+    TransportAttribute,
+    TransportClosed,
+    UnsendableMessage,
+    close_reason,
+)
 from .memory import MemoryTransport, copy_json, memory_pair
 
 if TYPE_CHECKING:
@@ -27,6 +37,14 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "CloseReason",
+    "Connector",
+    "Listener",
+    "MessageTooLarge",
+    "Transport",
+    "TransportClosed",
+    "UnsendableMessage",
+    "close_reason",
     "MemoryTransport",
     "StdioTransport",
     "TransportAttribute",

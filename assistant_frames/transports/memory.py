@@ -12,7 +12,7 @@ from anyio.abc import ObjectStream
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .._anyio import event_class
-from .._contract import TransportAttribute
+from .contract import TransportAttribute
 
 __all__ = ["MemoryTransport", "copy_json", "memory_pair"]
 

@@ -32,7 +32,7 @@ import anyio.lowlevel
 from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectStream
 
 from .._anyio import task_group
-from .._contract import TransportAttribute
+from .contract import CloseReason, TransportAttribute, TransportClosed
 from .._json import decode_json, encode_json
 from ..frames.provider import AssistantFrameProvider
 from ..registry.context import ModelContextProvider
@@ -246,10 +246,15 @@ class WorkerTransport(StdioTransport):
 
     async def _end_of_stream(self, exc: BaseException | None) -> anyio.EndOfStream:
         """Ends with the exit code and stderr tail attached, for ``FrameDisconnected``."""
-        end = anyio.EndOfStream(await self._describe_end(exc))
-        end.returncode = self.process.returncode  # type: ignore[attr-defined]
-        end.stderr_tail = self.stderr_tail()  # type: ignore[attr-defined]
-        return end
+        description = await self._describe_end(exc)
+        code = self.process.returncode
+        reason = CloseReason(
+            description,
+            clean=code == 0,
+            exit_code=code,
+            stderr_tail=self.stderr_tail(),
+        )
+        return TransportClosed(reason)
 
     async def _describe_end(self, exc: BaseException | None) -> str:
         with anyio.move_on_after(_EXIT_WAIT):

@@ -35,11 +35,11 @@ from anyio import TypedAttributeSet, typed_attribute
 from anyio.abc import ByteStream, ObjectStream
 
 from .._anyio import cancelled_here, task_group
-from .._contract import TransportAttribute
 from .._json import decode_json, encode_json
 from ..errors import ConnectError, HandshakeRejected
 from ._outbox import DEFAULT_HIGH_WATER, outbox_for
 from ._streams import TcpServer, connect_tcp, descriptor_limit, tcp_server
+from .contract import TransportAttribute
 
 try:
     from websockets.client import ClientProtocol
