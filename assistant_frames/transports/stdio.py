@@ -32,12 +32,12 @@ import anyio.lowlevel
 from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectStream
 
 from .._anyio import task_group
-from .contract import CloseReason, TransportAttribute, TransportClosed
 from .._json import decode_json, encode_json
 from ..frames.provider import AssistantFrameProvider
 from ..registry.context import ModelContextProvider
 from ._outbox import DEFAULT_HIGH_WATER, outbox_for
 from ._streams import read_pipe, write_pipe
+from .contract import CloseReason, TransportAttribute, TransportClosed
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
