@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
@@ -11,7 +10,9 @@ import anyio
 import sniffio
 from anyio.abc import TaskGroup
 
-__all__ = ["Deadlines", "cancelled_here", "event_class", "running_asyncio", "task_group"]
+from .calls import PendingCalls
+
+__all__ = ["cancelled_here", "event_class", "expire_calls", "running_asyncio", "task_group"]
 
 
 def running_asyncio() -> bool:
@@ -62,52 +63,17 @@ async def task_group() -> AsyncIterator[TaskGroup]:
         raise
 
 
-class Deadlines:
-    """Times out many waits with one task, for deadlines that mostly come in order.
+async def expire_calls(calls: PendingCalls) -> None:
+    """Time out ``calls`` as their deadlines pass; runs until cancelled.
 
-    A cancel scope with a deadline costs a timer per wait, a large share of a fast call.
-    Waits that share one timeout get ascending deadlines, so an insertion-ordered dict
-    and one task (:meth:`run`, in the owner's task group) expire them all. :meth:`add`
-    refuses a deadline earlier than the last one; the caller then uses its own scope.
+    One task for all of a connection's calls: it sleeps until the earliest deadline and
+    is woken only when a new call's deadline comes before that (a cancel scope per call
+    would cost a large share of a fast call).
     """
-
-    __slots__ = ("_entries", "_last", "_wake")
-
-    def __init__(self) -> None:
-        self._entries: dict[object, tuple[float, Callable[[], None]]] = {}
-        self._last = -math.inf
-        self._wake: anyio.Event | None = None
-
-    def add(self, key: object, limit: float, expire: Callable[[], None]) -> bool:
-        """Call ``expire()`` in ``limit`` seconds unless ``key`` is discarded first.
-
-        Returns False, tracking nothing, when that would be out of order.
-        """
-        deadline = anyio.current_time() + limit
-        if deadline < self._last:
-            return False
-        self._last = deadline
-        self._entries[key] = (deadline, expire)
-        wake, self._wake = self._wake, None
-        if wake is not None:
-            wake.set()
-        return True
-
-    def discard(self, key: object) -> None:
-        """Forget ``key`` (its wait ended in time); nothing if it is not tracked."""
-        self._entries.pop(key, None)
-
-    async def run(self) -> None:
-        """Expire the waits as their deadlines pass; runs until cancelled."""
-        entries = self._entries
-        while True:
-            if not entries:
-                wake = self._wake = anyio.Event()
-                await wake.wait()
-                continue
-            key, (deadline, expire) = next(iter(entries.items()))
-            if deadline > anyio.current_time():
-                await anyio.sleep_until(deadline)
-                continue
-            del entries[key]
-            expire()
+    new_event = event_class()
+    while True:
+        wake = new_event()
+        calls.timer_wake = wake.set
+        with anyio.CancelScope(deadline=calls.arm()):
+            await wake.wait()
+        calls.expire(anyio.current_time())

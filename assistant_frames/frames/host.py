@@ -1,74 +1,40 @@
-"""``AssistantFrameHost``: the host side of one frame connection."""
+"""``AssistantFrameHost``: the host side of one frame connection.
+
+The protocol's rules live in :class:`~assistant_frames.frames.host_machine.HostMachine`;
+this is its anyio driver: one task reads the transport and feeds the machine, one
+times calls out, and callers send what the machine gives them.
+"""
 
 from __future__ import annotations
 
-import copy
-import itertools
 import logging
 import math
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from contextlib import AsyncExitStack, suppress
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 from anyio.abc import ObjectStream, TaskGroup
 
-from .._anyio import Deadlines, event_class, task_group
-from ..errors import (
-    FrameDisconnected,
-    ToolArgumentsError,
-    ToolCallError,
-    ToolCallTimeout,
-    ToolDisabledError,
-    ToolNotFoundError,
-)
-from ..registry.context import ModelContext, Unsubscribe
-from ..registry.registry import _Subscribers
+from .._anyio import event_class, expire_calls, task_group
+from ..calls import PendingCall
+from ..errors import FrameDisconnected, ToolArgumentsError
+from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.tool import Tool, ToolCallContext
 from ..transports.contract import TransportAttribute, close_reason
-from . import protocol
-from .protocol import (
-    MalformedMessage,
-    ModelContextResponse,
-    ModelContextUpdate,
-    SerializedTool,
-    ToolResult,
-)
+from .host_machine import HostMachine, HostState
+from .protocol import MalformedMessage, SerializedTool
 
 __all__ = ["AssistantFrameHost"]
 
 logger = logging.getLogger("assistant_frames.frames")
 
 _CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
-_EMPTY_CONTEXT = ModelContext()
 _CANCEL_SEND_TIMEOUT = 1.0
 
-State = Literal["new", "connected", "disconnected", "closed"]
-
-
-def _remote_error(message: str, name: str, call_id: str) -> ToolCallError:
-    """The error for a failed ``tool-result``, typed when the message is a known refusal."""
-    if message == f'Tool "{name}" not found':
-        return ToolNotFoundError(name, tool_call_id=call_id)
-    if message == f'Tool "{name}" is disabled':
-        return ToolDisabledError(name, tool_call_id=call_id)
-    if message.startswith(f'Invalid arguments for tool "{name}"'):
-        return ToolArgumentsError(message, tool_name=name, tool_call_id=call_id)
-    return ToolCallError(message, tool_name=name, tool_call_id=call_id)
-
-
-class _Pending:
-    """A call awaiting its ``tool-result``."""
-
-    __slots__ = ("done", "error", "result", "sent")
-
-    def __init__(self, done: anyio.Event) -> None:
-        self.done = done
-        self.result: ToolResult | None = None
-        self.error: FrameDisconnected | None = None
-        self.sent = False  # the tool-call went out (so a cancel must follow it)
+State = HostState
 
 
 class AssistantFrameHost:
@@ -97,20 +63,11 @@ class AssistantFrameHost:
         self.timeout = timeout
         self.name = name or "frame"
         self._transport = transport
-        self._state: State = "new"
-        self._context = _EMPTY_CONTEXT
-        self._wire: Mapping[str, Any] | None = None
-        self._subscribers = _Subscribers()
-        self._pending: dict[str, _Pending] = {}
-        self._deadlines = Deadlines()  # calls with the default timeout
-        self._ids = itertools.count(1)
-        self._id_prefix = f"tool-{secrets.token_hex(3)}"
-        self._subscribed = False
-        self._malformed = 0
+        self._machine = HostMachine(self._remote_tool, id_prefix=f"tool-{secrets.token_hex(3)}")
+        self._subscribers = Subscribers()
         self._ready: anyio.Event | None = None
         self._ended: anyio.Event | None = None
         self._new_event: Callable[[], anyio.Event] = anyio.Event  # the backend's, once entered
-        self._disconnected: FrameDisconnected | None = None
         self._exit_stack: AsyncExitStack | None = None
         self._task_group: TaskGroup | None = None
         self._send_would_wait = transport.extra(TransportAttribute.send_would_wait, None)
@@ -118,18 +75,18 @@ class AssistantFrameHost:
     # -- lifecycle -----------------------------------------------------------------------
 
     async def __aenter__(self) -> AssistantFrameHost:
-        if self._state != "new":
+        if self._machine.state != "new":
             raise RuntimeError("An AssistantFrameHost can be entered only once")
         self._ready = anyio.Event()
         self._ended = anyio.Event()
         self._new_event = event_class()
         async with AsyncExitStack() as stack:
             self._task_group = await stack.enter_async_context(task_group())
-            self._state = "connected"
+            request = self._machine.open()
             self._task_group.start_soon(self._receive_loop)
-            self._task_group.start_soon(self._deadlines.run)
+            self._task_group.start_soon(expire_calls, self._machine.calls)
             try:
-                await self._transport.send(protocol.encode_context_request())
+                await self._transport.send(request)
             except _CLOSED:
                 self._disconnect("The frame's transport was already closed")
             self._exit_stack = stack.pop_all()
@@ -154,21 +111,18 @@ class AssistantFrameHost:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> None:
-        if self._state == "closed":
+        machine = self._machine
+        if machine.state == "closed":
             return
-        was_connected = self._state == "connected"
-        self._state = "closed"
-        closed = FrameDisconnected(f"The host of {self.name} was closed")
-        with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_SEND_TIMEOUT):
-            if was_connected:
-                for call_id in list(self._pending):
-                    await self._try_send(protocol.encode_tool_cancel(call_id))
-                if self._subscribed:
-                    await self._try_send(protocol.encode_context_unsubscribe())
-        self._fail_pending(closed)
+        goodbye = machine.close(FrameDisconnected(f"The host of {self.name} was closed"))
+        if goodbye:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_SEND_TIMEOUT):
+                for message in goodbye:
+                    await self._try_send(message)
         if self._ended is not None:
             self._ended.set()
-        self._clear_context()
+        if machine.clear_context():
+            self._subscribers.notify()
         if self._task_group is not None:
             self._task_group.cancel_scope.cancel()
         try:
@@ -190,12 +144,17 @@ class AssistantFrameHost:
     @property
     def state(self) -> State:
         """``"new"``, ``"connected"``, ``"disconnected"`` (transport broke) or ``"closed"``."""
-        return self._state
+        return self._machine.state
 
     @property
     def connected(self) -> bool:
         """True while the transport is open."""
-        return self._state == "connected"
+        return self._machine.state == "connected"
+
+    @property
+    def has_context(self) -> bool:
+        """True once the frame's context has arrived, while connected."""
+        return self._machine.wire is not None
 
     async def wait_for_context(self, timeout: float | None = None) -> ModelContext:
         """Wait until the frame's first context has arrived and return the current one.
@@ -208,15 +167,15 @@ class AssistantFrameHost:
         limit = self.timeout if timeout is None else timeout
         with anyio.fail_after(math.inf if limit is None else limit):
             await self._ready.wait()
-        if self._wire is None:
-            raise self._disconnected or FrameDisconnected(f"{self.name} is not connected")
-        return self._context
+        if self._machine.wire is None:
+            raise self._machine.disconnected or FrameDisconnected(f"{self.name} is not connected")
+        return self._machine.context
 
     # -- ModelContextProvider ------------------------------------------------------------
 
     def get_model_context(self) -> ModelContext:
         """The frame's latest context (empty before the first and after a disconnect)."""
-        return self._context
+        return self._machine.context
 
     def subscribe(self, callback: Callable[[], None]) -> Unsubscribe:
         """Call ``callback()`` whenever the frame's context changes."""
@@ -239,107 +198,93 @@ class AssistantFrameHost:
         ``tool-cancel`` is sent), and :class:`FrameDisconnected` when the connection is
         or goes away. Cancelling the caller also sends ``tool-cancel``.
         """
-        if self._state != "connected":
+        machine = self._machine
+        if machine.state != "connected":
             raise self._not_connected()
-        call_id = tool_call_id or f"{self._id_prefix}{next(self._ids)}"
-        if call_id in self._pending:
-            raise ValueError(f"A call with id {call_id!r} is already pending")
-        pending = _Pending(self._new_event())
-        self._pending[call_id] = pending
         limit = self.timeout if timeout is None else timeout
-        message = protocol.encode_tool_call(call_id, name, args)
+        done = self._new_event()
+        # The deadline covers the send: a peer that stopped reading makes it wait. When
+        # the transport promises the send will not wait, the one timer task times the
+        # call out (a cancel scope per call would cost a large share of it).
+        timer = (
+            limit is not None and self._send_would_wait is not None and not self._send_would_wait()
+        )
+        call, message = machine.start_call(
+            name,
+            args,
+            call_id=tool_call_id,
+            deadline=anyio.current_time() + limit if timer else None,  # type: ignore[operator]
+            wake=done.set,
+        )
         try:
-            # The deadline covers the send: a peer that stopped reading makes it wait.
-            if limit is None:
-                await self._send_call(message, name, call_id)
-                pending.sent = True
-                await pending.done.wait()
-            elif (
-                timeout is None
-                and self._send_would_wait is not None
-                and not self._send_would_wait()
-                and self._deadlines.add(call_id, limit, pending.done.set)
-            ):
-                # The send will not wait, so one task can time out every such call
-                # (a cancel scope per call would cost a large share of it). Neither
-                # result nor error once it expires: a timeout, reported below.
-                await self._send_call(message, name, call_id)
-                pending.sent = True
-                await pending.done.wait()
+            if limit is None or timer:
+                await self._send_call(message, call)
+                await done.wait()
             else:
                 with anyio.move_on_after(limit):
-                    await self._send_call(message, name, call_id)
-                    pending.sent = True
-                    await pending.done.wait()
-        except anyio.get_cancelled_exc_class():
-            if pending.sent and pending.result is None and pending.error is None:
-                await self._cancel_remote(call_id)
+                    await self._send_call(message, call)
+                    await done.wait()
+                if not call.settled:
+                    call.timed_out = True
+        except BaseException:  # cancelled, or the arguments could not be sent
+            await self._abandon(call)
             raise
-        finally:
-            self._pending.pop(call_id, None)
-            self._deadlines.discard(call_id)
-        result = pending.result
-        if result is not None:
-            if isinstance(result.error, str):
-                raise _remote_error(result.error, name, call_id)
-            return result.result
-        if pending.error is not None:
-            raise copy.copy(pending.error)  # a fresh exception per caller, same details
-        if pending.sent:  # a call that never left needs no cancel
-            await self._cancel_remote(call_id)
-        raise ToolCallTimeout(name, limit or 0.0, tool_call_id=call_id)
+        if call.timed_out:
+            await self._abandon(call)
+        return machine.outcome(call, limit)
 
-    async def _send_call(self, message: dict[str, Any], name: str, call_id: str) -> None:
+    async def _send_call(self, message: dict[str, Any], call: PendingCall) -> None:
         try:
             await self._transport.send(message)
         except (TypeError, ValueError) as exc:
             raise ToolArgumentsError(
-                f'Arguments for tool "{name}" cannot be sent: {exc}',
-                tool_name=name,
-                tool_call_id=call_id,
+                f'Arguments for tool "{call.name}" cannot be sent: {exc}',
+                tool_name=call.name,
+                tool_call_id=call.id,
             ) from None
         except _CLOSED:
             self._disconnect("The frame's transport is closed")
+        call.sent = True
 
-    async def _cancel_remote(self, call_id: str) -> None:
-        if self._state == "connected":
+    async def _abandon(self, call: PendingCall) -> None:
+        cancel = self._machine.abandon(call)
+        if cancel is not None:
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CANCEL_SEND_TIMEOUT):
-                await self._try_send(protocol.encode_tool_cancel(call_id))
+                await self._try_send(cancel)
 
     async def _try_send(self, message: dict[str, Any]) -> None:
         with suppress(*_CLOSED):
             await self._transport.send(message)
 
     def _not_connected(self) -> FrameDisconnected:
-        if self._state == "new":
+        state = self._machine.state
+        if state == "new":
             return FrameDisconnected(f"Enter the host of {self.name} (async with) first")
-        if self._state == "closed":
+        if state == "closed":
             return FrameDisconnected(f"The host of {self.name} was closed")
-        return self._disconnected or FrameDisconnected(f"{self.name} is not connected")
+        return self._machine.disconnected or FrameDisconnected(f"{self.name} is not connected")
 
     # -- receiving -----------------------------------------------------------------------
 
     async def _receive_loop(self) -> None:
         receive = self._transport.receive
+        feed = self._machine.receive
         try:
             while True:
                 raw = await receive()
                 try:
-                    message = protocol.decode(raw)
+                    changed, reply = feed(raw)
                 except MalformedMessage as exc:
                     self._log_malformed(exc.reason)
                     continue
-                if message is None:
-                    continue
-                if type(message) is ToolResult:
-                    call = self._pending.pop(message.id, None)
-                    if call is not None:
-                        call.result = message
-                        call.done.set()
-                elif type(message) is ModelContextUpdate or type(message) is ModelContextResponse:
-                    self._apply(message.context)
-                else:
-                    logger.debug("Host ignored a %s message", message.type)
+                if reply is not None and self._task_group is not None:
+                    # Receiving never waits for a send. Started before waking whoever
+                    # waits for the context, so on asyncio the subscribe goes out
+                    # before their first call.
+                    self._task_group.start_soon(self._try_send, reply)
+                if changed:
+                    self._ready.set()  # type: ignore[union-attr]
+                    self._subscribers.notify()
         except _CLOSED as exc:  # a transport may say why (an exit code, a close code)
             reason = close_reason(exc)
             self._disconnect(
@@ -354,58 +299,8 @@ class AssistantFrameHost:
             self._disconnect(f"The transport of {self.name} failed: {exc!r}")
 
     def _log_malformed(self, reason: str) -> None:
-        self._malformed += 1
-        level = logging.WARNING if self._malformed == 1 else logging.DEBUG
+        level = logging.WARNING if self._machine.malformed == 1 else logging.DEBUG
         logger.log(level, "Host dropped a malformed message from %s (%s)", self.name, reason)
-
-    def _apply(self, wire: Mapping[str, Any]) -> None:
-        try:
-            context, changed = self._build_context(wire)
-        except ValueError as exc:
-            self._log_malformed(f"unusable context, kept the last good one: {exc}")
-            return
-        first = self._wire is None
-        self._wire = wire
-        self._context = context
-        if first and not self._subscribed and self._state == "connected":
-            self._subscribed = True
-            if self._task_group is not None:  # receiving never waits for a send
-                # Started before waking whoever waits for the context, so on asyncio
-                # the subscribe goes out before their first call.
-                self._task_group.start_soon(self._try_send, protocol.encode_context_subscribe())
-        self._set_ready()
-        if changed:
-            self._subscribers.notify()
-
-    def _set_ready(self) -> None:
-        if self._ready is not None:
-            self._ready.set()
-
-    def _build_context(self, wire: Mapping[str, Any]) -> tuple[ModelContext, bool]:
-        """The context for ``wire``, reusing unchanged tools; and whether anything changed.
-
-        One pass over the tools: a frame may hold thousands, and every change resends all.
-        """
-        previous = self._wire or {}
-        previous_tools = self._context.tools
-        previous_specs = previous.get("tools") or {}
-        specs = protocol.check_tools(wire.get("tools"))
-        system = wire.get("system")
-        system_changed = self._wire is None or system != previous.get("system")
-        if self._wire is not None and specs == previous_specs:  # one C-level pass
-            if not system_changed:
-                return self._context, False
-            return ModelContext(system=system, tools=previous_tools), True
-        changed = system_changed or len(specs) != len(previous_specs)
-        tools: dict[str, Tool] = {}
-        for name, spec in specs.items():
-            old = previous_tools.get(name)
-            if old is not None and previous_specs.get(name) == spec:
-                tools[name] = old  # unchanged: keep the same object
-            else:
-                tools[name] = self._remote_tool(name, protocol.check_tool(name, spec))
-                changed = True
-        return ModelContext(system=system, tools=tools), changed
 
     def _remote_tool(self, name: str, spec: SerializedTool) -> Tool:
         call_tool = self.call_tool
@@ -427,31 +322,16 @@ class AssistantFrameHost:
     def _disconnect(
         self, reason: str, *, returncode: int | None = None, stderr_tail: str | None = None
     ) -> None:
-        if self._state != "connected":
+        error = FrameDisconnected(reason, returncode=returncode, stderr_tail=stderr_tail)
+        if not self._machine.connection_lost(error):
             return
-        self._state = "disconnected"
-        self._disconnected = FrameDisconnected(
-            reason, returncode=returncode, stderr_tail=stderr_tail
-        )
-        self._fail_pending(self._disconnected)
-        self._set_ready()
+        if self._ready is not None:
+            self._ready.set()
         if self._ended is not None:
             self._ended.set()
-        self._clear_context()
-
-    def _clear_context(self) -> None:
-        """The frame's tools are gone: empty the context and tell subscribers."""
-        had_context = self._wire is not None
-        self._wire = None
-        self._context = _EMPTY_CONTEXT
-        if had_context:
+        if self._machine.clear_context():
             self._subscribers.notify()
 
-    def _fail_pending(self, error: FrameDisconnected) -> None:
-        pending, self._pending = self._pending, {}
-        for call in pending.values():
-            call.error = error
-            call.done.set()
-
     def __repr__(self) -> str:
-        return f"<AssistantFrameHost {self.name!r} {self._state} tools={len(self._context.tools)}>"
+        tools = len(self._machine.context.tools)
+        return f"<AssistantFrameHost {self.name!r} {self._machine.state} tools={tools}>"

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
 
+from ..errors import RESULT_NOT_SENDABLE
 from ..registry.context import ModelContext
 from ..registry.tool import Tool
 
@@ -53,7 +54,6 @@ __all__ = [
 ]
 
 CHANNEL: Final = "assistant-ui-frame"
-RESULT_NOT_SENDABLE: Final = "Tool result could not be sent across the frame boundary"
 
 
 class SerializedTool(TypedDict, total=False):

@@ -13,8 +13,7 @@ import anyio
 
 from .._anyio import task_group
 from ..errors import AssistantFramesError, FrameDisconnected, HandshakeRejected
-from ..registry.context import ModelContext, Unsubscribe
-from ..registry.registry import _Subscribers
+from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..transports.contract import Connector
 from .host import AssistantFrameHost
 
@@ -59,7 +58,7 @@ class ReconnectingHost:
         self._max_delay = max_delay
         self._max_attempts = max_attempts
         self._host: AssistantFrameHost | None = None
-        self._subscribers = _Subscribers()
+        self._subscribers = Subscribers()
         self._state: Literal["new", "connecting", "connected", "failed", "closed"] = "new"
         self._changed: anyio.Event | None = None
         self._last_error: BaseException | None = None
@@ -127,7 +126,7 @@ class ReconnectingHost:
         with anyio.fail_after(math.inf if limit is None else limit):
             while True:
                 host = self._host
-                if host is not None and host.connected and host._wire is not None:
+                if host is not None and host.connected and host.has_context:
                     return host.get_model_context()
                 if self._state in ("failed", "closed"):
                     raise FrameDisconnected(f"{self.name} is {self._state}") from self._last_error

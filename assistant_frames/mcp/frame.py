@@ -9,6 +9,7 @@ fetches the list again. Servers that cannot notify are polled only when asked to
 
 from __future__ import annotations
 
+import copy
 import logging
 import shlex
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -28,10 +29,16 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from .._anyio import Deadlines, task_group
-from ..errors import ConnectError, FrameDisconnected, ToolCallError, ToolCallTimeout
-from ..registry.context import ModelContext, Unsubscribe
-from ..registry.registry import _Subscribers
+from .._anyio import expire_calls, task_group
+from ..calls import PendingCalls
+from ..errors import (
+    ConnectError,
+    FrameDisconnected,
+    ToolCallError,
+    ToolCallTimeout,
+    error_from_jsonrpc,
+)
+from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.tool import Tool, ToolCallContext
 from ._results import from_call_result
 
@@ -114,10 +121,9 @@ class MCPFrame:
         )
         self._state: State = "new"
         self._context = _EMPTY_CONTEXT
-        self._subscribers = _Subscribers()
+        self._subscribers = Subscribers()
         self._disconnected: FrameDisconnected | None = None
-        self._calls: set[anyio.CancelScope] = set()
-        self._deadlines = Deadlines()
+        self._calls = PendingCalls()  # each call's wake cancels its scope
         self._exit_stack: AsyncExitStack | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -156,7 +162,7 @@ class MCPFrame:
         async with self._connected_client():
             self._state = "connected"
             async with anyio.create_task_group() as group:
-                group.start_soon(self._deadlines.run)
+                group.start_soon(expire_calls, self._calls)
                 # Listening starts before the first listing, so that no change can fall
                 # between the two.
                 await self._start_following(group)
@@ -291,16 +297,15 @@ class MCPFrame:
         # in-process server runs the call in this very task, where no transport ends
         # it). Cancelled, the client tells the server to cancel the call.
         with anyio.CancelScope() as scope:
-            if limit is not None and not self._deadlines.add(scope, limit, scope.cancel):
-                scope.deadline = anyio.current_time() + limit
-            self._calls.add(scope)
+            deadline = None if limit is None else anyio.current_time() + limit
+            call = self._calls.add(name, deadline=deadline, wake=scope.cancel)
             try:
                 result = await self._client.call_tool(name, args)
             except MCPError as exc:
                 if exc.code == types.CONNECTION_CLOSED:
                     self._gone_because("it closed the connection")
                     raise self._disconnected or FrameDisconnected(exc.message) from None
-                raise ToolCallError(exc.message, tool_name=name) from None
+                raise error_from_jsonrpc(exc.code, exc.message, name) from None
             except (RuntimeError, ValidationError) as exc:
                 # The SDK checks the result: its shape, and content against outputSchema.
                 raise ToolCallError(
@@ -308,11 +313,12 @@ class MCPFrame:
                     tool_name=name,
                 ) from exc
             finally:
-                self._calls.discard(scope)
-                self._deadlines.discard(scope)
+                self._calls.discard(call.id)
         if scope.cancelled_caught:
-            if self._state == "connected" and limit is not None:
-                raise ToolCallTimeout(name, limit)
+            if call.timed_out:
+                raise ToolCallTimeout(name, limit or 0.0)
+            if isinstance(call.error, FrameDisconnected):
+                raise copy.copy(call.error)
             raise self._disconnected or FrameDisconnected(f"The MCP frame {self.name} was closed")
         return from_call_result(result, name)
 
@@ -403,8 +409,7 @@ class MCPFrame:
     def _fail(self, error: FrameDisconnected) -> None:
         self._disconnected = self._disconnected or error
         self._ended.set()
-        for scope in self._calls:
-            scope.cancel()
+        self._calls.fail_all(self._disconnected)
         if self._context is not _EMPTY_CONTEXT:
             self._context = _EMPTY_CONTEXT
             self._subscribers.notify()

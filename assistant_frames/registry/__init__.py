@@ -1,6 +1,6 @@
 """Pure data and logic: tools, model contexts, registries and merging. No I/O."""
 
-from .context import ModelContext, ModelContextProvider, ToolConflict, Unsubscribe
+from .context import ModelContext, ModelContextProvider, Subscribers, ToolConflict, Unsubscribe
 from .merge import ConflictPolicy, merge_model_contexts, namespaced
 from .registry import InstructionHandle, ModelContextRegistry, ProviderHandle, ToolHandle
 from .schema import inline_refs
@@ -13,6 +13,7 @@ __all__ = [
     "ModelContextProvider",
     "ModelContextRegistry",
     "ProviderHandle",
+    "Subscribers",
     "Tool",
     "ToolCallContext",
     "ToolConflict",

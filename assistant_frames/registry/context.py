@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -10,9 +12,46 @@ from typing import Any, Protocol, runtime_checkable
 from ..errors import ToolNotFoundError
 from .tool import Tool
 
-__all__ = ["ModelContext", "ModelContextProvider", "ToolConflict", "Unsubscribe"]
+__all__ = ["ModelContext", "ModelContextProvider", "Subscribers", "ToolConflict", "Unsubscribe"]
+
+logger = logging.getLogger("assistant_frames.registry")
 
 Unsubscribe = Callable[[], None]
+
+
+class Subscribers:
+    """The callbacks of a :class:`ModelContextProvider`'s ``subscribe``.
+
+    Synchronous callbacks, called in the order they subscribed; one that raises is
+    logged and never stops the others.
+    """
+
+    __slots__ = ("_callbacks", "_ids")
+
+    def __init__(self) -> None:
+        self._callbacks: dict[int, Callable[[], None]] = {}
+        self._ids = itertools.count()
+
+    def add(self, callback: Callable[[], None]) -> Unsubscribe:
+        """Subscribe ``callback``; returns the function that unsubscribes it."""
+        if not callable(callback):
+            raise TypeError(f"subscribe() needs a callable, not {callback!r}")
+        key = next(self._ids)
+        self._callbacks[key] = callback
+
+        def unsubscribe() -> None:
+            self._callbacks.pop(key, None)
+
+        return unsubscribe
+
+    def notify(self) -> None:
+        """Call every callback."""
+        for callback in tuple(self._callbacks.values()):
+            try:
+                callback()
+            except Exception:
+                logger.exception("A model context subscriber raised; it stays subscribed")
+
 
 _EMPTY: Mapping[str, Tool] = MappingProxyType({})
 

@@ -9,7 +9,7 @@ from dataclasses import replace as dataclass_replace
 from typing import Any, TypeVar, overload
 
 from ..errors import ToolConflictError
-from .context import ModelContext, ModelContextProvider, ToolConflict, Unsubscribe
+from .context import ModelContext, ModelContextProvider, Subscribers, ToolConflict, Unsubscribe
 from .merge import ConflictPolicy, _merge, namespaced
 from .tool import _UNSET, ExecuteFunction, Parameters, Tool, ToolType
 
@@ -18,34 +18,6 @@ __all__ = ["InstructionHandle", "ModelContextRegistry", "ProviderHandle", "ToolH
 logger = logging.getLogger("assistant_frames.registry")
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class _Subscribers:
-    """Synchronous callbacks; one that raises is logged and never stops the others."""
-
-    __slots__ = ("_callbacks", "_ids")
-
-    def __init__(self) -> None:
-        self._callbacks: dict[int, Callable[[], None]] = {}
-        self._ids = itertools.count()
-
-    def add(self, callback: Callable[[], None]) -> Unsubscribe:
-        if not callable(callback):
-            raise TypeError(f"subscribe() needs a callable, not {callback!r}")
-        key = next(self._ids)
-        self._callbacks[key] = callback
-
-        def unsubscribe() -> None:
-            self._callbacks.pop(key, None)
-
-        return unsubscribe
-
-    def notify(self) -> None:
-        for callback in tuple(self._callbacks.values()):
-            try:
-                callback()
-            except Exception:
-                logger.exception("A model context subscriber raised; it stays subscribed")
 
 
 class ModelContextRegistry:
@@ -78,7 +50,7 @@ class ModelContextRegistry:
         self._tool_names: dict[str, int] = {}
         self._instructions: dict[int, str] = {}
         self._providers: dict[int, _ProviderEntry] = {}
-        self._subscribers = _Subscribers()
+        self._subscribers = Subscribers()
         self._cache: ModelContext | None = None
         self._reported: set[tuple[str, int, int]] = set()
 

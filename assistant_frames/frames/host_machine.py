@@ -1,0 +1,212 @@
+"""The host side of the frame protocol as a sans-I/O state machine.
+
+:class:`HostMachine` holds everything a host knows about one connection (its state, the
+frame's context, the calls awaiting results) and applies the protocol's rules: what to
+send on opening and closing, when to subscribe, which context replaces which, which
+result settles which call, and what a failed result means. It never awaits: feed it
+what arrived (:meth:`HostMachine.receive`), send what it returns.
+:class:`~assistant_frames.frames.AssistantFrameHost` is its anyio driver.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from ..calls import PendingCall, PendingCalls
+from ..errors import FrameDisconnected, ToolCallTimeout, error_from_wire
+from ..registry.context import ModelContext
+from ..registry.tool import Tool
+from . import protocol
+from .protocol import (
+    MalformedMessage,
+    ModelContextResponse,
+    ModelContextUpdate,
+    SerializedTool,
+    ToolResult,
+)
+
+__all__ = ["EMPTY_CONTEXT", "HostMachine", "HostState", "MakeTool"]
+
+HostState = Literal["new", "connected", "disconnected", "closed"]
+MakeTool = Callable[[str, SerializedTool], Tool]
+"""Builds the local stand-in for a frame's tool (its ``execute`` calls across)."""
+
+EMPTY_CONTEXT = ModelContext()
+
+
+class HostMachine:
+    """The rules of one host-to-frame connection, without I/O.
+
+    ``make_tool(name, spec)`` builds the :class:`Tool` that stands for a frame's tool.
+    Calls are tracked by :attr:`calls` (ids start with ``id_prefix``).
+    """
+
+    __slots__ = (
+        "_make_tool",
+        "calls",
+        "context",
+        "disconnected",
+        "malformed",
+        "state",
+        "subscribed",
+        "wire",
+    )
+
+    def __init__(self, make_tool: MakeTool, *, id_prefix: str = "tool-") -> None:
+        self._make_tool = make_tool
+        self.calls = PendingCalls(id_prefix)
+        self.state: HostState = "new"
+        self.context = EMPTY_CONTEXT
+        #: The frame's last context as it came over the wire (``None``: none yet).
+        self.wire: Mapping[str, Any] | None = None
+        self.subscribed = False
+        self.malformed = 0  # messages dropped as malformed
+        self.disconnected: FrameDisconnected | None = None
+
+    # -- opening and closing ---------------------------------------------------------------
+
+    def open(self) -> dict[str, Any]:
+        """The connection is up: the message to send first (a context request)."""
+        if self.state != "new":
+            raise RuntimeError(f"Cannot open a connection that is {self.state}")
+        self.state = "connected"
+        return protocol.encode_context_request()
+
+    def close(self, error: FrameDisconnected) -> list[dict[str, Any]]:
+        """The host closes: the messages to send (cancels, unsubscribe), best effort.
+
+        Every pending call fails with ``error``; the context stays until
+        :meth:`clear_context`.
+        """
+        if self.state == "closed":
+            return []
+        messages: list[dict[str, Any]] = []
+        if self.state == "connected":
+            messages = [protocol.encode_tool_cancel(call.id) for call in self.calls if call.sent]
+            if self.subscribed:
+                messages.append(protocol.encode_context_unsubscribe())
+        self.state = "closed"
+        self.calls.fail_all(error)
+        return messages
+
+    def connection_lost(self, error: FrameDisconnected) -> bool:
+        """The transport ended: fail every call with ``error``; False if already ended."""
+        if self.state != "connected":
+            return False
+        self.state = "disconnected"
+        self.disconnected = error
+        self.calls.fail_all(error)
+        return True
+
+    def clear_context(self) -> bool:
+        """Forget the frame's context; whether there was one (subscribers must hear)."""
+        had_context = self.wire is not None
+        self.wire = None
+        self.context = EMPTY_CONTEXT
+        return had_context
+
+    # -- calls -----------------------------------------------------------------------------
+
+    def start_call(
+        self,
+        name: str,
+        args: Any,
+        *,
+        call_id: str | None = None,
+        deadline: float | None = None,
+        wake: Callable[[], None],
+    ) -> tuple[PendingCall, dict[str, Any]]:
+        """Track a new call; returns it and the ``tool-call`` to send."""
+        call = self.calls.add(name, call_id=call_id, deadline=deadline, wake=wake)
+        return call, protocol.encode_tool_call(call.id, name, args)
+
+    def abandon(self, call: PendingCall) -> dict[str, Any] | None:
+        """The caller gave up on ``call``: the ``tool-cancel`` to send, if one must go."""
+        self.calls.discard(call.id)
+        if call.sent and self.state == "connected" and (call.timed_out or not call.settled):
+            return protocol.encode_tool_cancel(call.id)
+        return None
+
+    @staticmethod
+    def outcome(call: PendingCall, timeout: float | None) -> Any:
+        """A settled call's value, or the typed error it ended with."""
+        error = call.error
+        if error is None:
+            if call.timed_out:
+                raise ToolCallTimeout(call.name, timeout or 0.0, tool_call_id=call.id)
+            return call.result
+        if isinstance(error, str):
+            raise error_from_wire(error, call.name, call.id)
+        raise copy.copy(error)  # a fresh exception per caller, same details
+
+    # -- receiving -------------------------------------------------------------------------
+
+    def receive(self, raw: Any) -> tuple[bool, dict[str, Any] | None]:
+        """Apply one received value.
+
+        Returns whether the frame's context changed (tell subscribers) and a message to
+        send (the subscribe that follows the first context). Results settle their calls
+        (waking their callers); results for unknown ids are ignored. Malformed messages
+        raise :class:`MalformedMessage` after being counted in :attr:`malformed`.
+        """
+        try:
+            message = protocol.decode(raw)
+        except MalformedMessage:
+            self.malformed += 1
+            raise
+        if message is None:
+            return False, None
+        if type(message) is ToolResult:
+            error = message.error
+            self.calls.resolve(
+                message.id, message.result, error if isinstance(error, str) else None
+            )
+            return False, None
+        if type(message) is ModelContextUpdate or type(message) is ModelContextResponse:
+            return self._apply(message.context)
+        return False, None  # host -> frame types arriving at a host: not for us
+
+    def _apply(self, wire: Mapping[str, Any]) -> tuple[bool, dict[str, Any] | None]:
+        try:
+            context, changed = self._build_context(wire)
+        except ValueError as exc:
+            self.malformed += 1
+            raise MalformedMessage(
+                f"unusable context, kept the last good one: {exc}", message=wire
+            ) from None
+        self.wire = wire
+        self.context = context
+        subscribe = None
+        if not self.subscribed and self.state == "connected":
+            self.subscribed = True
+            subscribe = protocol.encode_context_subscribe()
+        return changed, subscribe
+
+    def _build_context(self, wire: Mapping[str, Any]) -> tuple[ModelContext, bool]:
+        """The context for ``wire``, reusing unchanged tools; and whether anything changed.
+
+        One pass over the tools: a frame may hold thousands, and every change resends all.
+        """
+        previous = self.wire or {}
+        previous_tools = self.context.tools
+        previous_specs = previous.get("tools") or {}
+        specs = protocol.check_tools(wire.get("tools"))
+        system = wire.get("system")  # a string or None: decoding checked it
+        system_changed = self.wire is None or system != previous.get("system")
+        if self.wire is not None and specs == previous_specs:  # one C-level pass
+            if not system_changed:
+                return self.context, False
+            return ModelContext(system=system, tools=previous_tools), True
+        changed = system_changed or len(specs) != len(previous_specs)
+        tools: dict[str, Tool] = {}
+        make_tool = self._make_tool
+        for name, spec in specs.items():
+            old = previous_tools.get(name)
+            if old is not None and previous_specs.get(name) == spec:
+                tools[name] = old  # unchanged: keep the same object
+            else:
+                tools[name] = make_tool(name, protocol.check_tool(name, spec))
+                changed = True
+        return ModelContext(system=system, tools=tools), changed
