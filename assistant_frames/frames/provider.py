@@ -20,24 +20,18 @@ from ..registry.registry import ModelContextRegistry
 from ..registry.tool import Tool, ToolCallContext
 from ..transports.contract import TransportAttribute
 from . import protocol
+from .frame_machine import CallCancelled, CallRequested, ContextWanted, FrameMachine, Malformed
 from .protocol import (
     RESULT_NOT_SENDABLE,
-    MalformedMessage,
-    ModelContextRequest,
-    ModelContextSubscribe,
-    ModelContextUnsubscribe,
-    NotJSONSerializable,
     SerializedModelContext,
     SerializedTool,
-    ToolCall,
-    ToolCancel,
 )
 
 __all__ = ["DEFAULT_MAX_ARGUMENT_BYTES", "AssistantFrameProvider"]
 
 logger = logging.getLogger("assistant_frames.frames")
 
-DEFAULT_MAX_ARGUMENT_BYTES = 1024 * 1024
+DEFAULT_MAX_ARGUMENT_BYTES: int | None = None  # the transport bounds every message
 _MAX_IDLE_WORKERS = 8
 # Calls read but not yet started. Beyond this the frame stops reading the connection
 # until workers catch up: a peer that sends calls and never reads the results (so the
@@ -56,9 +50,11 @@ class AssistantFrameProvider:
     change, coalesced into one snapshot per burst. Tool calls run concurrently, each
     cancellable by ``tool-cancel``; bad input never ends the connection.
 
-    ``max_argument_bytes`` refuses tool calls whose arguments are larger as JSON
-    (``None``: no limit). ``max_threads`` bounds how many sync tools run in threads at
-    once, over all connections; a call waiting for a thread can still be cancelled, and
+    ``max_argument_bytes`` refuses tool calls whose arguments are larger as JSON, with
+    an error result (``None``, the default: the transport's message size limit is the
+    only bound, and arguments are not encoded again just to be measured).
+    ``max_threads`` bounds how many sync tools run in threads at once, over all
+    connections; a call waiting for a thread can still be cancelled, and
     a cancelled sync call keeps its thread counted until its function returns.
 
     Whatever a tool raises is that call's error, never the connection's: a
@@ -123,7 +119,7 @@ class AssistantFrameProvider:
                     await self._receive_loop(connection)
                 finally:
                     self._connections.discard(connection)
-                    for call in connection.calls.values():
+                    for call in connection.machine.calls.values():
                         call.context.cancel()  # sync tools in threads see the flag
                     task_group.cancel_scope.cancel()
         finally:
@@ -133,6 +129,7 @@ class AssistantFrameProvider:
 
     async def _receive_loop(self, connection: _Connection) -> None:
         receive = connection.transport.receive
+        feed = connection.machine.receive
         queue = connection.queue
         while True:
             if len(queue) >= _MAX_QUEUED_CALLS:
@@ -145,54 +142,36 @@ class AssistantFrameProvider:
             except Exception as exc:  # a transport failing in its own way ends only this one
                 logger.warning("Frame connection ended: its transport failed: %r", exc)
                 return
-            try:
-                message = protocol.decode(raw)
-            except MalformedMessage as exc:
-                self._on_malformed(connection, exc)
+            event = feed(raw)
+            if event is None:
                 continue
-            if message is None:
-                continue
-            if type(message) is ToolCall:
-                self._start_call(connection, message)
-            elif type(message) is ToolCancel:
-                call = connection.calls.pop(message.id, None)
-                if call is not None:
-                    call.cancel()
-            elif type(message) is ModelContextRequest:
-                connection.subscribed = True
-                connection.force_context = True  # answered even if nothing changed
+            kind = type(event)
+            if kind is CallRequested:
+                self._start_call(connection, event)  # type: ignore[arg-type]
+            elif kind is CallCancelled:
+                event.handle.cancel()  # type: ignore[union-attr]
+            elif kind is ContextWanted:
                 connection.wake.set()
-            elif type(message) is ModelContextSubscribe:
-                connection.subscribed = True
-                connection.wake.set()
-            elif type(message) is ModelContextUnsubscribe:
-                connection.subscribed = False
-            else:  # frame -> host types arriving at a frame: not for us
-                logger.debug("Frame ignored a %s message", message.type)
+            else:
+                self._on_malformed(connection, event)  # type: ignore[arg-type]
 
-    def _on_malformed(self, connection: _Connection, exc: MalformedMessage) -> None:
-        connection.malformed += 1
-        level = logging.WARNING if connection.malformed == 1 else logging.DEBUG
+    def _on_malformed(self, connection: _Connection, event: Malformed) -> None:
         logger.log(
-            level,
+            logging.WARNING if event.first else logging.DEBUG,
             "Dropped a malformed frame message (%s)%s",
-            exc.reason,
-            "; further ones on this connection are logged at DEBUG"
-            if connection.malformed == 1
-            else "",
+            event.reason,
+            "; further ones on this connection are logged at DEBUG" if event.first else "",
         )
-        if exc.tool_call_id is not None:  # answered by a worker, like any call
-            call = _Call(exc.tool_call_id, "", None)
-            call.reply = protocol.encode_tool_error(
-                exc.tool_call_id, f"Malformed tool-call: {exc.reason}"
-            )
+        if event.reply is not None:  # answered by a worker, like any call
+            call = _Call("", "", None)
+            call.reply = event.reply
             self._queue(connection, call)
 
     # -- model context -------------------------------------------------------------------
 
     def _on_change(self) -> None:
         for connection in self._connections:
-            if connection.subscribed:
+            if connection.machine.subscribed:
                 connection.wake.set()
 
     def _current_wire(self) -> SerializedModelContext:
@@ -219,14 +198,9 @@ class AssistantFrameProvider:
             await connection.wake.wait()
             connection.wake = anyio.Event()
             await anyio.lowlevel.checkpoint()  # let the rest of a burst land first
-            force, connection.force_context = connection.force_context, False
-            if not (force or connection.subscribed):
+            message = connection.machine.context_update(self._current_wire())
+            if message is None:
                 continue
-            wire = self._current_wire()
-            if not force and (wire is connection.last_sent or wire == connection.last_sent):
-                continue
-            connection.last_sent = wire
-            message = protocol.encode_context_update(wire)
             try:
                 if send is not None:
                     await send(_CONTEXT_KEY, message)
@@ -239,12 +213,12 @@ class AssistantFrameProvider:
 
     # -- tool calls ----------------------------------------------------------------------
 
-    def _start_call(self, connection: _Connection, message: ToolCall) -> None:
-        previous = connection.calls.pop(message.id, None)
-        if previous is not None:  # a reused live id cancels the older call
-            previous.cancel()
+    def _start_call(self, connection: _Connection, event: CallRequested[_Call]) -> None:
+        if event.superseded is not None:  # a reused live id cancels the older call
+            event.superseded.cancel()
+        message = event.call
         call = _Call(message.id, message.tool_name, message.args)
-        connection.calls[message.id] = call
+        connection.machine.track(message.id, call)
         self._queue(connection, call)
 
     def _queue(self, connection: _Connection, call: _Call) -> None:
@@ -271,7 +245,7 @@ class AssistantFrameProvider:
         worker running it, which then carries on in a fresh scope. Entering a scope per
         call would cost a large share of a call.
         """
-        queue, calls, idle = connection.queue, connection.calls, connection.idle
+        queue, machine, idle = connection.queue, connection.machine, connection.idle
         while True:
             with anyio.CancelScope() as scope:
                 while not scope.cancel_called:
@@ -290,7 +264,7 @@ class AssistantFrameProvider:
                     if call.reply is not None:  # answered without running anything
                         await connection.send_reply(call.id, call.reply)
                         continue
-                    if calls.get(call.id) is not call:
+                    if not machine.is_live(call.id, call):
                         continue  # cancelled or superseded while queued
                     connection.ready -= 1
                     if queue and connection.ready == 0:
@@ -304,10 +278,8 @@ class AssistantFrameProvider:
                     await self._reply(connection, call, reply)
 
     async def _reply(self, connection: _Connection, call: _Call, reply: dict[str, Any]) -> None:
-        if connection.calls.get(call.id) is not call:
-            return  # cancelled or superseded: no result
-        del connection.calls[call.id]
-        await connection.send_reply(call.id, reply)
+        if connection.machine.finish(call.id, call):  # else cancelled or superseded
+            await connection.send_reply(call.id, reply)
 
     async def _execute(self, call: _Call) -> dict[str, Any]:
         args = call.args
@@ -345,10 +317,9 @@ class AssistantFrameProvider:
             logger.warning("Tool %r raised %r; answered as an error", call.name, exc)
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             return protocol.encode_tool_error(call.id, f'Tool "{call.name}" failed: {detail}')
-        try:
-            return protocol.encode_tool_result(call.id, protocol.to_json_value(result))
-        except NotJSONSerializable:
-            return protocol.encode_tool_error(call.id, RESULT_NOT_SENDABLE)
+        # The transport converts the result to JSON as it sends it (models, dataclasses,
+        # datetimes...); one it cannot convert becomes RESULT_NOT_SENDABLE in send_reply.
+        return protocol.encode_tool_result(call.id, result)
 
 
 def _own_cancellation(call: _Call) -> bool:
@@ -388,16 +359,12 @@ class _Connection:
     """What a frame knows about one connected host."""
 
     __slots__ = (
-        "calls",
-        "force_context",
         "idle",
-        "last_sent",
-        "malformed",
+        "machine",
         "new_event",
         "queue",
         "ready",
         "room",
-        "subscribed",
         "task_group",
         "transport",
         "wake",
@@ -406,16 +373,12 @@ class _Connection:
     def __init__(self, transport: ObjectStream[Any], task_group: TaskGroup) -> None:
         self.transport = transport
         self.task_group = task_group
-        self.calls: dict[str, _Call] = {}
+        self.machine: FrameMachine[_Call] = FrameMachine()
         self.queue: deque[_Call] = deque()  # calls not yet picked up by a worker
         self.idle: list[anyio.Event] = []  # one per idle worker: set it to wake that one
         self.ready = 0  # workers not running a call (see AssistantFrameProvider._worker)
         self.room: anyio.Event | None = None  # the receive loop, waiting for the queue
         self.new_event = event_class()
-        self.subscribed = False
-        self.force_context = False  # a request waits for an answer
-        self.last_sent: SerializedModelContext | None = None
-        self.malformed = 0
         self.wake = anyio.Event()
 
     async def send_reply(self, call_id: str, reply: dict[str, Any]) -> None:
