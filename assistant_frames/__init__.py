@@ -18,7 +18,13 @@ from .errors import (
     ToolDisabledError,
     ToolNotFoundError,
 )
-from .frames import AssistantFrameHost, AssistantFrameProvider, ReconnectingHost
+from .frames import (
+    AssistantFrameHost,
+    AssistantFrameProvider,
+    ConnectionState,
+    FrameConnection,
+    ReconnectingHost,
+)
 from .registry import (
     ConflictPolicy,
     InstructionHandle,
@@ -54,6 +60,8 @@ __all__ = [
     "AssistantFramesError",
     "ConflictPolicy",
     "ConnectError",
+    "ConnectionState",
+    "FrameConnection",
     "FrameDisconnected",
     "HandshakeRejected",
     "InstructionHandle",

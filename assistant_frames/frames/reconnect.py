@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from contextlib import AsyncExitStack
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, suppress
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 import anyio
 
@@ -15,6 +15,7 @@ from .._anyio import task_group
 from ..errors import AssistantFramesError, FrameDisconnected, HandshakeRejected
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..transports.contract import Connector
+from .connection import ConnectionState, FrameConnection
 from .host import AssistantFrameHost
 
 __all__ = ["Connector", "ReconnectingHost"]
@@ -26,11 +27,12 @@ _EMPTY = ModelContext()
 
 
 class ReconnectingHost:
-    """Keeps a host connected to a frame, reconnecting with bounded backoff.
+    """Keeps a connection to a frame up, reconnecting with bounded backoff.
 
-    ``connect`` opens one connection per call (an async context manager yielding a
-    transport). While connected this behaves like the inner
-    :class:`AssistantFrameHost`; when the connection drops, pending calls fail at once
+    ``connect`` opens one connection per call: an async context manager that yields a
+    transport (served by an :class:`AssistantFrameHost`), or a :class:`FrameConnection`
+    itself (``lambda: MCPFrame(url)``). While connected this behaves like that
+    connection; when the connection drops, pending calls fail at once
     with :class:`FrameDisconnected`, the frame's tools disappear (subscribers are
     told), and it reconnects after ``initial_delay`` seconds, doubling up to
     ``max_delay``; once connected again it requests the context and the tools come
@@ -41,7 +43,7 @@ class ReconnectingHost:
 
     def __init__(
         self,
-        connect: Connector,
+        connect: Connector | Callable[[], AbstractAsyncContextManager[FrameConnection]],
         *,
         name: str | None = None,
         timeout: float | None = 30.0,
@@ -57,9 +59,9 @@ class ReconnectingHost:
         self._initial_delay = initial_delay
         self._max_delay = max_delay
         self._max_attempts = max_attempts
-        self._host: AssistantFrameHost | None = None
+        self._host: FrameConnection | None = None
         self._subscribers = Subscribers()
-        self._state: Literal["new", "connecting", "connected", "failed", "closed"] = "new"
+        self._state: ConnectionState = "new"
         self._changed: anyio.Event | None = None
         self._last_error: BaseException | None = None
         self.connections = 0  # how many times it has connected
@@ -88,15 +90,32 @@ class ReconnectingHost:
             await stack.__aexit__(exc_type, exc, tb)  # the task group must see it
         self._subscribers.notify()  # whatever the frame offered is gone
 
+    async def aclose(self) -> None:
+        """Stop reconnecting and close the current connection."""
+        await self.__aexit__(None, None, None)
+
     @property
-    def state(self) -> str:
+    def state(self) -> ConnectionState:
         """``"connecting"``, ``"connected"``, ``"failed"`` (gave up) or ``"closed"``."""
         return self._state
 
     @property
-    def host(self) -> AssistantFrameHost | None:
-        """The host of the current connection, if connected."""
+    def connected(self) -> bool:
+        """True while the current connection is live."""
+        host = self._host
+        return host is not None and host.connected
+
+    @property
+    def host(self) -> FrameConnection | None:
+        """The current connection (an :class:`AssistantFrameHost` for a transport)."""
         return self._host
+
+    async def wait_disconnected(self) -> None:
+        """Wait until it has given up (``"failed"``) or been closed."""
+        if self._changed is None:
+            raise RuntimeError("Enter the host (async with) before waiting on it")
+        while self._state not in ("failed", "closed"):
+            await self._changed.wait()
 
     # -- ModelContextProvider ------------------------------------------------------------
 
@@ -126,8 +145,9 @@ class ReconnectingHost:
         with anyio.fail_after(math.inf if limit is None else limit):
             while True:
                 host = self._host
-                if host is not None and host.connected and host.has_context:
-                    return host.get_model_context()
+                if host is not None and host.connected:
+                    with suppress(FrameDisconnected):  # it went: wait for the next one
+                        return await host.wait_for_context(math.inf)
                 if self._state in ("failed", "closed"):
                     raise FrameDisconnected(f"{self.name} is {self._state}") from self._last_error
                 await self._changed.wait()
@@ -152,10 +172,13 @@ class ReconnectingHost:
         while True:
             connected = False
             try:
-                async with (
-                    self._connect() as transport,
-                    AssistantFrameHost(transport, timeout=self.timeout, name=self.name) as host,
-                ):
+                async with AsyncExitStack() as stack:
+                    opened: Any = await stack.enter_async_context(self._connect())
+                    if isinstance(opened, FrameConnection):
+                        host: FrameConnection = opened
+                    else:  # a transport
+                        host = AssistantFrameHost(opened, timeout=self.timeout, name=self.name)
+                        await stack.enter_async_context(host)
                     unsubscribe = host.subscribe(self._notify)
                     self._host = host
                     self._state = "connected"
