@@ -9,6 +9,7 @@ the frame that owns the tool. Wire-compatible with assistant-ui's Assistant Fram
 from .errors import (
     AssistantFramesError,
     ConnectError,
+    ErrorCode,
     FrameDisconnected,
     HandshakeRejected,
     ToolArgumentsError,
@@ -61,6 +62,7 @@ __all__ = [
     "ConflictPolicy",
     "ConnectError",
     "ConnectionState",
+    "ErrorCode",
     "FrameConnection",
     "FrameDisconnected",
     "HandshakeRejected",
