@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import anyio
 from pydantic import BaseModel
 
-from .cli import format_table
+from ._text import format_table
 from .errors import AssistantFramesError, FrameDisconnected
 from .frames import AssistantFrameHost, AssistantFrameProvider
 from .registry import ModelContextRegistry
