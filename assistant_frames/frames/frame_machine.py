@@ -42,10 +42,12 @@ class CallRequested(Generic[H]):
     ``superseded`` is the live call that reused the same id, already forgotten: cancel it.
     """
 
-    __slots__ = ("call", "superseded")
+    __slots__ = ("args", "id", "superseded", "tool_name")
 
-    def __init__(self, call: ToolCall, superseded: H | None) -> None:
-        self.call = call
+    def __init__(self, call_id: str, tool_name: str, args: Any, superseded: H | None) -> None:
+        self.id = call_id
+        self.tool_name = tool_name
+        self.args = args
         self.superseded = superseded
 
 
@@ -103,6 +105,10 @@ class FrameMachine(Generic[H]):
 
     def receive(self, raw: Any) -> FrameEvent | None:
         """Apply one received value; the event for the driver, or ``None`` (nothing to do)."""
+        fast = protocol.fast_tool_call(raw)
+        if fast is not None:
+            call_id, name, args = fast
+            return CallRequested(call_id, name, args, self.calls.pop(call_id, None))
         try:
             message = protocol.decode(raw)
         except MalformedMessage as exc:
@@ -118,7 +124,7 @@ class FrameMachine(Generic[H]):
         kind = type(message)
         if kind is ToolCall:
             call = cast(ToolCall, message)
-            return CallRequested(call, self.calls.pop(call.id, None))
+            return CallRequested(call.id, call.tool_name, call.args, self.calls.pop(call.id, None))
         if kind is ToolCancel:
             handle = self.calls.pop(cast(ToolCancel, message).id, None)
             return None if handle is None else CallCancelled(handle)

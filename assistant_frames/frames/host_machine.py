@@ -34,6 +34,7 @@ MakeTool = Callable[[str, SerializedTool], Tool]
 """Builds the local stand-in for a frame's tool (its ``execute`` calls across)."""
 
 EMPTY_CONTEXT = ModelContext()
+_NOTHING: tuple[bool, None] = (False, None)
 
 
 class HostMachine:
@@ -151,22 +152,27 @@ class HostMachine:
         (waking their callers); results for unknown ids are ignored. Malformed messages
         raise :class:`MalformedMessage` after being counted in :attr:`malformed`.
         """
+        fast = protocol.fast_tool_result(raw)
+        if fast is not None:
+            call_id, result, error = fast
+            self.calls.resolve(call_id, result, error if isinstance(error, str) else None)
+            return _NOTHING
         try:
             message = protocol.decode(raw)
         except MalformedMessage:
             self.malformed += 1
             raise
         if message is None:
-            return False, None
+            return _NOTHING
         if type(message) is ToolResult:
             error = message.error
             self.calls.resolve(
                 message.id, message.result, error if isinstance(error, str) else None
             )
-            return False, None
+            return _NOTHING
         if type(message) is ModelContextUpdate or type(message) is ModelContextResponse:
             return self._apply(message.context)
-        return False, None  # host -> frame types arriving at a host: not for us
+        return _NOTHING  # host -> frame types arriving at a host: not for us
 
     def _apply(self, wire: Mapping[str, Any]) -> tuple[bool, dict[str, Any] | None]:
         try:

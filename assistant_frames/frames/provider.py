@@ -216,9 +216,8 @@ class AssistantFrameProvider:
     def _start_call(self, connection: _Connection, event: CallRequested[_Call]) -> None:
         if event.superseded is not None:  # a reused live id cancels the older call
             event.superseded.cancel()
-        message = event.call
-        call = _Call(message.id, message.tool_name, message.args)
-        connection.machine.track(message.id, call)
+        call = _Call(event.id, event.tool_name, event.args)
+        connection.machine.track(event.id, call)
         self._queue(connection, call)
 
     def _queue(self, connection: _Connection, call: _Call) -> None:
