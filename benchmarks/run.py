@@ -1220,8 +1220,8 @@ def targets_for(
             "(b)/(a) latency        (x the floor)",
             af.latency_us / floor.latency_us,
             "x",
-            "<= 2x",
-            af.latency_us / floor.latency_us <= 2,
+            "<= 1.1x",
+            af.latency_us / floor.latency_us <= 1.1,
         ),
         Target(
             "(a)/(b) throughput     (x the floor)",
@@ -1233,7 +1233,7 @@ def targets_for(
     ]
     if mcp.skipped:
         out += [
-            Target("(c)/(b) latency        (x faster than mcp)", None, "x", ">= 5x", None),
+            Target("(c)/(b) latency        (x faster than mcp)", None, "x", ">= 8x", None),
             Target("(b)/(c) throughput     (x faster than mcp)", None, "x", ">= 5x", None),
         ]
     else:
@@ -1242,8 +1242,8 @@ def targets_for(
                 "(c)/(b) latency        (x faster than mcp)",
                 mcp.latency_us / af.latency_us,
                 "x",
-                ">= 5x",
-                mcp.latency_us / af.latency_us >= 5,
+                ">= 8x",
+                mcp.latency_us / af.latency_us >= 8,
             ),
             Target(
                 "(b)/(c) throughput     (x faster than mcp)",
@@ -1281,8 +1281,8 @@ def targets_for(
             f"propagation: change -> host callback ({propagation.tools:,} tools), median",
             propagation.median_ms,
             "ms",
-            "< 5 ms",
-            propagation.median_ms < 5,
+            "<= 1 ms",
+            propagation.median_ms <= 1,
         ),
     ]
     return out + cross_process_targets(cross)
@@ -1308,8 +1308,8 @@ def cross_process_targets(cross: CrossProcess) -> list[Target]:
             "(e)/(d) WebSocket latency  (x the bare echo)",
             t["ws_af"],
             t["ws_echo"],
-            "<= 1.5x",
-            lambda r: r <= 1.5,
+            "<= 1.3x",
+            lambda r: r <= 1.3,
         ),
         _ratio_target(
             "(g)/(f) stdio latency      (x the bare echo)",
