@@ -121,6 +121,8 @@ class PendingCalls:
         """Track a new call (``ValueError`` if ``call_id`` is already pending)."""
         if call_id is None:
             call_id = f"{self.id_prefix}{next(self._ids)}"
+            while call_id in self._calls:  # a caller chose this one: skip it
+                call_id = f"{self.id_prefix}{next(self._ids)}"
         elif call_id in self._calls:
             raise ValueError(f"A call with id {call_id!r} is already pending")
         call = PendingCall(call_id, name, deadline, wake)
@@ -193,21 +195,22 @@ class PendingCalls:
         return self._armed
 
     def expire(self, now: float) -> list[PendingCall]:
-        """Settle every call whose deadline is at or before ``now`` as timed out."""
+        """Settle every call whose deadline is at or before ``now`` as timed out.
+
+        Returns them in deadline order (the ordered ones and the heap's, merged).
+        """
         expired: list[PendingCall] = []
-        ordered = self._ordered
-        while ordered:
-            call = next(iter(ordered.values()))
-            if call.deadline > now:  # type: ignore[operator]
+        ordered, heap, calls = self._ordered, self._heap, self._calls
+        while True:
+            while heap and calls.get(heap[0][2].id) is not heap[0][2]:  # settled or discarded
+                heapq.heappop(heap)
+            call = next(iter(ordered.values()), None)
+            early = heap[0][0] if heap else None
+            if early is not None and early <= now and (call is None or early < call.deadline):  # type: ignore[operator]
+                call = heapq.heappop(heap)[2]
+            elif call is None or call.deadline > now:  # type: ignore[operator]
                 break
             expired.append(call)
             call.timed_out = True
             self._settle(call)
-        heap = self._heap
-        while heap and heap[0][0] <= now:
-            call = heapq.heappop(heap)[2]
-            if self._calls.get(call.id) is call:
-                expired.append(call)
-                call.timed_out = True
-                self._settle(call)
         return expired
