@@ -55,7 +55,7 @@ LIMIT = 60.0  # bound on each test; they take a few seconds
 WAIT = 15.0  # bound on waiting for one expected message
 CLOSE_WAIT = 2.0  # how long a peer that must close gets to do it
 CALL_TIMEOUT = 30.0  # far above every bound the tests assert on
-MAX_LINE = 64 * 1024  # max_line_bytes of the stdio peers, so overlong lines stay cheap
+MAX_LINE = 64 * 1024  # max_message_bytes of the stdio peers, so overlong lines stay cheap
 SYSTEM = "The frame under fuzz."
 UNICODE_TEXT = "ünïcödé ✓ 中文 𝄞 😀 \u202e"  # multi-byte characters for splits to land in
 ID_MARK = "@@KNOWN-ID@@"  # stands for a pending call's id in texts written ahead of time
@@ -780,7 +780,7 @@ def fuzz_registry() -> ModelContextRegistry:
 
 
 WORKER = r'''
-"""A fuzzed stdio worker: python worker.py BACKEND MAX_LINE_BYTES [GARBAGE_FILE].
+"""A fuzzed stdio worker: python worker.py BACKEND MAX_MESSAGE_BYTES [GARBAGE_FILE].
 
 With GARBAGE_FILE, its bytes (and a last line without a newline) go to fd 1 before
 serve_stdio claims stdout.
@@ -836,7 +836,7 @@ def pid() -> int:
     return os.getpid()
 
 
-anyio.run(functools.partial(serve_stdio, registry, max_line_bytes=max_line), backend=backend)
+anyio.run(functools.partial(serve_stdio, registry, max_message_bytes=max_line), backend=backend)
 '''.replace("SYSTEM", repr(SYSTEM))
 
 RAW_FRAME = r'''
@@ -1273,7 +1273,7 @@ async def test_stdio_host_survives_a_hostile_frame_writing_10k_garbage_lines(
     command = [sys.executable, str(script), *files, json.dumps(FINAL_CONTEXT)]
     with anyio.fail_after(LIMIT):
         async with (
-            spawn_worker(command, stderr="capture", max_line_bytes=MAX_LINE) as transport,
+            spawn_worker(command, stderr="capture", max_message_bytes=MAX_LINE) as transport,
             AssistantFrameHost(transport, timeout=CALL_TIMEOUT, name="hostile") as host,
         ):
             await wait_until(
@@ -1302,7 +1302,7 @@ async def test_stdio_host_gets_the_real_context_after_10k_garbage_lines_before_s
     with anyio.fail_after(LIMIT):
         async with (
             spawn_worker(
-                fuzz_worker(hostile_lines["before"]), stderr="capture", max_line_bytes=MAX_LINE
+                fuzz_worker(hostile_lines["before"]), stderr="capture", max_message_bytes=MAX_LINE
             ) as transport,
             AssistantFrameHost(transport, timeout=CALL_TIMEOUT, name="worker") as host,
         ):

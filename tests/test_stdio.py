@@ -94,7 +94,7 @@ def where() -> dict:
     return {"mark": os.environ.get("WORKER_MARK"), "cwd": os.getcwd()}
 
 
-anyio.run(functools.partial(serve_stdio, registry, max_line_bytes=max_line), backend=backend)
+anyio.run(functools.partial(serve_stdio, registry, max_message_bytes=max_line), backend=backend)
 print("worker finished", file=sys.stderr, flush=True)
 '''
 
@@ -125,7 +125,7 @@ if mode == "garbage":
     out.write('{"channel": "assistant-ui-frame", "message": \n')  # truncated JSON
     out.write("\n")
     out.write("[1, 2, 3]\n")  # JSON, but not a frame message: ignored silently
-    out.write("x" * 200_000 + "\n")  # longer than the host's max_line_bytes, across reads
+    out.write("x" * 200_000 + "\n")  # longer than the host's max_message_bytes, across reads
     too_long = {"type": "model-context-update", "context": {"system": "y" * 150_000}}
     out.write(json.dumps({"channel": CHANNEL, "message": too_long}) + "\n")
     out.write("\xff\xfe not utf-8\n")
@@ -440,7 +440,7 @@ async def test_garbage_on_the_workers_stdout_is_dropped(
 ) -> None:
     caplog.set_level(logging.DEBUG, logger=TRANSPORT_LOGGER)
     with anyio.fail_after(15):
-        async with worker_host(raw_worker("garbage"), max_line_bytes=100_000) as (host, _):
+        async with worker_host(raw_worker("garbage"), max_message_bytes=100_000) as (host, _):
             context = await host.wait_for_context(timeout=10)
             assert set(context.tools) == {"ping"}
             assert context.system is None  # the over-long update was dropped

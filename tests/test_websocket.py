@@ -508,7 +508,7 @@ async def test_oversized_message_closes_with_1009_and_spares_other_connections()
     frame = AssistantFrameProvider(echo_registry())
     with anyio.fail_after(10):
         async with (
-            websocket_server(frame.serve, max_message_size=10_000) as server,
+            websocket_server(frame.serve, max_message_bytes=10_000) as server,
             hosting(server.url, name="bystander") as bystander,
             hosting(server.url, name="big") as big,
         ):
@@ -531,7 +531,7 @@ async def test_oversized_result_closes_the_client_with_1009() -> None:
     with anyio.fail_after(10):
         async with (
             websocket_server(frame.serve) as server,
-            hosting(server.url, max_message_size=10_000) as host,
+            hosting(server.url, max_message_bytes=10_000) as host,
         ):
             assert len(await host.call_tool("big", {"n": 5_000})) == 5_000
             with pytest.raises(FrameDisconnected) as info:
@@ -543,7 +543,7 @@ async def test_oversized_result_closes_the_client_with_1009() -> None:
 async def test_raw_oversized_frame_closes_with_1009() -> None:
     handler = Handler(AssistantFrameProvider(calculator()))
     with anyio.fail_after(10):
-        async with websocket_server(handler, max_message_size=1_000) as server:
+        async with websocket_server(handler, max_message_bytes=1_000) as server:
             async with raw_client(server.url) as client:
                 await client.send_frame(Opcode.TEXT, json.dumps(envelope("x" * 2_000)).encode())
                 assert await client.wait_closed() == 1009

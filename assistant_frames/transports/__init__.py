@@ -1,9 +1,10 @@
 """Transports: anyio object streams of JSON-compatible messages.
 
-Any ``anyio.abc.ObjectStream`` works as a transport; its ``send`` must be safe to call
-from several tasks at once. Shipped: :func:`memory_pair` (in-process), WebSockets
-(:func:`connect_websocket`, :func:`websocket_server`; needs the ``websockets`` extra)
-and worker subprocesses over stdio (:func:`spawn_worker`, :func:`serve_stdio`).
+What a transport is, and what every transport promises, is stated in
+:mod:`assistant_frames.transports.contract`. Shipped: :func:`memory_pair` (in-process),
+WebSockets (:func:`connect_websocket`, :func:`websocket_server`,
+:func:`websocket_listener`; needs the ``websockets`` extra) and worker subprocesses
+over stdio (:func:`spawn_worker`, :func:`serve_stdio`).
 The WebSocket and stdio modules are imported on first use, so ``import
 assistant_frames`` stays light for workers that start often.
 """
@@ -23,6 +24,8 @@ from .contract import (
     TransportClosed,
     UnsendableMessage,
     close_reason,
+    decode_message,
+    encode_message,
 )
 from .memory import MemoryTransport, copy_json, memory_pair
 
@@ -30,9 +33,11 @@ if TYPE_CHECKING:
     from .stdio import StdioTransport, WorkerTransport, serve_stdio, spawn_worker
     from .websocket import (
         WebSocketAttribute,
+        WebSocketListener,
         WebSocketServer,
         WebSocketTransport,
         connect_websocket,
+        websocket_listener,
         websocket_server,
     )
 
@@ -45,10 +50,13 @@ __all__ = [
     "TransportClosed",
     "UnsendableMessage",
     "close_reason",
+    "decode_message",
+    "encode_message",
     "MemoryTransport",
     "StdioTransport",
     "TransportAttribute",
     "WebSocketAttribute",
+    "WebSocketListener",
     "WebSocketServer",
     "WebSocketTransport",
     "WorkerTransport",
@@ -57,6 +65,7 @@ __all__ = [
     "memory_pair",
     "serve_stdio",
     "spawn_worker",
+    "websocket_listener",
     "websocket_server",
 ]
 
@@ -66,9 +75,11 @@ _LAZY = {
     "serve_stdio": "stdio",
     "spawn_worker": "stdio",
     "WebSocketAttribute": "websocket",
+    "WebSocketListener": "websocket",
     "WebSocketServer": "websocket",
     "WebSocketTransport": "websocket",
     "connect_websocket": "websocket",
+    "websocket_listener": "websocket",
     "websocket_server": "websocket",
 }
 

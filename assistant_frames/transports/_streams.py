@@ -28,10 +28,13 @@ import anyio
 import anyio.abc
 from anyio.abc import ByteStream, SocketAttribute
 
-from .._anyio import running_asyncio, task_group
+from .._anyio import running_asyncio
+from .._anyio import task_group as task_group_helper  # task_group: serve()'s argument
 
 __all__ = [
+    "ConnectionHandler",
     "TcpServer",
+    "bind_tcp",
     "connect_tcp",
     "descriptor_limit",
     "read_pipe",
@@ -219,15 +222,7 @@ async def write_pipe(fd: int) -> anyio.abc.ByteSendStream | None:
     return _AsyncioStream(protocol)
 
 
-class TcpServer:
-    """Where a :func:`tcp_server` listens, and how many connections it serves."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.host = host
-        self.port = port
-        self.connections = 0  # being served now
-        self.refused = 0  # turned away because max_connections were being served
-
+ConnectionHandler = Callable[[ByteStream], Coroutine[Any, Any, Any]]
 
 # Running out of descriptors (or kernel memory) is temporary: wait, then accept again.
 _ACCEPT_RETRY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
@@ -244,72 +239,158 @@ def descriptor_limit() -> int | None:
     return None if soft == resource.RLIM_INFINITY else int(soft)
 
 
+class TcpServer:
+    """A bound TCP listening socket (:func:`bind_tcp`): where it listens, and the
+    connections it serves while :meth:`serve` runs.
+
+    Connections that arrive while nothing serves wait (in the kernel's backlog, or
+    parked under asyncio) for :meth:`serve`. Beyond ``max_connections`` served at
+    once, a new connection is closed as soon as it is accepted. Running out of file
+    descriptors pauses accepting briefly instead of ending the server.
+    """
+
+    def __init__(self, host: str, port: int, limit: float) -> None:
+        self.host = host
+        self.port = port
+        self.connections = 0  # being served now
+        self.refused = 0  # turned away because max_connections were being served
+        self._limit = limit
+        self._refusals = _RateLimitedLog(
+            "Refused a connection: %d are being served (max_connections)"
+        )
+        self._closed = False
+        self._close_event: anyio.Event | None = None
+        self._asyncio_server: asyncio.Server | None = None
+        self._listener: anyio.abc.Listener[Any] | None = None
+        self._handler: ConnectionHandler | None = None  # asyncio, while serve() runs
+        self._tasks: anyio.abc.TaskGroup | None = None
+        self._parked: list[_Protocol] = []  # asyncio: accepted while nothing served
+
+    async def serve(
+        self,
+        handler: ConnectionHandler,
+        task_group: anyio.abc.TaskGroup | None = None,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Run ``handler(stream)`` for each connection (in ``task_group`` when given),
+        until cancelled or :meth:`aclose` d; started once it accepts."""
+        if self._closed:
+            raise anyio.ClosedResourceError
+        self._close_event = self._close_event or anyio.Event()
+        async with task_group_helper() as own:
+            tasks = task_group or own
+            if self._asyncio_server is not None:
+                self._handler, self._tasks = handler, tasks
+                try:
+                    parked, self._parked = self._parked, []
+                    for protocol in parked:
+                        self._start(protocol)
+                    task_status.started()
+                    await self._close_event.wait()
+                finally:
+                    self._handler = self._tasks = None
+            else:
+                assert self._listener is not None
+                for one in getattr(self._listener, "listeners", [self._listener]):  # IPv4, IPv6
+                    own.start_soon(_accept_loop, one, tasks, handler, self)
+                task_status.started()
+
+    async def aclose(self) -> None:
+        """Stop listening (connections being served are not affected); idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._close_event is not None:
+            self._close_event.set()
+        if self._asyncio_server is not None:
+            self._asyncio_server.close()
+            for protocol in self._parked:
+                protocol.transport.abort()
+            self._parked.clear()
+        if self._listener is not None:
+            await self._listener.aclose()
+
+    def _on_connect(self, protocol: _Protocol) -> None:
+        """asyncio: a connection was accepted."""
+        if self._closed or not self._admit():
+            protocol.transport.abort()
+        elif self._tasks is None:
+            self._parked.append(protocol)
+        else:
+            self._start(protocol)
+
+    def _start(self, protocol: _Protocol) -> None:
+        assert self._tasks is not None
+        assert self._handler is not None
+        self._tasks.start_soon(_counted, self._handler, _AsyncioStream(protocol), self)
+
+    def _admit(self) -> bool:
+        """Count a new connection in, or refuse it (``max_connections`` are served)."""
+        if self.connections >= self._limit:
+            self.refused += 1
+            self._refusals.log(self.connections)
+            return False
+        self.connections += 1  # counted at once: a burst of accepts sees it
+        return True
+
+
+async def bind_tcp(host: str, port: int, *, max_connections: int | None = None) -> TcpServer:
+    """Listen on ``host:port`` (``port=0``: any free port); serve with
+    :meth:`TcpServer.serve`. Raises ``OSError`` when it cannot (e.g. the port is in use)."""
+    limit = math.inf if max_connections is None else max_connections
+    if running_asyncio():
+        server = TcpServer(host, port, limit)
+
+        def make_protocol() -> _Protocol:
+            protocol = _Protocol()
+            protocol.on_connect = server._on_connect
+            return protocol
+
+        # asyncio itself pauses accepting for a while when descriptors run out.
+        loop = asyncio.get_running_loop()
+        server._asyncio_server = await loop.create_server(make_protocol, host, port)
+        bound = server._asyncio_server.sockets[0].getsockname()
+        server.host, server.port = str(bound[0]), int(bound[1])
+        return server
+    listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+    server = TcpServer(
+        str(listener.extra(SocketAttribute.local_address)[0]),
+        int(listener.extra(SocketAttribute.local_port)),
+        limit,
+    )
+    server._listener = listener
+    return server
+
+
 @asynccontextmanager
 async def tcp_server(
-    handler: Callable[[ByteStream], Coroutine[Any, Any, Any]],
+    handler: ConnectionHandler,
     host: str,
     port: int,
     *,
     max_connections: int | None = None,
 ) -> AsyncIterator[TcpServer]:
-    """Accept TCP connections, running ``handler(stream)`` for each in a task group.
+    """Accept TCP connections, running ``handler(stream)`` for each in a task group,
+    while the block runs (see :class:`TcpServer`).
 
-    Beyond ``max_connections`` served at once, a new connection is closed as soon as it
-    is accepted. Running out of file descriptors pauses accepting briefly instead of
-    ending the server. Raises ``OSError`` when it cannot listen (e.g. the port is in use).
+    Raises ``OSError`` when it cannot listen (e.g. the port is in use).
     """
-    limit = math.inf if max_connections is None else max_connections
-    state = TcpServer(host, port)
-    refusals = _RateLimitedLog("Refused a connection: %d are being served (max_connections)")
-
-    if running_asyncio():
-        task_groups: list[anyio.abc.TaskGroup] = []
-
-        def on_connect(protocol: _Protocol) -> None:
-            if state.connections >= limit:
-                state.refused += 1
-                refusals.log(state.connections)
-                protocol.transport.abort()
-                return
-            state.connections += 1  # counted at once: a burst of accepts sees it
-            task_groups[0].start_soon(_counted, handler, _AsyncioStream(protocol), state)
-
-        def make_protocol() -> _Protocol:
-            protocol = _Protocol()
-            protocol.on_connect = on_connect
-            return protocol
-
-        # Bind first (an address in use raises plainly), accept once the task group runs.
-        # asyncio itself pauses accepting for a while when descriptors run out.
-        loop = asyncio.get_running_loop()
-        server = await loop.create_server(make_protocol, host, port, start_serving=False)
-        async with task_group() as tasks:
-            task_groups.append(tasks)
-            await server.start_serving()
+    server = await bind_tcp(host, port, max_connections=max_connections)
+    try:
+        async with task_group_helper() as tasks:
+            await tasks.start(server.serve, handler)
             try:
-                bound = server.sockets[0].getsockname()
-                state.host, state.port = str(bound[0]), int(bound[1])
-                yield state
+                yield server
             finally:
-                server.close()
                 tasks.cancel_scope.cancel()
-    else:
-        listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+    finally:
         # The listener outlives the task group, so accept() is cancelled, not closed under.
-        async with listener, task_group() as tasks:
-            state.host = str(listener.extra(SocketAttribute.local_address)[0])
-            state.port = int(listener.extra(SocketAttribute.local_port))
-            for one in getattr(listener, "listeners", [listener]):  # IPv4 and IPv6 both
-                tasks.start_soon(_accept_loop, one, tasks, handler, state, limit, refusals)
-            try:
-                yield state
-            finally:
-                tasks.cancel_scope.cancel()
+        with anyio.CancelScope(shield=True):
+            await server.aclose()
 
 
-async def _counted(
-    handler: Callable[[ByteStream], Coroutine[Any, Any, Any]], stream: ByteStream, state: TcpServer
-) -> None:
+async def _counted(handler: ConnectionHandler, stream: ByteStream, state: TcpServer) -> None:
     try:
         await handler(stream)
     finally:
@@ -319,30 +400,29 @@ async def _counted(
 async def _accept_loop(
     listener: anyio.abc.SocketListener,
     tasks: anyio.abc.TaskGroup,
-    handler: Callable[[ByteStream], Coroutine[Any, Any, Any]],
+    handler: ConnectionHandler,
     state: TcpServer,
-    limit: float,
-    refusals: _RateLimitedLog,
 ) -> None:
     """anyio's ``Listener.serve``, less its habit of ending on a failed accept."""
     out_of_descriptors = _RateLimitedLog("Cannot accept connections for now: %s")
     while True:
         try:
             stream = await listener.accept()
+        except anyio.ClosedResourceError:
+            return  # the server was closed
         except (anyio.BrokenResourceError, OSError) as exc:
+            if state._closed:
+                return
             cause = exc if isinstance(exc, OSError) else exc.__cause__
             if not isinstance(cause, OSError) or cause.errno not in _ACCEPT_RETRY_ERRNOS:
                 raise
             out_of_descriptors.log(cause)
             await anyio.sleep(_ACCEPT_RETRY_DELAY)
             continue
-        if state.connections >= limit:
-            state.refused += 1
-            refusals.log(state.connections)
+        if not state._admit():
             with anyio.CancelScope(shield=True):
                 await stream.aclose()
             continue
-        state.connections += 1
         tasks.start_soon(_counted, handler, stream, state)
 
 

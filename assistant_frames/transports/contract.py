@@ -27,6 +27,7 @@ connection between two peers, like a ``postMessage`` channel:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
@@ -182,3 +183,17 @@ def encode_message(message: Any, max_message_bytes: int | None = None) -> bytes:
 def decode_message(data: bytes) -> Any:
     """The message ``data`` holds; ``ValueError`` if it is not UTF-8 JSON."""
     return decode_json(data)
+
+
+def _renamed_limit(
+    max_message_bytes: int | None, default: int | None, old_value: int | None, old_name: str
+) -> int | None:
+    """``max_message_bytes``, or the value passed under its deprecated ``old_name``."""
+    if old_value is None:
+        return max_message_bytes
+    if max_message_bytes != default:
+        raise TypeError(f"pass max_message_bytes or {old_name} (deprecated), not both")
+    warnings.warn(
+        f"{old_name} is deprecated; use max_message_bytes", DeprecationWarning, stacklevel=3
+    )
+    return old_value

@@ -12,13 +12,21 @@ from anyio.abc import ObjectStream
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .._anyio import event_class
-from .contract import TransportAttribute
+from .contract import (
+    CloseReason,
+    TransportAttribute,
+    TransportClosed,
+    UnsendableMessage,
+    decode_message,
+    encode_message,
+)
 
 __all__ = ["MemoryTransport", "copy_json", "memory_pair"]
 
 
 def copy_json(value: Any) -> Any:
-    """A deep copy of ``value`` in its JSON form; ``TypeError`` if it has none.
+    """A deep copy of ``value`` in its JSON form; :class:`UnsendableMessage` (a
+    ``TypeError``) if it has none.
 
     Like ``postMessage``'s structured clone, the receiver gets its own copy, so neither
     side can change what the other holds. The copy is what JSON would carry: tuples and
@@ -28,7 +36,19 @@ def copy_json(value: Any) -> Any:
     try:
         return to_jsonable_python(value, inf_nan_mode="null")
     except (PydanticSerializationError, ValueError, RecursionError) as exc:
-        raise TypeError(f"Cannot send a value that has no JSON form: {exc}") from None
+        raise UnsendableMessage(f"Cannot send a value that has no JSON form: {exc}") from None
+
+
+def _limited_copy(limit: int) -> Callable[[Any], Any]:
+    """A ``copy_json`` that also refuses messages over ``limit`` bytes of JSON."""
+
+    def copy(value: Any) -> Any:
+        return decode_message(encode_message(value, limit))
+
+    return copy
+
+
+_PEER_CLOSED = CloseReason()  # the peer closed: clean, and nothing more to say
 
 
 class _Latest:
@@ -85,18 +105,25 @@ class MemoryTransport(ObjectStream[Any]):
     peer. :meth:`receive` waits only when nothing is queued.
     """
 
-    def __init__(self, incoming: _Direction, outgoing: _Direction) -> None:
+    def __init__(
+        self, incoming: _Direction, outgoing: _Direction, max_message_bytes: int | None = None
+    ) -> None:
         self._incoming = incoming
         self._outgoing = outgoing
         self._closed = False
         self._new_event: Callable[[], anyio.Event] | None = None
+        self._max_message_bytes = max_message_bytes
+        self._copy = copy_json if max_message_bytes is None else _limited_copy(max_message_bytes)
 
     async def send(self, item: Any) -> None:
-        """Queue a copy of ``item`` for the peer; ``TypeError`` if it is not JSON data.
+        """Queue a copy of ``item`` for the peer.
 
-        Waits (cancellably) while the peer has ``max_buffer_size`` messages queued.
+        Raises :class:`~assistant_frames.transports.UnsendableMessage` (a ``TypeError``)
+        if it is not JSON data, :class:`~assistant_frames.transports.MessageTooLarge` if
+        it is larger than ``max_message_bytes``. Waits (cancellably) while the peer has
+        ``max_buffer_size`` messages queued.
         """
-        value = copy_json(item)
+        value = self._copy(item)
         outgoing = self._outgoing
         if (
             self._closed
@@ -120,10 +147,12 @@ class MemoryTransport(ObjectStream[Any]):
 
     @property
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
-        """:class:`TransportAttribute` ``send_latest`` and ``send_would_wait``."""
+        """:class:`TransportAttribute` ``send_latest``, ``send_would_wait`` and
+        ``max_message_bytes``."""
         return {
             TransportAttribute.send_latest: lambda: self.send_latest,
             TransportAttribute.send_would_wait: lambda: self._would_wait,
+            TransportAttribute.max_message_bytes: lambda: self._max_message_bytes,
         }
 
     async def send_latest(self, key: str, item: Any) -> None:
@@ -133,7 +162,7 @@ class MemoryTransport(ObjectStream[Any]):
         Frames send their context snapshots this way, so a peer that does not read
         holds one snapshot, not one per change.
         """
-        value = copy_json(item)
+        value = self._copy(item)
         waiting = self._outgoing.latest.get(key)
         if waiting is not None and not self._closed:
             waiting.value = value
@@ -169,7 +198,8 @@ class MemoryTransport(ObjectStream[Any]):
         return self._new_event()
 
     async def receive(self) -> Any:
-        """The next message; ``anyio.EndOfStream`` once the peer has closed."""
+        """The next message; :class:`~assistant_frames.transports.TransportClosed` (an
+        ``anyio.EndOfStream``) once the peer has closed and everything it sent is read."""
         incoming = self._incoming
         while True:
             if self._closed:
@@ -183,7 +213,7 @@ class MemoryTransport(ObjectStream[Any]):
                     return item.value
                 return item
             if incoming.eof:
-                raise anyio.EndOfStream
+                raise TransportClosed(_PEER_CLOSED)
             waiter = incoming.waiter
             if waiter is None:
                 waiter = incoming.waiter = self._event()
@@ -211,7 +241,7 @@ class MemoryTransport(ObjectStream[Any]):
 
 
 def memory_pair(
-    max_buffer_size: float = math.inf,
+    max_buffer_size: float = math.inf, *, max_message_bytes: int | None = None
 ) -> tuple[MemoryTransport, MemoryTransport]:
     """Two connected transports: what one sends, the other receives (as its own copy).
 
@@ -219,9 +249,20 @@ def memory_pair(
     many messages wait for a receiver that does not read (frames still keep at most
     one context snapshot waiting per peer, see :meth:`MemoryTransport.send_latest`).
     ``max_buffer_size`` bounds each direction: ``send`` then waits while that many
-    messages are queued.
+    messages are queued. ``max_message_bytes`` makes ``send`` refuse messages larger
+    than that as JSON (:class:`~assistant_frames.transports.MessageTooLarge`); by
+    default there is no limit, and the copy is made without encoding to JSON.
+
+    The peer of a memory transport can only go by closing it (``aclose``, as its owner
+    does when it is cancelled or fails), so the end of the stream is always clean and
+    seen at once.
     """
     if not max_buffer_size >= 1:
         raise ValueError(f"max_buffer_size must be at least 1, not {max_buffer_size!r}")
+    if max_message_bytes is not None and max_message_bytes < 1:
+        raise ValueError(f"max_message_bytes must be at least 1, not {max_message_bytes!r}")
     a_to_b, b_to_a = _Direction(max_buffer_size), _Direction(max_buffer_size)
-    return MemoryTransport(b_to_a, a_to_b), MemoryTransport(a_to_b, b_to_a)
+    return (
+        MemoryTransport(b_to_a, a_to_b, max_message_bytes),
+        MemoryTransport(a_to_b, b_to_a, max_message_bytes),
+    )

@@ -32,15 +32,22 @@ import anyio.lowlevel
 from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectStream
 
 from .._anyio import task_group
-from .._json import decode_json, encode_json
+from .._json import decode_json
 from ..frames.provider import AssistantFrameProvider
 from ..registry.context import ModelContextProvider
 from ._outbox import DEFAULT_HIGH_WATER, outbox_for
 from ._streams import read_pipe, write_pipe
-from .contract import CloseReason, TransportAttribute, TransportClosed
+from .contract import (
+    CloseReason,
+    TransportAttribute,
+    TransportClosed,
+    _renamed_limit,
+    encode_message,
+)
 
 __all__ = [
     "DEFAULT_MAX_LINE_BYTES",
+    "DEFAULT_MAX_MESSAGE_BYTES",
     "StdioTransport",
     "WorkerTransport",
     "serve_stdio",
@@ -49,7 +56,8 @@ __all__ = [
 
 logger = logging.getLogger("assistant_frames.transports")
 
-DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_LINE_BYTES = DEFAULT_MAX_MESSAGE_BYTES  # its name before max_message_bytes
 _READ_SIZE = 65536
 _STDERR_TAIL_BYTES = 4096
 _EXIT_WAIT = 1.0  # after stdout ends, how long to wait for the exit code
@@ -58,9 +66,12 @@ _EXIT_WAIT = 1.0  # after stdout ends, how long to wait for the exit code
 class StdioTransport(ObjectStream[Any]):
     """Newline-delimited JSON over a byte stream pair, one message per line.
 
-    Lines that are not JSON, and lines longer than ``max_line_bytes`` (which are
+    ``send`` refuses a message longer than ``max_message_bytes`` as JSON
+    (:class:`~assistant_frames.transports.MessageTooLarge`; ``None``: no limit).
+    Lines that are not JSON, and lines longer than ``max_message_bytes`` (which are
     skipped up to their end), are dropped with one WARNING per transport; a partial
-    last line at the end of the stream is dropped too.
+    last line at the end of the stream is dropped too. ``max_line_bytes`` is the
+    deprecated name of ``max_message_bytes``.
 
     While :meth:`run` writes for it (:func:`spawn_worker` and :func:`serve_stdio` run
     it), ``send`` queues whole lines and waits only while more than ``high_water``
@@ -73,12 +84,17 @@ class StdioTransport(ObjectStream[Any]):
         receive_stream: ByteReceiveStream,
         send_stream: ByteSendStream,
         *,
-        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES,
         high_water: int = DEFAULT_HIGH_WATER,
+        max_line_bytes: int | None = None,
     ) -> None:
+        limit = _renamed_limit(
+            max_message_bytes, DEFAULT_MAX_MESSAGE_BYTES, max_line_bytes, "max_line_bytes"
+        )
         self._receive_stream = receive_stream
         self._send_stream = send_stream
-        self._max_line_bytes = max_line_bytes
+        self._max_message_bytes = limit
+        self._max_line_bytes = sys.maxsize if limit is None else limit
         self._messages: deque[Any] = deque()
         self._partial = bytearray()
         self._skipping = False  # inside a line that is too long
@@ -88,14 +104,24 @@ class StdioTransport(ObjectStream[Any]):
         self._dropped = 0
 
     async def send(self, item: Any) -> None:
-        """Write ``item`` as one line of JSON (``TypeError`` if it has no JSON form)."""
-        line = (encode_json(item) + b"\n",)
+        """Write ``item`` as one line of JSON.
+
+        Raises :class:`~assistant_frames.transports.UnsendableMessage` (a ``TypeError``)
+        if it has no JSON form or is larger than ``max_message_bytes``, before anything
+        is written.
+        """
+        line = (encode_message(item, self._max_message_bytes) + b"\n",)
         if self._closed:
             raise anyio.ClosedResourceError
+        self._check_peer()
         try:
             await self._outbox.put(lambda: line)
         except anyio.BrokenResourceError as exc:
             raise anyio.BrokenResourceError(await self._describe_end(exc.__cause__)) from None
+
+    def _check_peer(self) -> None:
+        """Raise ``anyio.BrokenResourceError`` if the peer is known to be gone (a
+        subclass knows more: a worker that has exited)."""
 
     @property
     def send_would_wait(self) -> bool:
@@ -109,11 +135,16 @@ class StdioTransport(ObjectStream[Any]):
 
     @property
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
+        """:class:`TransportAttribute` ``send_would_wait`` and ``max_message_bytes``."""
         outbox = self._outbox
-        return {TransportAttribute.send_would_wait: lambda: lambda: outbox.would_wait}
+        return {
+            TransportAttribute.send_would_wait: lambda: lambda: outbox.would_wait,
+            TransportAttribute.max_message_bytes: lambda: self._max_message_bytes,
+        }
 
     async def receive(self) -> Any:
-        """The next message; ``anyio.EndOfStream`` (saying why) once the peer is gone."""
+        """The next message; :class:`~assistant_frames.transports.TransportClosed` (an
+        ``anyio.EndOfStream`` saying why) once the peer is gone."""
         while not self._messages:
             if self._closed:
                 raise anyio.ClosedResourceError
@@ -144,12 +175,16 @@ class StdioTransport(ObjectStream[Any]):
             await self._receive_stream.aclose()
 
     async def _end_of_stream(self, exc: BaseException | None) -> anyio.EndOfStream:
-        """What ``receive`` raises once the peer is gone."""
-        return anyio.EndOfStream(await self._describe_end(exc))
+        """What ``receive`` raises once the peer is gone: ``exc`` is what reading raised
+        (``anyio.EndOfStream`` when the peer closed its end)."""
+        clean = exc is None or isinstance(exc, anyio.EndOfStream)
+        return TransportClosed(CloseReason(await self._describe_end(exc), clean=clean))
 
     async def _describe_end(self, exc: BaseException | None) -> str:
         """Why the peer is gone; subclasses know more (an exit code...)."""
-        return "the peer closed the channel" if exc is None else f"the channel broke: {exc!r}"
+        if exc is None or isinstance(exc, anyio.EndOfStream):
+            return "the peer closed the channel"
+        return f"the channel broke: {exc!r}"
 
     def _feed(self, chunk: bytes) -> None:
         start = 0
@@ -203,12 +238,12 @@ class WorkerTransport(StdioTransport):
         self,
         process: anyio.abc.Process,
         *,
-        max_line_bytes: int,
+        max_message_bytes: int | None,
         pass_stderr: bool,
     ) -> None:
         assert process.stdout is not None
         assert process.stdin is not None
-        super().__init__(process.stdout, process.stdin, max_line_bytes=max_line_bytes)
+        super().__init__(process.stdout, process.stdin, max_message_bytes=max_message_bytes)
         self.process = process
         self._pass_stderr = pass_stderr
         self._stderr = bytearray()
@@ -244,13 +279,23 @@ class WorkerTransport(StdioTransport):
                 if len(self._stderr) > self._stderr_limit:
                     del self._stderr[: len(self._stderr) - self._stderr_limit]
 
+    def _check_peer(self) -> None:
+        """A worker that has exited (and whose stdout has ended) takes no more messages."""
+        if self._ended is not None and self.process.returncode is not None:
+            raise anyio.BrokenResourceError(str(self._ended))
+
     async def _end_of_stream(self, exc: BaseException | None) -> anyio.EndOfStream:
-        """Ends with the exit code and stderr tail attached, for ``FrameDisconnected``."""
+        """Ends with the exit code and stderr tail attached, for ``FrameDisconnected``.
+
+        Clean when the worker exited with code 0, or closed its stdout and is still
+        running.
+        """
         description = await self._describe_end(exc)
         code = self.process.returncode
+        closed = exc is None or isinstance(exc, anyio.EndOfStream)
         reason = CloseReason(
             description,
-            clean=code == 0,
+            clean=code == 0 or (code is None and closed),
             exit_code=code,
             stderr_tail=self.stderr_tail(),
         )
@@ -304,9 +349,13 @@ async def spawn_worker(
     cwd: str | os.PathLike[str] | None = None,
     stderr: Literal["inherit", "capture"] = "inherit",
     grace_period: float = 2.0,
-    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES,
+    max_line_bytes: int | None = None,
 ) -> AsyncIterator[WorkerTransport]:
     """Start ``command`` as a worker and yield the transport to it.
+
+    ``max_message_bytes`` (16 MiB; ``None``: no limit) bounds the messages sent to the
+    worker and the lines read from it (``max_line_bytes`` is its deprecated name).
 
     ``stderr="inherit"`` passes the worker's stderr through to ours (keeping a tail for
     error messages); ``"capture"`` keeps it (up to 1 MiB) for
@@ -315,6 +364,9 @@ async def spawn_worker(
     """
     if isinstance(command, str):
         raise TypeError("command must be a sequence of arguments, e.g. ['python', 'worker.py']")
+    limit = _renamed_limit(
+        max_message_bytes, DEFAULT_MAX_MESSAGE_BYTES, max_line_bytes, "max_line_bytes"
+    )
     process = await anyio.open_process(
         list(command),
         stdin=subprocess.PIPE,
@@ -323,9 +375,7 @@ async def spawn_worker(
         env=dict(env) if env is not None else None,
         cwd=cwd,
     )
-    transport = WorkerTransport(
-        process, max_line_bytes=max_line_bytes, pass_stderr=stderr == "inherit"
-    )
+    transport = WorkerTransport(process, max_message_bytes=limit, pass_stderr=stderr == "inherit")
     try:
         async with task_group() as tasks:
             tasks.start_soon(transport._pump_stderr)
@@ -415,23 +465,39 @@ def _claim_stdio() -> Any:
 async def serve_stdio(
     frame: AssistantFrameProvider | ModelContextProvider,
     *,
-    max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+    max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES,
+    max_line_bytes: int | None = None,
 ) -> None:
     """Serve ``frame`` to the host that started this process, until stdin closes.
 
     ``frame`` is an :class:`~assistant_frames.AssistantFrameProvider` or any provider
     (a registry...), which is then wrapped in one. POSIX only: stdin and stdout must be
-    pipes (as :func:`spawn_worker` makes them) or sockets.
+    pipes (as :func:`spawn_worker` makes them) or sockets. ``max_message_bytes``
+    (16 MiB; ``None``: no limit) bounds the messages sent to the host and the lines
+    read from it (``max_line_bytes`` is its deprecated name).
     """
+    limit = _renamed_limit(
+        max_message_bytes, DEFAULT_MAX_MESSAGE_BYTES, max_line_bytes, "max_line_bytes"
+    )
     provider = frame if isinstance(frame, AssistantFrameProvider) else AssistantFrameProvider(frame)
+    async with _own_stdio(limit) as transport:
+        await provider.serve(transport)
+
+
+@asynccontextmanager
+async def _own_stdio(max_message_bytes: int | None) -> AsyncIterator[StdioTransport]:
+    """The transport to the host over this process's stdin and stdout, written to by a
+    task of its own while the block runs (what :func:`serve_stdio` serves on)."""
     with _claim_stdio() as (in_fd, out_fd):
         # Text the process wrote to stdout without a newline before this would otherwise
         # be glued to our first message; an empty line is skipped by the reader.
         os.write(out_fd, b"\n")
         stdin = await read_pipe(in_fd) or _FdReceiveStream(in_fd)
         stdout = await write_pipe(out_fd) or _FdSendStream(out_fd)
-        transport = StdioTransport(stdin, stdout, max_line_bytes=max_line_bytes)
+        transport = StdioTransport(stdin, stdout, max_message_bytes=max_message_bytes)
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(transport.run)
-            await provider.serve(transport)
-            tasks.cancel_scope.cancel()
+            try:
+                yield transport
+            finally:
+                tasks.cancel_scope.cancel()

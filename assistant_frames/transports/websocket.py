@@ -9,6 +9,9 @@ size limits) is the ``websockets`` package's sans-I/O core.
 * :func:`websocket_server` listens (on 127.0.0.1 unless told otherwise) and runs a
   handler per accepted connection, e.g. ``provider.serve`` to serve a frame to every
   host that connects, or a function that hosts frames dialling in.
+* :func:`websocket_listener` is the same server as a
+  :class:`~assistant_frames.transports.Listener`: bound first, serving while its
+  ``serve(handler)`` runs.
 
 Security: an optional bearer token checked during the handshake (a refused client gets
 HTTP 401 and no frame traffic), an Origin allowlist for browser clients (HTTP 403), a
@@ -26,6 +29,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -35,11 +39,17 @@ from anyio import TypedAttributeSet, typed_attribute
 from anyio.abc import ByteStream, ObjectStream
 
 from .._anyio import cancelled_here, task_group
-from .._json import decode_json, encode_json
+from .._json import decode_json
 from ..errors import ConnectError, HandshakeRejected
 from ._outbox import DEFAULT_HIGH_WATER, outbox_for
-from ._streams import TcpServer, connect_tcp, descriptor_limit, tcp_server
-from .contract import TransportAttribute
+from ._streams import TcpServer, bind_tcp, connect_tcp, descriptor_limit
+from .contract import (
+    CloseReason,
+    TransportAttribute,
+    TransportClosed,
+    _renamed_limit,
+    encode_message,
+)
 
 try:
     from websockets.client import ClientProtocol
@@ -60,9 +70,11 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
     "WebSocketAttribute",
+    "WebSocketListener",
     "WebSocketServer",
     "WebSocketTransport",
     "connect_websocket",
+    "websocket_listener",
     "websocket_server",
 ]
 
@@ -72,6 +84,7 @@ DEFAULT_MAX_MESSAGE_BYTES = 4 * 1024 * 1024
 _READ_SIZE = 65536
 _CLOSE_TIMEOUT = 2.0
 _BROKEN = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+_CLEAN_CODES = (CloseCode.NORMAL_CLOSURE, CloseCode.GOING_AWAY)
 
 
 class WebSocketAttribute(TypedAttributeSet):
@@ -94,6 +107,10 @@ class WebSocketTransport(ObjectStream[Any]):
     cancelled send never leaves half a frame on the wire. Frames that are not JSON are
     dropped (one WARNING per connection); a text frame that is not UTF-8 closes the
     connection with code 1007, as RFC 6455 asks.
+
+    The end of the connection is a :class:`~assistant_frames.transports.TransportClosed`
+    whose reason has the close code: clean for 1000 and 1001; 1006 (and not clean) when
+    the connection ended or broke without a closing handshake.
     """
 
     def __init__(
@@ -106,8 +123,10 @@ class WebSocketTransport(ObjectStream[Any]):
         attributes: Mapping[Any, Callable[[], Any]] | None = None,
         early_events: Sequence[object] = (),
         high_water: int = DEFAULT_HIGH_WATER,
+        max_message_bytes: int | None = None,
     ) -> None:
         self._stream = stream
+        self._max_message_bytes = max_message_bytes
         self._protocol = protocol
         self._ping_interval = ping_interval
         self._ping_timeout = ping_timeout
@@ -130,8 +149,13 @@ class WebSocketTransport(ObjectStream[Any]):
     # -- ObjectStream ----------------------------------------------------------------------
 
     async def send(self, item: Any) -> None:
-        """Send ``item`` as one text frame of JSON (``TypeError`` if it has no JSON form)."""
-        data = encode_json(item)
+        """Send ``item`` as one text frame of JSON.
+
+        Raises :class:`~assistant_frames.transports.UnsendableMessage` (a ``TypeError``)
+        if it has no JSON form or is larger than ``max_message_bytes``, before anything
+        is sent.
+        """
+        data = encode_message(item, self._max_message_bytes)
         if self._closed:
             raise anyio.ClosedResourceError
         protocol = self._protocol
@@ -153,7 +177,8 @@ class WebSocketTransport(ObjectStream[Any]):
         return self._outbox.would_wait
 
     async def receive(self) -> Any:
-        """The next message; ``anyio.EndOfStream`` (with the close reason) at the end."""
+        """The next message; :class:`~assistant_frames.transports.TransportClosed` (an
+        ``anyio.EndOfStream``, with the close code) at the end."""
         while True:
             if self._messages:
                 return self._messages.popleft()
@@ -199,11 +224,14 @@ class WebSocketTransport(ObjectStream[Any]):
 
     @property
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
+        """The socket's attributes, :class:`WebSocketAttribute` and
+        :class:`TransportAttribute` ``send_would_wait`` and ``max_message_bytes``."""
         outbox = self._outbox
         return {
             **self._stream.extra_attributes,
             **self._attributes,
             TransportAttribute.send_would_wait: lambda: lambda: outbox.would_wait,
+            TransportAttribute.max_message_bytes: lambda: self._max_message_bytes,
         }
 
     # -- internals -----------------------------------------------------------------------
@@ -244,10 +272,12 @@ class WebSocketTransport(ObjectStream[Any]):
             data = await self._stream.receive(_READ_SIZE)
         except anyio.EndOfStream:
             self._protocol.receive_eof()
-            self._end(anyio.EndOfStream(self._close_description()))
+            self._end(TransportClosed(self._close_reason()))
             return
         except _BROKEN as exc:
-            self._end(anyio.BrokenResourceError(f"WebSocket connection broke: {exc!r}"))
+            self._protocol.receive_eof()  # so that sending now fails at once
+            description = f"WebSocket connection broke: {exc!r}"
+            self._end(TransportClosed(CloseReason(description, clean=False, close_code=1006)))
             return
         self._last_seen = time.monotonic()
         self._protocol.receive_data(data)
@@ -265,7 +295,7 @@ class WebSocketTransport(ObjectStream[Any]):
         if output:
             self._outbox.put_urgent(output)
         if self._protocol.state is not State.OPEN:  # closing: deliver what came, then end
-            self._end(anyio.EndOfStream(self._close_description()))
+            self._end(TransportClosed(self._close_reason()))
 
     async def _keep_alive(self) -> None:
         """Ping the peer whenever the connection has been idle for ``ping_interval``.
@@ -297,7 +327,8 @@ class WebSocketTransport(ObjectStream[Any]):
 
     def _fail(self, code: int, reason: str) -> None:
         """Fail the connection (a close frame, then EOF) and make ``receive`` raise."""
-        self._end(anyio.BrokenResourceError(f"WebSocket connection failed: {reason}"))
+        description = f"WebSocket connection failed: {reason}"
+        self._end(TransportClosed(CloseReason(description, clean=False, close_code=code)))
         if self._protocol.state is State.OPEN:
             self._protocol.fail(code, reason)
             self._outbox.put_urgent(self._protocol.data_to_send())
@@ -338,10 +369,18 @@ class WebSocketTransport(ObjectStream[Any]):
             return f"WebSocket connection broke: {error!r}"
         return self._close_description()
 
+    def _close_reason(self) -> CloseReason:
+        """Why the connection ended: the close code received (or sent), else 1006."""
+        close = self._protocol.close_rcvd or self._protocol.close_sent
+        code = CloseCode.ABNORMAL_CLOSURE if close is None else close.code
+        return CloseReason(
+            self._close_description(), clean=code in _CLEAN_CODES, close_code=int(code)
+        )
+
     def _close_description(self) -> str:
         close = self._protocol.close_rcvd or self._protocol.close_sent
         if close is None:
-            return "WebSocket connection closed"
+            return "WebSocket connection closed without a closing handshake"
         reason = f": {close.reason}" if close.reason else ""
         return f"WebSocket connection closed with code {close.code}{reason}"
 
@@ -356,11 +395,12 @@ async def connect_websocket(
     token: str | None = None,
     origin: str | None = None,
     headers: Mapping[str, str] | None = None,
-    max_message_size: int | None = DEFAULT_MAX_MESSAGE_BYTES,
+    max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES,
     ping_interval: float | None = 20.0,
     ping_timeout: float = 20.0,
     open_timeout: float = 10.0,
     ssl_context: ssl.SSLContext | None = None,
+    max_message_size: int | None = None,
 ) -> AsyncIterator[WebSocketTransport]:
     """Connect to a WebSocket server; the transport is open inside the block::
 
@@ -372,15 +412,20 @@ async def connect_websocket(
     idle connection is pinged every ``ping_interval`` seconds (``None``: never). Raises
     :class:`~assistant_frames.ConnectError` when the server cannot be reached in
     ``open_timeout`` seconds and :class:`~assistant_frames.HandshakeRejected` (with the
-    HTTP status) when it refuses the handshake.
+    HTTP status) when it refuses the handshake. ``max_message_bytes`` (4 MiB; ``None``:
+    no limit) bounds the messages sent and received: ``send`` refuses a larger one
+    (:class:`~assistant_frames.transports.MessageTooLarge`), and a server that sends
+    one has the connection closed with code 1009 (``max_message_size`` is its
+    deprecated name).
     """
+    limit = _renamed_limit(
+        max_message_bytes, DEFAULT_MAX_MESSAGE_BYTES, max_message_size, "max_message_size"
+    )
     try:
         uri = parse_uri(url)
     except Exception as exc:
         raise ValueError(f"Not a WebSocket URL: {url!r} ({exc})") from None
-    protocol = ClientProtocol(
-        uri, origin=Origin(origin) if origin else None, max_size=max_message_size
-    )
+    protocol = ClientProtocol(uri, origin=Origin(origin) if origin else None, max_size=limit)
     try:
         with anyio.fail_after(open_timeout):
             stream = await connect_tcp(uri.host, uri.port, tls=uri.secure, ssl_context=ssl_context)
@@ -403,6 +448,7 @@ async def connect_websocket(
         ping_timeout=ping_timeout,
         early_events=early_events,
         attributes={WebSocketAttribute.path: lambda: uri.resource_name},
+        max_message_bytes=limit,
     )
     async with task_group() as tasks:
         tasks.start_soon(transport.run)
@@ -493,6 +539,106 @@ class WebSocketServer:
         return f"ws://[{host}]:{self.port}" if ":" in host else f"ws://{host}:{self.port}"
 
 
+@dataclass(frozen=True)
+class _ServerOptions:
+    """How a WebSocket server treats each connection."""
+
+    token: str | None
+    origins: list[Origin | None] | None
+    max_message_bytes: int | None
+    ping_interval: float | None
+    ping_timeout: float
+    handshake_timeout: float
+    files: dict[str, tuple[bytes, str]] | None
+
+
+class WebSocketListener(WebSocketServer):
+    """A bound WebSocket server that serves while :meth:`serve` runs: a
+    :class:`~assistant_frames.transports.Listener`, from :func:`websocket_listener`.
+
+    Clients that connect before :meth:`serve` runs wait for it. Use it as an async
+    context manager (or call :meth:`aclose`) to stop listening.
+    """
+
+    def __init__(self, server: TcpServer, options: _ServerOptions) -> None:
+        super().__init__(server)
+        self._options = options
+
+    async def serve(
+        self,
+        handler: Handler,
+        task_group: anyio.abc.TaskGroup | None = None,
+        *,
+        task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Run ``await handler(transport)`` for each client, in a task of its own (in
+        ``task_group`` when given), until cancelled or closed.
+
+        The transport is closed when ``handler`` returns; a handler that raises is
+        logged and affects no other connection.
+        """
+        options = self._options
+
+        async def serve_connection(stream: ByteStream) -> None:
+            await _serve_connection(stream, handler, options)
+
+        await self._server.serve(serve_connection, task_group, task_status=task_status)
+
+    async def aclose(self) -> None:
+        """Stop listening (and make :meth:`serve` return); connections being served are
+        not affected."""
+        await self._server.aclose()
+
+    async def __aenter__(self) -> WebSocketListener:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+async def websocket_listener(
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    token: str | None = None,
+    allowed_origins: Sequence[str] | None = None,
+    max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES,
+    ping_interval: float | None = 20.0,
+    ping_timeout: float = 20.0,
+    handshake_timeout: float = 10.0,
+    http_files: Mapping[str, tuple[bytes, str]] | None = None,
+    max_connections: int | None = None,
+) -> WebSocketListener:
+    """Listen for WebSocket clients; serve them with :meth:`WebSocketListener.serve`::
+
+        async with await websocket_listener(port=8765) as listener:
+            await listener.serve(provider.serve)
+
+    The options are :func:`websocket_server`'s. Raises
+    :class:`~assistant_frames.ConnectError` when it cannot listen.
+    """
+    files = _check_http_files(http_files)
+    origins: list[Origin | None] | None = None
+    if allowed_origins is not None:
+        origins = [Origin(o) for o in allowed_origins] + [None]
+    options = _ServerOptions(
+        token=token,
+        origins=origins,
+        max_message_bytes=max_message_bytes,
+        ping_interval=ping_interval,
+        ping_timeout=ping_timeout,
+        handshake_timeout=handshake_timeout,
+        files=files,
+    )
+    if max_connections is None:
+        max_connections = _default_max_connections()
+    try:
+        server = await bind_tcp(host, port, max_connections=max_connections)
+    except OSError as exc:
+        raise ConnectError(f"Cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return WebSocketListener(server, options)
+
+
 @asynccontextmanager
 async def websocket_server(
     handler: Handler,
@@ -501,12 +647,13 @@ async def websocket_server(
     *,
     token: str | None = None,
     allowed_origins: Sequence[str] | None = None,
-    max_message_size: int | None = DEFAULT_MAX_MESSAGE_BYTES,
+    max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES,
     ping_interval: float | None = 20.0,
     ping_timeout: float = 20.0,
     handshake_timeout: float = 10.0,
     http_files: Mapping[str, tuple[bytes, str]] | None = None,
     max_connections: int | None = None,
+    max_message_size: int | None = None,
 ) -> AsyncIterator[WebSocketServer]:
     """Listen for WebSocket clients, running ``await handler(transport)`` for each.
 
@@ -518,6 +665,12 @@ async def websocket_server(
     The transport is closed when ``handler`` returns; a handler that raises is logged
     and affects no other connection. Leaving the block stops the server and every
     connection.
+
+    ``max_message_bytes`` (4 MiB; ``None``: no limit) bounds the messages each
+    transport sends and receives: ``send`` refuses a larger one
+    (:class:`~assistant_frames.transports.MessageTooLarge`), and a client that sends
+    one has its connection closed with code 1009. ``max_message_size`` is its
+    deprecated name.
 
     ``http_files`` maps URL paths (``"/assistant-frames/parent-relay.js"``) to
     ``(content, content_type)``. A plain HTTP ``GET`` (no WebSocket upgrade) for one of
@@ -532,67 +685,85 @@ async def websocket_server(
     (``server.refused`` counts them). The default leaves room under the process's file
     descriptor limit: a quarter of it kept free, at most 1,000 connections. Running out
     of descriptors anyway pauses accepting briefly; it never stops the server.
+
+    :func:`websocket_listener` is the same server as a
+    :class:`~assistant_frames.transports.Listener`.
     """
-    files = _check_http_files(http_files)
-    origins: list[Origin | None] | None = None
-    if allowed_origins is not None:
-        origins = [Origin(o) for o in allowed_origins] + [None]
-
-    async def serve_connection(stream: ByteStream) -> None:
-        protocol = ServerProtocol(origins=origins, max_size=max_message_size)
-        try:
-            with anyio.fail_after(handshake_timeout):
-                request, early_events = await _server_handshake(stream, protocol, token, files)
-        except (TimeoutError, ConnectError, OSError, anyio.BrokenResourceError) as exc:
-            logger.info("WebSocket handshake failed: %s", exc)
-            with anyio.CancelScope(shield=True):
-                await stream.aclose()
-            return
-        if request is None:  # refused: the response has been sent
-            with anyio.CancelScope(shield=True):
-                await stream.aclose()
-            return
-        origin = request.headers.get("Origin")
-        path = _without_token(request.path)
-        transport = WebSocketTransport(
-            stream,
-            protocol,
-            ping_interval=ping_interval,
-            ping_timeout=ping_timeout,
-            early_events=early_events,
-            attributes={
-                WebSocketAttribute.origin: lambda: origin,
-                WebSocketAttribute.path: lambda: path,
-            },
-        )
-        async with anyio.create_task_group() as connection_tasks:
-            connection_tasks.start_soon(transport.run)
-            try:
-                await handler(transport)
-            except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-                pass  # the connection ended under the handler: nothing went wrong here
-            except Exception:
-                logger.exception("WebSocket connection handler raised")
-            except (KeyboardInterrupt, SystemExit):
-                raise
-            except BaseException as exc:  # a handler's bug ends its connection, not the server
-                if isinstance(exc, anyio.get_cancelled_exc_class()) and cancelled_here():
-                    raise
-                logger.error("WebSocket connection handler raised %r", exc, exc_info=exc)
-            finally:
-                await transport.aclose()  # while the writer still runs, to send the close
-                connection_tasks.cancel_scope.cancel()
-
-    if max_connections is None:
-        max_connections = _default_max_connections()
+    limit = _renamed_limit(
+        max_message_bytes, DEFAULT_MAX_MESSAGE_BYTES, max_message_size, "max_message_size"
+    )
+    listener = await websocket_listener(
+        host,
+        port,
+        token=token,
+        allowed_origins=allowed_origins,
+        max_message_bytes=limit,
+        ping_interval=ping_interval,
+        ping_timeout=ping_timeout,
+        handshake_timeout=handshake_timeout,
+        http_files=http_files,
+        max_connections=max_connections,
+    )
     try:
-        server = tcp_server(serve_connection, host, port, max_connections=max_connections)
-        listening = await server.__aenter__()
-    except OSError as exc:
-        raise ConnectError(f"Cannot listen on {host}:{port}: {exc.strerror or exc}") from None
-    async with contextlib.AsyncExitStack() as stack:
-        stack.push_async_exit(server)
-        yield WebSocketServer(listening)
+        async with task_group() as tasks:
+            await tasks.start(listener.serve, handler)
+            try:
+                yield listener
+            finally:
+                tasks.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            await listener.aclose()
+
+
+async def _serve_connection(stream: ByteStream, handler: Handler, options: _ServerOptions) -> None:
+    """Handshake, then run ``handler`` on the transport and close it when it returns."""
+    protocol = ServerProtocol(origins=options.origins, max_size=options.max_message_bytes)
+    try:
+        with anyio.fail_after(options.handshake_timeout):
+            request, early_events = await _server_handshake(
+                stream, protocol, options.token, options.files
+            )
+    except (TimeoutError, ConnectError, OSError, anyio.BrokenResourceError) as exc:
+        logger.info("WebSocket handshake failed: %s", exc)
+        with anyio.CancelScope(shield=True):
+            await stream.aclose()
+        return
+    if request is None:  # refused: the response has been sent
+        with anyio.CancelScope(shield=True):
+            await stream.aclose()
+        return
+    origin = request.headers.get("Origin")
+    path = _without_token(request.path)
+    transport = WebSocketTransport(
+        stream,
+        protocol,
+        ping_interval=options.ping_interval,
+        ping_timeout=options.ping_timeout,
+        early_events=early_events,
+        attributes={
+            WebSocketAttribute.origin: lambda: origin,
+            WebSocketAttribute.path: lambda: path,
+        },
+        max_message_bytes=options.max_message_bytes,
+    )
+    async with anyio.create_task_group() as connection_tasks:
+        connection_tasks.start_soon(transport.run)
+        try:
+            await handler(transport)
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the connection ended under the handler: nothing went wrong here
+        except Exception:
+            logger.exception("WebSocket connection handler raised")
+        except (KeyboardInterrupt, SystemExit):
+            raise
+        except BaseException as exc:  # a handler's bug ends its connection, not the server
+            if isinstance(exc, anyio.get_cancelled_exc_class()) and cancelled_here():
+                raise
+            logger.error("WebSocket connection handler raised %r", exc, exc_info=exc)
+        finally:
+            await transport.aclose()  # while the writer still runs, to send the close
+            connection_tasks.cancel_scope.cancel()
 
 
 async def _server_handshake(
