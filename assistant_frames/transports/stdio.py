@@ -61,6 +61,7 @@ DEFAULT_MAX_LINE_BYTES = DEFAULT_MAX_MESSAGE_BYTES  # its name before max_messag
 _READ_SIZE = 65536
 _STDERR_TAIL_BYTES = 4096
 _EXIT_WAIT = 1.0  # after stdout ends, how long to wait for the exit code
+_CLOSE_TIMEOUT = 2.0  # how long aclose waits for queued lines to be written
 
 
 class StdioTransport(ObjectStream[Any]):
@@ -165,12 +166,15 @@ class StdioTransport(ObjectStream[Any]):
         await self._send_stream.aclose()
 
     async def aclose(self) -> None:
-        """Close both directions."""
+        """Close both directions, after writing what is queued (waiting at most 2 s for
+        a peer that does not read); idempotent."""
         if self._closed:
             return
         self._closed = True
         self._outbox.close()
         with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(_CLOSE_TIMEOUT):
+                await self._outbox.drain()
             await self._send_stream.aclose()
             await self._receive_stream.aclose()
 
@@ -491,7 +495,8 @@ async def _own_stdio(max_message_bytes: int | None) -> AsyncIterator[StdioTransp
     with _claim_stdio() as (in_fd, out_fd):
         # Text the process wrote to stdout without a newline before this would otherwise
         # be glued to our first message; an empty line is skipped by the reader.
-        os.write(out_fd, b"\n")
+        with contextlib.suppress(BrokenPipeError):  # the host is gone already: receive ends
+            os.write(out_fd, b"\n")
         stdin = await read_pipe(in_fd) or _FdReceiveStream(in_fd)
         stdout = await write_pipe(out_fd) or _FdSendStream(out_fd)
         transport = StdioTransport(stdin, stdout, max_message_bytes=max_message_bytes)

@@ -57,7 +57,7 @@ try:
     from websockets.exceptions import InvalidStatus
     from websockets.frames import CloseCode, Frame, Opcode
     from websockets.http11 import Request, Response
-    from websockets.protocol import Protocol, State
+    from websockets.protocol import Protocol, Side, State
     from websockets.server import ServerProtocol
     from websockets.typing import Origin
     from websockets.uri import parse_uri
@@ -250,10 +250,14 @@ class WebSocketTransport(ObjectStream[Any]):
 
     async def _await_close_reply(self) -> None:
         """Read until the peer answers our close frame, as RFC 6455 asks (the caller
-        bounds the time)."""
+        bounds the time): a client then waits for the server to close the TCP
+        connection; a server, which closes it first, is done."""
         if self._protocol.state is not State.CLOSING or self._receive_lock.locked():
             return
-        while self._protocol.state is State.CLOSING:
+        protocol = self._protocol
+        while protocol.state is State.CLOSING:
+            if protocol.side is Side.SERVER and protocol.close_rcvd is not None:
+                return
             try:
                 data = await self._stream.receive(_READ_SIZE)
             except (anyio.EndOfStream, *_BROKEN):
