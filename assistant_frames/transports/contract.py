@@ -10,19 +10,32 @@ connection between two peers, like a ``postMessage`` channel:
   usable. Sending on a transport closed by this side raises
   ``anyio.ClosedResourceError``; on one whose peer is gone, ``anyio.BrokenResourceError``.
 - ``await receive()`` returns the next message as the receiver's own copy (changing it
-  changes nothing the sender holds). Once the peer has gone it raises
-  ``anyio.EndOfStream``, as :class:`TransportClosed` when the transport knows why (a
-  worker's exit code and stderr, a WebSocket close code): :func:`close_reason` reads
-  the reason from whatever ``receive`` raised. An abrupt end (a killed process, a reset
-  connection) is seen within 100 ms. After this side's ``aclose()``, ``receive`` raises
-  ``anyio.ClosedResourceError``, a pending ``receive`` included.
+  changes nothing the sender holds). Once the peer has gone, and what it sent before
+  has been received, it raises ``anyio.EndOfStream``, as :class:`TransportClosed` when
+  the transport knows why (a worker's exit code and stderr, a WebSocket close code):
+  :func:`close_reason` reads the reason from whatever ``receive`` raised. An abrupt end
+  (a killed process, a reset connection) is seen within 100 ms.
+- One policy for an abrupt end: ``receive`` reports *every* end of the peer as the end
+  of the stream, a broken connection included, as :class:`TransportClosed` with
+  ``reason.clean`` ``False``; the shipped transports never raise
+  ``anyio.BrokenResourceError`` from ``receive``. (Other streams may: code that reads
+  the reason goes through :func:`close_reason`, which maps ``BrokenResourceError`` to a
+  reason with ``clean=False``, and a plain ``EndOfStream`` to a clean one.) After this
+  side's ``aclose()``, ``receive`` raises ``anyio.ClosedResourceError``, a pending
+  ``receive`` included.
 - ``await aclose()`` closes both directions; it is idempotent and never raises because
   the peer is already gone. The peer then sees the end of the stream.
-- ``extra(TransportAttribute.x, default)`` tells what more the transport can do.
+- ``extra(TransportAttribute.x, default)`` tells what more the transport can do;
+  ``TransportAttribute.max_message_bytes`` is the size limit.
+- The size limit is one parameter, ``max_message_bytes``, wherever a transport is made
+  (``None``: no limit), and bounds what is received too (a WebSocket closes with code
+  1009, stdio drops the line). Every shipped transport encodes with
+  :func:`encode_message`, the one JSON codec.
 
 :class:`Connector` opens a transport (``ReconnectingHost`` opens one per attempt);
 :class:`Listener` accepts transports (a server). The transport conformance suite
-(``tests/test_transport_contract.py``) checks every shipped transport against this.
+(``tests/test_transport_contract.py``) checks every shipped transport against this,
+on asyncio and trio; a new transport is done when it passes.
 """
 
 from __future__ import annotations

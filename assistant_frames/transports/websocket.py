@@ -30,7 +30,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
 import anyio
@@ -45,6 +45,7 @@ from ._outbox import DEFAULT_HIGH_WATER, outbox_for
 from ._streams import TcpServer, bind_tcp, connect_tcp, descriptor_limit
 from .contract import (
     CloseReason,
+    Listener,
     TransportAttribute,
     TransportClosed,
     _renamed_limit,
@@ -641,6 +642,12 @@ async def websocket_listener(
     except OSError as exc:
         raise ConnectError(f"Cannot listen on {host}:{port}: {exc.strerror or exc}") from None
     return WebSocketListener(server, options)
+
+
+if TYPE_CHECKING:
+
+    def _is_a_listener(listener: WebSocketListener) -> Listener:
+        return listener  # mypy checks that WebSocketListener keeps the contract
 
 
 @asynccontextmanager
