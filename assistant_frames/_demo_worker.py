@@ -12,8 +12,8 @@ import sys
 
 import anyio
 
+from .frames.worker import serve_stdio
 from .registry import ModelContextRegistry
-from .transports.stdio import serve_stdio
 
 __all__ = ["main", "registry"]
 

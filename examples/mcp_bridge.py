@@ -23,8 +23,9 @@ import anyio
 from mcp import Client
 
 from assistant_frames import AssistantFrameHost, ModelContextRegistry, to_openai_chat_tools
+from assistant_frames.frames import serve_stdio
 from assistant_frames.mcp import MCPContextServer, MCPFrame
-from assistant_frames.transports import serve_stdio, spawn_worker
+from assistant_frames.transports import spawn_worker
 
 # -- the worker: a frame over stdio ------------------------------------------------------
 

@@ -19,13 +19,13 @@ from typing import Any
 import anyio
 
 from assistant_frames.transports import StdioTransport, close_reason
-from assistant_frames.transports.stdio import _own_stdio
+from assistant_frames.transports.stdio import own_stdio
 
 
 async def main(port: int, max_message_bytes: int) -> None:
     stream = await anyio.connect_tcp("127.0.0.1", port)
     control = StdioTransport(stream, stream, max_message_bytes=None)
-    async with _own_stdio(max_message_bytes) as transport, anyio.create_task_group() as tasks:
+    async with own_stdio(max_message_bytes) as transport, anyio.create_task_group() as tasks:
         tasks.start_soon(control.run)
         done = anyio.Event()
 

@@ -50,7 +50,7 @@ def _describe(options: argparse.Namespace, frame: AssistantFrameProvider) -> str
 
 
 async def _serve_stdio(options: argparse.Namespace) -> None:
-    from ..transports.stdio import serve_stdio
+    from ..frames.worker import serve_stdio
 
     async with served_frame(options, timeout=options.timeout) as frame:
         await serve_stdio(frame)

@@ -30,7 +30,8 @@ from .contract import (
 from .memory import MemoryTransport, copy_json, memory_pair
 
 if TYPE_CHECKING:
-    from .stdio import StdioTransport, WorkerTransport, serve_stdio, spawn_worker
+    from ..frames.worker import serve_stdio
+    from .stdio import StdioTransport, WorkerTransport, own_stdio, spawn_worker
     from .websocket import (
         WebSocketAttribute,
         WebSocketListener,
@@ -63,6 +64,7 @@ __all__ = [
     "connect_websocket",
     "copy_json",
     "memory_pair",
+    "own_stdio",
     "serve_stdio",
     "spawn_worker",
     "websocket_listener",
@@ -72,7 +74,8 @@ __all__ = [
 _LAZY = {
     "StdioTransport": "stdio",
     "WorkerTransport": "stdio",
-    "serve_stdio": "stdio",
+    "own_stdio": "stdio",
+    "serve_stdio": "stdio",  # now in frames.worker; stdio forwards it
     "spawn_worker": "stdio",
     "WebSocketAttribute": "websocket",
     "WebSocketListener": "websocket",

@@ -33,8 +33,6 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectStream
 
 from .._anyio import task_group
 from .._json import decode_json
-from ..frames.provider import AssistantFrameProvider
-from ..registry.context import ModelContextProvider
 from ._outbox import DEFAULT_HIGH_WATER, outbox_for
 from ._streams import read_pipe, write_pipe
 from .contract import (
@@ -50,7 +48,7 @@ __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
     "StdioTransport",
     "WorkerTransport",
-    "serve_stdio",
+    "own_stdio",
     "spawn_worker",
 ]
 
@@ -466,32 +464,24 @@ def _claim_stdio() -> Any:
         os.close(saved_stdout)
 
 
-async def serve_stdio(
-    frame: AssistantFrameProvider | ModelContextProvider,
-    *,
+@asynccontextmanager
+async def own_stdio(
     max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES,
+    *,
     max_line_bytes: int | None = None,
-) -> None:
-    """Serve ``frame`` to the host that started this process, until stdin closes.
+) -> AsyncIterator[StdioTransport]:
+    """The transport to the process that started this one, over this process's stdin
+    and stdout; written to by a task of its own while the block runs.
 
-    ``frame`` is an :class:`~assistant_frames.AssistantFrameProvider` or any provider
-    (a registry...), which is then wrapped in one. POSIX only: stdin and stdout must be
-    pipes (as :func:`spawn_worker` makes them) or sockets. ``max_message_bytes``
-    (16 MiB; ``None``: no limit) bounds the messages sent to the host and the lines
-    read from it (``max_line_bytes`` is its deprecated name).
+    What a worker serves its frame on (``serve_stdio``). While the block runs, stdout
+    belongs to the transport: ``print`` and other writes to file descriptor 1 go to
+    stderr. POSIX only: stdin and stdout must be pipes (as :func:`spawn_worker` makes
+    them) or sockets. ``max_message_bytes`` (16 MiB; ``None``: no limit) bounds the
+    messages sent and the lines read (``max_line_bytes`` is its deprecated name).
     """
-    limit = _renamed_limit(
+    max_message_bytes = _renamed_limit(
         max_message_bytes, DEFAULT_MAX_MESSAGE_BYTES, max_line_bytes, "max_line_bytes"
     )
-    provider = frame if isinstance(frame, AssistantFrameProvider) else AssistantFrameProvider(frame)
-    async with _own_stdio(limit) as transport:
-        await provider.serve(transport)
-
-
-@asynccontextmanager
-async def _own_stdio(max_message_bytes: int | None) -> AsyncIterator[StdioTransport]:
-    """The transport to the host over this process's stdin and stdout, written to by a
-    task of its own while the block runs (what :func:`serve_stdio` serves on)."""
     with _claim_stdio() as (in_fd, out_fd):
         # Text the process wrote to stdout without a newline before this would otherwise
         # be glued to our first message; an empty line is skipped by the reader.
@@ -506,3 +496,12 @@ async def _own_stdio(max_message_bytes: int | None) -> AsyncIterator[StdioTransp
                 yield transport
             finally:
                 tasks.cancel_scope.cancel()
+
+
+def __getattr__(name: str) -> Any:
+    # serve_stdio serves a frame, so it lives in frames/ now; this old home still works.
+    if name == "serve_stdio":
+        from ..frames.worker import serve_stdio
+
+        return serve_stdio
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
