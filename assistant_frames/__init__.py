@@ -34,9 +34,11 @@ from .registry import (
     ModelContextRegistry,
     ProviderHandle,
     Tool,
+    ToolAnnotations,
     ToolCallContext,
     ToolConflict,
     ToolHandle,
+    ToolOptions,
     merge_model_contexts,
 )
 from .tool_formats import (
@@ -78,6 +80,7 @@ __all__ = [
     "ProviderHandle",
     "ReconnectingHost",
     "Tool",
+    "ToolAnnotations",
     "ToolArgumentsError",
     "ToolCallContext",
     "ToolCallError",
@@ -87,6 +90,7 @@ __all__ = [
     "ToolDisabledError",
     "ToolHandle",
     "ToolNotFoundError",
+    "ToolOptions",
     "TransportAttribute",
     "__version__",
     "memory_pair",

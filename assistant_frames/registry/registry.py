@@ -8,10 +8,12 @@ from collections.abc import Callable
 from dataclasses import replace as dataclass_replace
 from typing import Any, TypeVar, overload
 
+from typing_extensions import Unpack
+
 from ..errors import ToolConflictError
 from .context import ModelContext, ModelContextProvider, Subscribers, ToolConflict, Unsubscribe
 from .merge import ConflictPolicy, _merge, namespaced
-from .tool import _UNSET, ExecuteFunction, Parameters, Tool, ToolType
+from .tool import _UNSET, ExecuteFunction, Parameters, Tool, ToolOptions
 
 __all__ = ["InstructionHandle", "ModelContextRegistry", "ProviderHandle", "ToolHandle"]
 
@@ -76,27 +78,22 @@ class ModelContextRegistry:
         tool: Tool | str,
         execute: ExecuteFunction | None = None,
         *,
-        description: str | None = None,
         parameters: Parameters | None = None,
-        disabled: bool = False,
-        type: ToolType | None = None,
+        thread: bool = True,
+        **options: Unpack[ToolOptions],
     ) -> ToolHandle:
-        """Add a :class:`Tool`, or build one from a name, ``execute`` and options."""
+        """Add a :class:`Tool`, or build one from a name, ``execute`` and options.
+
+        The options are :class:`Tool`'s: ``description``, ``parameters``, ``disabled``,
+        ``type``, ``meta``, ``annotations``, ``output_schema`` and ``thread``.
+        """
         if not isinstance(tool, Tool):
-            tool = Tool(
-                tool,
-                execute,
-                description=description,
-                parameters=parameters,
-                disabled=disabled,
-                type=type,
-            )
+            tool = Tool(tool, execute, parameters=parameters, thread=thread, **options)
         elif (
             execute is not None
             or parameters is not None
-            or description is not None
-            or disabled
-            or type is not None
+            or not thread
+            or any(value is not None and value is not False for value in options.values())
         ):
             raise TypeError("add_tool(Tool(...)) takes no further options; set them on the Tool")
         key = next(self._ids)
@@ -111,10 +108,9 @@ class ModelContextRegistry:
         self,
         *,
         name: str | None = None,
-        description: str | None = None,
         parameters: Parameters | None = None,
-        disabled: bool = False,
-        type: ToolType | None = None,
+        thread: bool = True,
+        **options: Unpack[ToolOptions],
     ) -> Callable[[F], F]: ...
 
     def tool(  # type: ignore[misc]
@@ -123,26 +119,27 @@ class ModelContextRegistry:
         /,
         *,
         name: str | None = None,
-        description: str | None = None,
         parameters: Parameters | None = None,
-        disabled: bool = False,
-        type: ToolType | None = None,
+        thread: bool = True,
+        **options: Unpack[ToolOptions],
     ) -> F | Callable[[F], F]:
         """Register a function as a tool; use bare (``@registry.tool``) or with options.
 
         The name defaults to the function's name, the description to its docstring
-        (``Args:`` entries describe the parameters) and the schema to its type hints.
-        The function is returned unchanged, so it stays directly callable.
+        (``Args:`` entries describe the parameters), the schema to its type hints and
+        the output schema to its return annotation (a Pydantic model or a
+        ``TypedDict``). The other options are :class:`Tool`'s (``annotations``,
+        ``meta``, ``thread=False``...). The function is returned unchanged, so it
+        stays directly callable.
         """
 
         def register(function: F) -> F:
             self.add_tool(
                 name or function.__name__,
                 function,
-                description=description,
                 parameters=parameters,
-                disabled=disabled,
-                type=type,
+                thread=thread,
+                **options,
             )
             return function
 
@@ -323,23 +320,20 @@ class ToolHandle(_Handle):
         *,
         name: str = _UNSET,
         execute: ExecuteFunction | None = _UNSET,
-        description: str | None = _UNSET,
         parameters: Parameters | None = _UNSET,
-        disabled: bool = _UNSET,
-        type: ToolType | None = _UNSET,
+        thread: bool = _UNSET,
+        **changes: Unpack[ToolOptions],
     ) -> None:
-        """Replace the tool, or change some of its fields. No-op once removed."""
+        """Replace the tool, or change some of its fields (see :meth:`Tool.replace`).
+
+        No-op once removed.
+        """
         current = self.tool
         if current is None:
             return
         if tool is None:
             tool = current.replace(
-                name=name,
-                execute=execute,
-                description=description,
-                parameters=parameters,
-                disabled=disabled,
-                type=type,
+                name=name, execute=execute, parameters=parameters, thread=thread, **changes
             )
         self._registry._put_tool(self._key, tool)
 

@@ -11,8 +11,15 @@ A tool's parameters come from one of three places, and that choice also fixes ho
   receives the dict.
 
 ``execute`` may be sync (it then runs in a worker thread so it cannot stall the event
-loop) or async, and may ask for a :class:`ToolCallContext` by annotating a parameter with
-that type (or, with explicit parameters, by taking a second positional argument).
+loop, unless ``thread=False`` asks to run it on the loop) or async, and may ask for a
+:class:`ToolCallContext` by annotating a parameter with that type (or, with explicit
+parameters, by taking a second positional argument).
+
+Besides what a model needs to call it, a tool may carry what MCP knows about tools:
+``annotations`` (:class:`ToolAnnotations`: a display title and behaviour hints), an
+``output_schema`` (the JSON Schema of its results, derived from a return annotation that
+is a Pydantic model or a ``TypedDict``), and ``meta`` (MCP's ``_meta``, passed through
+untouched). They travel with the tool over frames and MCP alike.
 """
 
 from __future__ import annotations
@@ -24,22 +31,34 @@ import itertools
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Literal, TypeAlias, get_args, get_origin, get_type_hints
+from typing import Annotated, Any, Literal, TypeAlias, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from typing_extensions import TypedDict, Unpack, is_typeddict
 
 from .._threads import run_sync as run_in_thread
 from ..errors import ToolArgumentsError, ToolDisabledError
+from .annotations import ToolAnnotations
 from .docstrings import parse_docstring
 from .schema import EMPTY_OBJECT_SCHEMA, ToolJsonSchema, inline_refs
 
-__all__ = ["ExecuteFunction", "Parameters", "Tool", "ToolCallContext", "ToolType"]
+__all__ = [
+    "ExecuteFunction",
+    "OutputSchema",
+    "Parameters",
+    "Tool",
+    "ToolCallContext",
+    "ToolOptions",
+    "ToolType",
+]
 
 ToolType: TypeAlias = Literal["frontend", "backend", "human"] | str
 """assistant-ui's tool kinds; any string crosses the wire unchanged."""
 
 ExecuteFunction: TypeAlias = Callable[..., Any]
 Parameters: TypeAlias = Mapping[str, Any] | type[Any]
+OutputSchema: TypeAlias = Mapping[str, Any] | type[Any] | Literal[False]
+"""A JSON Schema of the results, a type to derive it from, or ``False`` for none."""
 
 _call_ids = itertools.count(1)
 _event_lock = threading.Lock()
@@ -98,21 +117,65 @@ class ToolCallContext:
 _Invoker: TypeAlias = Callable[[Any, ToolCallContext], Awaitable[Any]]
 
 
+class ToolOptions(TypedDict, total=False):
+    """A tool's descriptive fields, as keyword arguments.
+
+    What :meth:`ModelContextRegistry.add_tool`, ``@registry.tool``, :meth:`Tool.replace`,
+    :meth:`Tool.from_parts` and :meth:`ToolHandle.update` accept besides the name, the
+    function and its parameters; :class:`Tool` documents each.
+    """
+
+    description: str | None
+    disabled: bool
+    type: ToolType | None
+    meta: Mapping[str, Any] | None
+    annotations: ToolAnnotations | Mapping[str, Any] | None
+    output_schema: OutputSchema | None
+
+
 class Tool:
     """A tool: ``name``, ``description``, JSON Schema ``parameters`` and ``execute``.
 
     Tools are immutable; :meth:`replace` returns a changed copy. ``parameters`` is always
     a self-contained JSON Schema (``$ref`` inlined) whatever it was built from.
+
+    Args:
+        name: What the model calls the tool.
+        execute: The function that runs it, sync or async (``None``: a tool that does
+            nothing, e.g. one a frontend carries out).
+        description: For the model; defaults to ``execute``'s docstring.
+        parameters: A JSON Schema dict or a type; ``None`` derives it from the
+            signature (see the module's documentation).
+        disabled: Listed nowhere and refused when called.
+        type: assistant-ui's kind of tool (``"frontend"``, ``"backend"``, ``"human"``...).
+        meta: Free-form metadata, MCP's ``_meta``: passed on untouched (a shallow copy
+            is kept).
+        annotations: :class:`ToolAnnotations`, or a dict of them in snake_case or
+            MCP's camelCase (``{"readOnlyHint": True}``).
+        output_schema: The JSON Schema of the results, or a type to derive it from.
+            ``None`` derives it from ``execute``'s return annotation when that is a
+            Pydantic model or a ``TypedDict`` (else the tool has none); ``False``
+            derives nothing.
+        thread: Run a sync ``execute`` in a worker thread (the default), so that it
+            cannot stall the event loop. ``False`` calls it on the event loop itself,
+            which saves the thread hop for quick, non-blocking functions; such a
+            function must never block, and cannot be interrupted once running. No
+            effect on async functions.
     """
 
     __slots__ = (
         "_invoker",
+        "_output_schema_source",
         "_parameters_source",
         "_serialized",
+        "_thread",
+        "annotations",
         "description",
         "disabled",
         "execute",
+        "meta",
         "name",
+        "output_schema",
         "parameters",
         "type",
     )
@@ -123,6 +186,12 @@ class Tool:
     execute: ExecuteFunction | None
     disabled: bool
     type: ToolType | None
+    meta: Mapping[str, Any] | None
+    """MCP's ``_meta``: anything the tool's author wants to pass along, untouched."""
+    annotations: ToolAnnotations | None
+    """MCP's annotations: a display title and behaviour hints."""
+    output_schema: Mapping[str, Any] | None
+    """The JSON Schema of the tool's results (``$ref`` inlined), if known."""
 
     def __init__(
         self,
@@ -133,6 +202,10 @@ class Tool:
         parameters: Parameters | None = None,
         disabled: bool = False,
         type: ToolType | None = None,
+        meta: Mapping[str, Any] | None = None,
+        annotations: ToolAnnotations | Mapping[str, Any] | None = None,
+        output_schema: OutputSchema | None = None,
+        thread: bool = True,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"A tool name must be a non-empty string, not {name!r}")
@@ -142,9 +215,19 @@ class Tool:
         self.execute = execute
         self.disabled = bool(disabled)
         self.type = type
+        self.meta = _check_meta(name, meta)
+        self.annotations = _check_annotations(name, annotations)
+        self._output_schema_source = output_schema
+        if output_schema is None:
+            self.output_schema = None if execute is None else _derived_output_schema(execute)
+        else:
+            self.output_schema = _explicit_output_schema(name, output_schema)
+        self._thread = bool(thread)
         self._parameters_source = parameters
         self._serialized: dict[str, Any] | None = None
-        doc_description, self.parameters, self._invoker = _build(name, execute, parameters)
+        doc_description, self.parameters, self._invoker = _build(
+            name, execute, parameters, self._thread
+        )
         self.description = description if description is not None else doc_description
 
     @classmethod
@@ -153,26 +236,39 @@ class Tool:
         name: str,
         invoke: Callable[[Any, ToolCallContext], Awaitable[Any]],
         *,
-        description: str | None = None,
         parameters: Mapping[str, Any] | None = None,
-        disabled: bool = False,
-        type: ToolType | None = None,
+        **options: Unpack[ToolOptions],
     ) -> Tool:
         """Build a tool around a ready ``invoke(args, context)`` coroutine function.
 
-        Nothing is derived or validated: ``parameters`` is kept exactly as given and
-        ``invoke`` receives the raw arguments. Frame hosts use this for remote tools,
-        whose frame validates the arguments itself; it is also the cheapest way to
-        build many tools at once.
+        Nothing is derived or validated: ``parameters`` (and a dict ``output_schema``
+        or ``meta``) are kept exactly as given and ``invoke`` receives the raw
+        arguments. Frame hosts use this for remote tools, whose frame validates the
+        arguments itself; it is also the cheapest way to build many tools at once.
         """
         tool = object.__new__(cls)
         tool.name = name
-        tool.description = description
+        tool.description = options.get("description")
         tool.parameters = parameters if parameters is not None else dict(EMPTY_OBJECT_SCHEMA)
-        tool.disabled = bool(disabled)
-        tool.type = type
+        tool.disabled = bool(options.get("disabled", False))
+        tool.type = options.get("type")
+        tool.meta = options.get("meta")
+        annotations = options.get("annotations")
+        tool.annotations = (
+            annotations
+            if annotations is None or isinstance(annotations, ToolAnnotations)
+            else _check_annotations(name, annotations)
+        )
+        output_schema = options.get("output_schema")
+        tool._output_schema_source = output_schema
+        tool.output_schema = (
+            output_schema
+            if output_schema is None or isinstance(output_schema, Mapping)
+            else _explicit_output_schema(name, output_schema)
+        )
         tool.execute = invoke
         tool._invoker = invoke
+        tool._thread = True
         tool._parameters_source = tool.parameters
         tool._serialized = None
         return tool
@@ -205,20 +301,32 @@ class Tool:
         *,
         name: str = _UNSET,
         execute: ExecuteFunction | None = _UNSET,
-        description: str | None = _UNSET,
         parameters: Parameters | None = _UNSET,
-        disabled: bool = _UNSET,
-        type: ToolType | None = _UNSET,
+        thread: bool = _UNSET,
+        **changes: Unpack[ToolOptions],
     ) -> Tool:
-        """Return a copy with the given fields changed."""
-        if execute is not _UNSET or parameters is not _UNSET:
+        """Return a copy with the given fields changed.
+
+        ``output_schema=None`` (or ``False``) removes the output schema. A new
+        ``execute``, ``parameters`` or ``thread`` builds the tool anew, and a derived
+        output schema is then derived from the new function.
+        """
+        if execute is not _UNSET or parameters is not _UNSET or thread is not _UNSET:
+            options: dict[str, Any] = {
+                "description": self.description,
+                "disabled": self.disabled,
+                "type": self.type,
+                "meta": self.meta,
+                "annotations": self.annotations,
+                "output_schema": self._output_schema_source,
+                **changes,
+            }
             return Tool(
                 self.name if name is _UNSET else name,
                 self.execute if execute is _UNSET else execute,
-                description=self.description if description is _UNSET else description,
                 parameters=self._parameters_source if parameters is _UNSET else parameters,
-                disabled=self.disabled if disabled is _UNSET else disabled,
-                type=self.type if type is _UNSET else type,
+                thread=self._thread if thread is _UNSET else thread,
+                **options,
             )
         copy = object.__new__(Tool)
         for slot in Tool.__slots__:
@@ -228,17 +336,126 @@ class Tool:
             if not isinstance(name, str) or not name:
                 raise ValueError(f"A tool name must be a non-empty string, not {name!r}")
             copy.name = name
-        if description is not _UNSET:
-            copy.description = description
-        if disabled is not _UNSET:
-            copy.disabled = bool(disabled)
-        if type is not _UNSET:
-            copy.type = type
+        for field, value in changes.items():
+            try:
+                check = _CHECKS[field]
+            except KeyError:
+                raise TypeError(f"Tool.replace() got an unexpected keyword {field!r}") from None
+            setattr(copy, field, check(copy.name, value))
+        if "output_schema" in changes:  # given, never derived again when rebuilt
+            source = changes["output_schema"]
+            copy._output_schema_source = False if source is None else source
         return copy
 
     def __repr__(self) -> str:
         flags = ", disabled=True" if self.disabled else ""
         return f"Tool(name={self.name!r}, description={self.description!r}{flags})"
+
+
+# -- descriptive fields ----------------------------------------------------------------------
+
+
+def _check_meta(name: str, meta: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if meta is None:
+        return None
+    if not isinstance(meta, Mapping):
+        raise TypeError(f"meta of tool {name!r} must be a dict, not {builtins.type(meta).__name__}")
+    return dict(meta)
+
+
+def _check_annotations(
+    name: str, annotations: ToolAnnotations | Mapping[str, Any] | None
+) -> ToolAnnotations | None:
+    try:
+        return ToolAnnotations.coerce(annotations)
+    except ValidationError as exc:
+        raise ValueError(f"annotations of tool {name!r} are invalid: {exc}") from None
+    except TypeError as exc:
+        raise TypeError(f"Tool {name!r}: {exc}") from None
+
+
+def _explicit_output_schema(name: str, output_schema: OutputSchema | None) -> dict[str, Any] | None:
+    """The output schema given for a tool: a JSON Schema dict, a type, or ``None``/``False``."""
+    if output_schema is None or output_schema is False:
+        return None
+    if isinstance(output_schema, Mapping):
+        return inline_refs(output_schema)
+    if isinstance(output_schema, builtins.type) or get_origin(output_schema) is not None:
+        try:
+            return _type_schema(output_schema)
+        except Exception as exc:
+            raise TypeError(
+                f"Tool {name!r}: cannot build a JSON Schema for its output: {exc}"
+            ) from exc
+    raise TypeError(
+        f"output_schema of tool {name!r} must be a JSON Schema dict, a type or False, "
+        f"not {output_schema!r}"
+    )
+
+
+def _type_schema(kind: Any) -> dict[str, Any]:
+    """The inlined serialization-mode JSON Schema of ``kind``, without its top-level title."""
+    adapter: TypeAdapter[Any] = TypeAdapter(kind)
+    schema = inline_refs(adapter.json_schema(mode="serialization", schema_generator=ToolJsonSchema))
+    schema.pop("title", None)
+    return schema
+
+
+_CHECKS: dict[str, Callable[[str, Any], Any]] = {
+    "description": lambda name, value: value,
+    "disabled": lambda name, value: bool(value),
+    "type": lambda name, value: value,
+    "meta": _check_meta,
+    "annotations": _check_annotations,
+    "output_schema": _explicit_output_schema,
+}
+"""How each of :class:`ToolOptions` is checked when set on an existing tool."""
+
+_output_schemas: weakref.WeakKeyDictionary[Any, dict[str, Any] | None] = weakref.WeakKeyDictionary()
+
+
+def _derived_output_schema(execute: ExecuteFunction) -> dict[str, Any] | None:
+    """The output schema ``execute``'s return annotation gives, if it is a model or TypedDict.
+
+    Cached per function. A return type Pydantic cannot describe gives none rather than an
+    error: such tools worked before output schemas existed, and still do.
+    """
+    try:
+        return _output_schemas[execute]
+    except (KeyError, TypeError):  # TypeError: not weakly referenceable
+        pass
+    schema: dict[str, Any] | None = None
+    annotation = _return_annotation(execute)
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if (isinstance(annotation, builtins.type) and issubclass(annotation, BaseModel)) or (
+        is_typeddict(annotation)
+    ):
+        try:
+            schema = _type_schema(annotation)
+        except Exception:
+            schema = None
+    with contextlib.suppress(TypeError):
+        _output_schemas[execute] = schema
+    return schema
+
+
+def _return_annotation(execute: ExecuteFunction) -> Any:
+    try:
+        annotation = inspect.signature(execute).return_annotation
+    except (TypeError, ValueError):
+        return None
+    if annotation is inspect.Signature.empty:
+        return None
+    if isinstance(annotation, str):  # postponed: resolve it where the function lives
+        target = execute
+        if not (inspect.isfunction(execute) or inspect.ismethod(execute)):
+            target = getattr(execute, "__call__", execute)  # noqa: B004
+        try:
+            annotation = get_type_hints(target, include_extras=True).get("return")
+        except Exception:
+            return None
+    return annotation
 
 
 # -- building the invoker ------------------------------------------------------------------
@@ -250,10 +467,20 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     )
 
 
-def _runner(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
-    """Wrap ``fn`` so calling it returns an awaitable: direct if async, else in a thread."""
+def _runner(fn: Callable[..., Any], thread: bool) -> Callable[..., Awaitable[Any]]:
+    """Wrap ``fn`` so calling it returns an awaitable: direct if async, else in a thread
+    (or, with ``thread=False``, called right here on the event loop)."""
     if _is_async(fn):
         return fn
+    if not thread:
+
+        async def run_here(*args: Any, **kwargs: Any) -> Any:
+            result = fn(*args, **kwargs)
+            if inspect.isawaitable(result):  # a sync callable that returned a coroutine
+                result = await result
+            return result
+
+        return run_here
 
     async def run_sync(*args: Any, **kwargs: Any) -> Any:
         result = await run_in_thread(lambda: fn(*args, **kwargs))
@@ -265,7 +492,7 @@ def _runner(fn: Callable[..., Any]) -> Callable[..., Awaitable[Any]]:
 
 
 def _build(
-    name: str, execute: ExecuteFunction | None, parameters: Parameters | None
+    name: str, execute: ExecuteFunction | None, parameters: Parameters | None, thread: bool
 ) -> tuple[str | None, dict[str, Any], _Invoker]:
     """Return ``(docstring description, JSON Schema, invoker)`` for a tool."""
     doc_description: str | None = None
@@ -275,11 +502,11 @@ def _build(
     if parameters is None:
         if execute is None:
             return doc_description, dict(EMPTY_OBJECT_SCHEMA), _no_execute(name)
-        return (doc_description, *_from_signature(name, execute))
+        return (doc_description, *_from_signature(name, execute, thread))
     if isinstance(parameters, Mapping):
-        return doc_description, *_from_json_schema(name, execute, parameters)
+        return doc_description, *_from_json_schema(name, execute, parameters, thread)
     if isinstance(parameters, builtins.type):
-        return doc_description, *_from_type(name, execute, parameters)
+        return doc_description, *_from_type(name, execute, parameters, thread)
     raise TypeError(
         f"parameters for tool {name!r} must be a JSON Schema dict or a type "
         f"(e.g. a Pydantic model), not {parameters!r}"
@@ -307,7 +534,9 @@ def _wants_context_positionally(execute: Callable[..., Any]) -> bool:
     return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
 
 
-def _call_with_one(execute: ExecuteFunction | None, validate: Callable[[Any], Any]) -> _Invoker:
+def _call_with_one(
+    execute: ExecuteFunction | None, validate: Callable[[Any], Any], thread: bool
+) -> _Invoker:
     """Invoker for tools whose execute receives the validated arguments as one value."""
     if execute is None:
 
@@ -316,7 +545,7 @@ def _call_with_one(execute: ExecuteFunction | None, validate: Callable[[Any], An
             return None
 
         return invoke_nothing
-    run = _runner(execute)
+    run = _runner(execute, thread)
     if _wants_context_positionally(execute):
 
         async def invoke_with_context(args: Any, context: ToolCallContext) -> Any:
@@ -331,7 +560,7 @@ def _call_with_one(execute: ExecuteFunction | None, validate: Callable[[Any], An
 
 
 def _from_json_schema(
-    name: str, execute: ExecuteFunction | None, parameters: Mapping[str, Any]
+    name: str, execute: ExecuteFunction | None, parameters: Mapping[str, Any], thread: bool
 ) -> tuple[dict[str, Any], _Invoker]:
     import jsonschema.validators  # imported when needed: it costs workers start-up time
 
@@ -362,7 +591,7 @@ def _from_json_schema(
             )
         return args
 
-    return schema, _call_with_one(execute, validate)
+    return schema, _call_with_one(execute, validate, thread)
 
 
 def _jsonschema_error(error: Any) -> str:
@@ -371,7 +600,7 @@ def _jsonschema_error(error: Any) -> str:
 
 
 def _from_type(
-    name: str, execute: ExecuteFunction | None, parameters: type[Any]
+    name: str, execute: ExecuteFunction | None, parameters: type[Any], thread: bool
 ) -> tuple[dict[str, Any], _Invoker]:
     adapter: TypeAdapter[Any] = TypeAdapter(parameters)
     schema = inline_refs(adapter.json_schema(schema_generator=ToolJsonSchema))
@@ -384,7 +613,7 @@ def _from_type(
         except ValidationError as exc:
             raise ToolArgumentsError(_pydantic_message(name, exc), tool_name=name) from None
 
-    return schema, _call_with_one(execute, validate)
+    return schema, _call_with_one(execute, validate, thread)
 
 
 def _is_context_annotation(annotation: Any) -> bool:
@@ -472,10 +701,12 @@ def _signature_of(name: str, execute: ExecuteFunction) -> _Signature:
     return signature
 
 
-def _from_signature(name: str, execute: ExecuteFunction) -> tuple[dict[str, Any], _Invoker]:
+def _from_signature(
+    name: str, execute: ExecuteFunction, thread: bool
+) -> tuple[dict[str, Any], _Invoker]:
     info = _signature_of(name, execute)
     validator, aliases = info.validator, info.aliases
-    run = _runner(execute)
+    run = _runner(execute, thread)
 
     def validate(args: Any) -> dict[str, Any]:
         try:
