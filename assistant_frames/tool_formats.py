@@ -16,6 +16,17 @@ copy of the tool's schema without its top-level ``$schema`` key and with ``"type
 raises :class:`ValueError`. The OpenAI and Anthropic formats also require tool names
 that match ``^[a-zA-Z0-9_-]{1,64}$``.
 
+A tool's metadata goes where a format has a place for it, and nowhere else:
+
+* MCP carries all of it: ``title`` (from the annotations' title), ``annotations``,
+  ``outputSchema`` (an object schema; MCP requires that) and ``_meta``.
+* The OpenAI Responses API has ``output_schema`` (the JSON Schema of what the function
+  returns), which the output schema fills.
+* OpenAI Chat Completions (``name``, ``description``, ``parameters``, ``strict``) and
+  Anthropic Messages (``name``, ``description``, ``input_schema``, and fields for
+  caching, strict inputs, examples and deferred loading) have no field for annotations,
+  metadata or an output schema, so these are left out.
+
 Example:
     >>> from assistant_frames import ModelContextRegistry
     >>> registry = ModelContextRegistry()
@@ -85,6 +96,7 @@ class OpenAIResponsesTool(TypedDict):
     description: NotRequired[str]
     parameters: dict[str, Any]
     strict: bool
+    output_schema: NotRequired[dict[str, Any]]
 
 
 class AnthropicTool(TypedDict):
@@ -99,8 +111,12 @@ class MCPTool(TypedDict):
     """An MCP ``Tool`` in its wire shape (camelCase ``inputSchema``)."""
 
     name: str
+    title: NotRequired[str]
     description: NotRequired[str]
     inputSchema: dict[str, Any]
+    outputSchema: NotRequired[dict[str, Any]]
+    annotations: NotRequired[dict[str, Any]]
+    _meta: NotRequired[dict[str, Any]]
 
 
 def to_openai_chat_tools(context: ModelContext | ModelContextProvider) -> list[OpenAIChatTool]:
@@ -151,7 +167,7 @@ def to_openai_responses_tools(
     Returns:
         One ``{"type": "function", "name", "description", "parameters", "strict":
         False}`` per enabled tool, in the context's order (``description`` only when
-        the tool has one).
+        the tool has one), plus ``output_schema`` for a tool with an output schema.
 
     Raises:
         ValueError: A tool name does not match ``^[a-zA-Z0-9_-]{1,64}$`` (every such
@@ -165,13 +181,17 @@ def to_openai_responses_tools(
     """
 
     def build(name: str, tool: Tool) -> OpenAIResponsesTool:
-        return {
+        entry: OpenAIResponsesTool = {
             "type": "function",
             "name": name,
-            **_description(tool),
             "parameters": _parameters(name, tool),
             "strict": False,
         }
+        if tool.description:
+            entry["description"] = tool.description
+        if tool.output_schema is not None:
+            entry["output_schema"] = _schema_copy(tool.output_schema)
+        return entry
 
     return _export(context, build, vendor="OpenAI")
 
@@ -215,7 +235,9 @@ def to_mcp_tools(context: ModelContext | ModelContextProvider) -> list[MCPTool]:
 
     Returns:
         One ``{"name", "description", "inputSchema"}`` per enabled tool, in the
-        context's order (``description`` only when the tool has one).
+        context's order (``description`` only when the tool has one), with what the
+        tool has of ``title`` (its annotations' title), ``outputSchema`` (when it is
+        an object schema, as MCP requires), ``annotations`` and ``_meta``.
 
     Raises:
         ValueError: A tool's parameters are not an object schema.
@@ -228,7 +250,20 @@ def to_mcp_tools(context: ModelContext | ModelContextProvider) -> list[MCPTool]:
     """
 
     def build(name: str, tool: Tool) -> MCPTool:
-        return {"name": name, **_description(tool), "inputSchema": _parameters(name, tool)}
+        entry: MCPTool = {"name": name, "inputSchema": _parameters(name, tool)}
+        if tool.description:
+            entry["description"] = tool.description
+        annotations = tool.annotations.to_wire() if tool.annotations is not None else None
+        if annotations and isinstance(annotations.get("title"), str):
+            entry["title"] = annotations["title"]
+        output_schema = tool.output_schema
+        if output_schema is not None and output_schema.get("type") == "object":
+            entry["outputSchema"] = _schema_copy(output_schema)
+        if annotations:
+            entry["annotations"] = annotations
+        if tool.meta is not None:
+            entry["_meta"] = _copy(tool.meta)
+        return entry
 
     return _export(context, build, vendor=None)
 
@@ -289,6 +324,11 @@ def _parameters(name: str, tool: Tool) -> dict[str, Any]:
             'but model vendors need a schema of type "object"'
         )
     return copy
+
+
+def _schema_copy(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy of a JSON Schema, without its top-level ``$schema`` key."""
+    return {key: _copy(value) for key, value in schema.items() if key != "$schema"}
 
 
 def _copy(value: Any) -> Any:

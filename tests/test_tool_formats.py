@@ -384,7 +384,9 @@ def test_no_vendor_sdk_is_imported() -> None:
     ],
 )
 def test_typed_dicts_match_the_exports(export: Exporter, typed_dict: Any) -> None:
-    assert typed_dict.__optional_keys__ <= {"description"}
+    # description, and the tool metadata a format has a place for
+    metadata = {"title", "annotations", "outputSchema", "output_schema", "_meta"}
+    assert typed_dict.__optional_keys__ <= {"description", *metadata}
     for entry in export(_parent()):
         _assert_keys(entry, typed_dict.__required_keys__, typed_dict.__optional_keys__)
         TypeAdapter(typed_dict).validate_python(entry, strict=True)

@@ -24,6 +24,7 @@ from ..errors import FrameDisconnected, ToolArgumentsError
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.tool import Tool, ToolCallContext
 from ..transports.contract import TransportAttribute, close_reason
+from . import protocol
 from .host_machine import HostMachine, HostState
 from .protocol import MalformedMessage, SerializedTool
 
@@ -309,12 +310,7 @@ class AssistantFrameHost:
             return await call_tool(name, args)
 
         return Tool.from_parts(
-            name,
-            invoke,
-            description=spec.get("description"),
-            parameters=spec.get("parameters"),
-            disabled=bool(spec.get("disabled")),
-            type=spec.get("type"),
+            name, invoke, parameters=spec.get("parameters"), **protocol.tool_options(spec)
         )
 
     # -- disconnection -------------------------------------------------------------------

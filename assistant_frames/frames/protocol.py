@@ -17,8 +17,9 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
 
 from ..errors import RESULT_NOT_SENDABLE
+from ..registry.annotations import ToolAnnotations
 from ..registry.context import ModelContext
-from ..registry.tool import Tool
+from ..registry.tool import Tool, ToolOptions
 
 __all__ = [
     "CHANNEL",
@@ -53,18 +54,27 @@ __all__ = [
     "serialize_tool",
     "serialize_tools",
     "to_json_value",
+    "tool_options",
 ]
 
 CHANNEL: Final = "assistant-ui-frame"
 
 
 class SerializedTool(TypedDict, total=False):
-    """A tool as it crosses the wire: everything but ``execute``."""
+    """A tool as it crosses the wire: everything but ``execute``.
+
+    ``annotations``, ``outputSchema`` and ``_meta`` are this library's additions (MCP's
+    names and shapes), sent only when a tool has them; the JS implementation ignores
+    them.
+    """
 
     description: str | None
     parameters: dict[str, Any] | None
     disabled: bool | None
     type: str | None
+    annotations: dict[str, Any] | None
+    outputSchema: dict[str, Any] | None
+    _meta: dict[str, Any] | None
 
 
 class SerializedModelContext(TypedDict, total=False):
@@ -315,6 +325,14 @@ def serialize_tool(tool: Tool) -> SerializedTool:
             cached["disabled"] = True
         if tool.type:
             cached["type"] = tool.type
+        if tool.annotations is not None:
+            annotations = tool.annotations.to_wire()
+            if annotations:
+                cached["annotations"] = to_json_value(annotations)
+        if tool.output_schema is not None:
+            cached["outputSchema"] = dict(tool.output_schema)
+        if tool.meta is not None:
+            cached["_meta"] = to_json_value(tool.meta)
         tool._serialized = cached
     return cached  # type: ignore[return-value]
 
@@ -344,6 +362,16 @@ _TOOL_FIELDS: Final = (
     ("parameters", dict),
     ("disabled", bool),
     ("type", str),
+    ("annotations", dict),
+    ("outputSchema", dict),
+    ("_meta", dict),
+)
+_ANNOTATION_FIELDS: Final = (
+    ("title", str),
+    ("readOnlyHint", bool),
+    ("destructiveHint", bool),
+    ("idempotentHint", bool),
+    ("openWorldHint", bool),
 )
 
 
@@ -369,5 +397,39 @@ def check_tool(name: str, spec: Any) -> SerializedTool:
     for field, kind in _TOOL_FIELDS:
         value = spec.get(field)
         if value is not None and not isinstance(value, kind):
-            raise ValueError(f"tools.{name}.{field} must be {kind.__name__}, not {value!r:.40}")
+            raise ValueError(f"tools.{name}.{field} must be {_KIND[kind]}, not {value!r:.40}")
+    annotations = spec.get("annotations")
+    if annotations:
+        for field, kind in _ANNOTATION_FIELDS:
+            value = annotations.get(field)
+            if value is not None and not isinstance(value, kind):
+                raise ValueError(
+                    f"tools.{name}.annotations.{field} must be {_KIND[kind]}, not {value!r:.40}"
+                )
     return spec  # type: ignore[return-value]
+
+
+_KIND: Final[Mapping[type, str]] = {str: "str", bool: "bool", dict: "an object"}
+
+
+def tool_options(spec: SerializedTool) -> ToolOptions:
+    """The :class:`~assistant_frames.ToolOptions` of a tool that :func:`check_tool` accepted.
+
+    For ``Tool.from_parts(name, invoke, parameters=spec.get("parameters"),
+    **tool_options(spec))``: a host's remote tool describes itself as the frame's does.
+    """
+    options: ToolOptions = {
+        "description": spec.get("description"),
+        "disabled": bool(spec.get("disabled")),
+        "type": spec.get("type"),
+    }
+    annotations = spec.get("annotations")
+    if annotations:
+        options["annotations"] = ToolAnnotations.model_validate(annotations)
+    output_schema = spec.get("outputSchema")
+    if output_schema is not None:
+        options["output_schema"] = output_schema
+    meta = spec.get("_meta")
+    if meta is not None:
+        options["meta"] = meta
+    return options

@@ -1,7 +1,8 @@
 """``MCPFrame``: an MCP server used as a frame, i.e. as a :class:`ModelContextProvider`.
 
-The server's tools become tools of the context (its ``inputSchema`` as the parameters),
-its instructions the system text, and each call goes through the official ``mcp``
+The server's tools become tools of the context (its ``inputSchema`` as the parameters;
+its ``title``, ``annotations``, ``outputSchema`` and ``_meta`` kept), its instructions
+the system text, and each call goes through the official ``mcp``
 client. The frame follows the server's tool list: on ``notifications/tools/list_changed``
 (handshake-era servers) or a ``subscriptions/listen`` event (2026-07-28 servers) it
 fetches the list again. Servers that cannot notify are polled only when asked to.
@@ -38,6 +39,7 @@ from ..errors import (
     ToolCallTimeout,
     error_from_jsonrpc,
 )
+from ..registry.annotations import ToolAnnotations
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.tool import Tool, ToolCallContext
 from ._results import from_call_result
@@ -448,20 +450,43 @@ class MCPFrame:
             return await self.call_tool(name, args)
 
         return Tool.from_parts(
-            name, invoke, description=spec.description, parameters=spec.input_schema
+            name,
+            invoke,
+            description=spec.description,
+            parameters=spec.input_schema,
+            annotations=_annotations(spec),
+            output_schema=spec.output_schema,
+            meta=spec.meta,
         )
 
     def __repr__(self) -> str:
         return f"MCPFrame({self.name!r}, state={self._state!r})"
 
 
+def _annotations(spec: types.Tool) -> ToolAnnotations | None:
+    """The tool's annotations, with MCP's ``Tool.title`` as their title.
+
+    MCP has a title in both places; the tool's own wins, as in MCP's display order.
+    """
+    wire = spec.annotations.model_dump(by_alias=True, exclude_none=True) if spec.annotations else {}
+    if spec.title:
+        wire["title"] = spec.title
+    return ToolAnnotations.model_validate(wire) if wire else None
+
+
 def _same(a: ModelContext, b: ModelContext) -> bool:
     if a.system != b.system or a.tools.keys() != b.tools.keys():
         return False
-    return all(
-        tool.description == b.tools[name].description
-        and tool.parameters == b.tools[name].parameters
-        for name, tool in a.tools.items()
+    return all(_same_tool(tool, b.tools[name]) for name, tool in a.tools.items())
+
+
+def _same_tool(a: Tool, b: Tool) -> bool:
+    return (
+        a.description == b.description
+        and a.parameters == b.parameters
+        and a.annotations == b.annotations
+        and a.output_schema == b.output_schema
+        and a.meta == b.meta
     )
 
 

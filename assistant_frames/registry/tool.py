@@ -34,6 +34,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, Literal, TypeAlias, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict, Unpack, is_typeddict
 
 from .._threads import run_sync as run_in_thread
@@ -360,6 +361,10 @@ def _check_meta(name: str, meta: Mapping[str, Any] | None) -> dict[str, Any] | N
         return None
     if not isinstance(meta, Mapping):
         raise TypeError(f"meta of tool {name!r} must be a dict, not {builtins.type(meta).__name__}")
+    try:  # it crosses frames and MCP as JSON: find out now, not when it is first sent
+        to_jsonable_python(meta, inf_nan_mode="null")
+    except (PydanticSerializationError, ValueError, TypeError, RecursionError) as exc:
+        raise TypeError(f"meta of tool {name!r} must be JSON-compatible: {exc}") from None
     return dict(meta)
 
 
