@@ -43,7 +43,11 @@ def inline_refs(schema: Mapping[str, Any]) -> dict[str, Any]:
                         kept.add(name)
                         return dict(node)
                     target = resolve(defs[name], (*active, name))
-                    extra = {k: resolve(v, active) for k, v in node.items() if k != "$ref"}
+                    extra = {
+                        k: resolve(v, active)
+                        for k, v in node.items()
+                        if k not in ("$ref", "$defs", "definitions")
+                    }
                     return {**target, **extra} if extra else target
             return {
                 k: resolve(v, active) for k, v in node.items() if k not in ("$defs", "definitions")

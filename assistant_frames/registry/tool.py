@@ -374,7 +374,11 @@ def _check_annotations(
     try:
         return ToolAnnotations.coerce(annotations)
     except ValidationError as exc:
-        raise ValueError(f"annotations of tool {name!r} are invalid: {exc}") from None
+        problems = "; ".join(
+            f"{'.'.join(str(part) for part in error['loc'])}: {error['msg']}"
+            for error in exc.errors(include_url=False)
+        )
+        raise ValueError(f"annotations of tool {name!r} are invalid: {problems}") from None
     except TypeError as exc:
         raise TypeError(f"Tool {name!r}: {exc}") from None
 
