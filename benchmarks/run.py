@@ -10,6 +10,10 @@ It prints one table, measured in one run on one machine:
   validation; (b) assistant-frames: ``AssistantFrameHost`` -> ``AssistantFrameProvider``
   over ``memory_pair()``; (c) the official ``mcp`` SDK in-process (``mcp.Client`` on an
   ``MCPServer``), each as sequential latency and as throughput with 100 calls in flight;
+  and, sequential only, the same call to a sync ``add`` through the same host: (b') run
+  on the event loop (``thread=False``), measured in small blocks alternating with (b)'s
+  async ``add`` so that its ratio to (b) survives a busy machine, and (b'') in a worker
+  thread (the default);
 * MCP interop, in-process: (i) ``mcp.Client`` on a plain ``MCPServer``, (j) on
   ``MCPContextServer`` serving the same tool, (k) the ``MCPServer``'s tool called through
   an ``MCPFrame`` in a parent registry;
@@ -229,21 +233,42 @@ def _add_registry() -> ModelContextRegistry:
     return registry
 
 
+def _add_variants_registry() -> ModelContextRegistry:
+    """``add`` (async), and the same as sync tools on the event loop and in a thread."""
+    registry = _add_registry()
+
+    @registry.tool(thread=False)
+    def add_on_loop(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    @registry.tool
+    def add_in_thread(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    return registry
+
+
 @asynccontextmanager
-async def assistant_frames_target() -> AsyncIterator[Call]:
-    """(b): the library with its defaults, tool arguments validated from type hints."""
+async def assistant_frames_target() -> AsyncIterator[Callable[[str], Call]]:
+    """(b), (b') and (b''): the library with its defaults, tool arguments validated from
+    type hints; yields ``call_for(tool_name)``, one host serving all three tools."""
     host_end, frame_end = memory_pair()
-    provider = AssistantFrameProvider(_add_registry())
+    provider = AssistantFrameProvider(_add_variants_registry())
     async with anyio.create_task_group() as tg:
         tg.start_soon(provider.serve, frame_end)
         async with AssistantFrameHost(host_end) as host:
             await host.wait_for_context(timeout=TIMEOUT_SECONDS)
             call_tool = host.call_tool
 
-            async def call() -> object:
-                return await call_tool("add", {"a": 1, "b": 2})
+            def call_for(name: str) -> Call:
+                async def call() -> object:
+                    return await call_tool(name, {"a": 1, "b": 2})
 
-            yield call
+                return call
+
+            yield call_for
         tg.cancel_scope.cancel()
 
 
@@ -348,6 +373,22 @@ async def measure_in_flight(call: Call, rounds: int, width: int = IN_FLIGHT) -> 
     return rounds * width / (elapsed / 1e9)
 
 
+async def measure_paired(
+    call: Call, reference: Call, n: int, block: int = 50
+) -> tuple[list[int], list[int]]:
+    """``n`` sequential calls each of ``call`` and ``reference``, alternating in blocks.
+
+    For a ratio between two close figures: drift on a shared machine hits both alike.
+    """
+    samples: list[int] = []
+    reference_samples: list[int] = []
+    for done in range(0, n, block):
+        size = min(block, n - done)
+        samples += await measure_sequential(call, size)
+        reference_samples += await measure_sequential(reference, size)
+    return samples, reference_samples
+
+
 @dataclass
 class CallResult:
     key: str
@@ -355,6 +396,12 @@ class CallResult:
     latency_samples_ns: list[int] = field(default_factory=list)
     throughputs: list[float] = field(default_factory=list)
     skipped: str | None = None
+    # For a paired measurement: what the reference call took, in the same blocks.
+    reference_samples_ns: list[int] = field(default_factory=list)
+
+    @property
+    def reference_latency_us(self) -> float:
+        return statistics.median(self.reference_samples_ns) / 1000
 
     @property
     def latency_us(self) -> float:
@@ -377,6 +424,8 @@ class CallResult:
             "latency_p90_us": round(self.latency_p90_us, 2),
             "sequential_calls": len(self.latency_samples_ns),
         }
+        if self.reference_samples_ns:
+            summary["paired_reference_latency_median_us"] = round(self.reference_latency_us, 2)
         if self.throughputs:
             summary["throughput_best_calls_per_s"] = round(self.throughput, 1)
             summary["throughput_median_calls_per_s"] = round(statistics.median(self.throughputs), 1)
@@ -404,6 +453,8 @@ async def bench_calls(config: Config, log: Callable[[str], None]) -> dict[str, C
     results = {
         "floor": CallResult("floor", "(a) floor: bare anyio streams"),
         "af": CallResult("af", "(b) assistant-frames"),
+        "af_sync_loop": CallResult("af_sync_loop", "(b') sync tool, thread=False"),
+        "af_sync_thread": CallResult("af_sync_thread", "(b'') sync tool, in a thread"),
         "mcp": CallResult("mcp", f"(c) mcp {mcp_version() or ''} in-process".replace("  ", " ")),
         # Informational: the floor's sequential latency through its dispatcher, the
         # shape every multiplexing client (assistant-frames' host included) has.
@@ -416,8 +467,12 @@ async def bench_calls(config: Config, log: Callable[[str], None]) -> dict[str, C
         floor_par = await stack.enter_async_context(floor_dispatcher())
         targets["floor"] = (floor_seq, floor_par)
         targets["floor_dispatcher"] = (floor_par, None)
-        af = await stack.enter_async_context(assistant_frames_target())
+        af_call = await stack.enter_async_context(assistant_frames_target())
+        af = af_call("add")
         targets["af"] = (af, af)
+        # Sequential only. (b') is measured paired with (b), below.
+        on_loop = af_call("add_on_loop")
+        targets["af_sync_thread"] = (af_call("add_in_thread"), None)
         if mcp_version() is None:
             results["mcp"].skipped = "mcp is not installed (pip install 'assistant-frames[mcp]')"
         else:
@@ -430,12 +485,20 @@ async def bench_calls(config: Config, log: Callable[[str], None]) -> dict[str, C
             if par is not None:
                 await _check(results[key].label, par)
                 await measure_in_flight(par, 2)
+        await _check(results["af_sync_loop"].label, on_loop)
+        await measure_sequential(on_loop, config.warmup_calls)
 
-        keys = list(targets)
+        keys = [*targets, "af_sync_loop"]
         for repeat in range(config.repeats):
             log(f"calls: repeat {repeat + 1}/{config.repeats}")
             shift = repeat % len(keys)
             for key in keys[shift:] + keys[:shift]:
+                if key == "af_sync_loop":
+                    gc.collect()
+                    samples, reference = await measure_paired(on_loop, af, config.sequential_calls)
+                    results[key].latency_samples_ns += samples
+                    results[key].reference_samples_ns += reference
+                    continue
                 seq, par = targets[key]
                 gc.collect()
                 results[key].latency_samples_ns += await measure_sequential(
@@ -1255,6 +1318,13 @@ def targets_for(
         ]
     out += [
         _ratio_target(
+            "(b')/(b) sync tool on the loop (x an async tool)",
+            calls["af_sync_loop"],
+            af,
+            "<= 1.2x",
+            lambda r: r <= 1.2,
+        ),
+        _ratio_target(
             "(j)/(i) MCP server latency  (x a plain MCPServer)",
             calls["mcp_served"],
             calls["mcp_plain"],
@@ -1297,8 +1367,15 @@ def _ratio_target(
 ) -> Target:
     if numerator.skipped or denominator.skipped:
         return Target(label, None, "x", goal, None)
-    ratio = numerator.latency_us / denominator.latency_us
+    ratio = numerator.latency_us / _reference_latency_us(numerator, denominator)
     return Target(label, ratio, "x", goal, ok(ratio))
+
+
+def _reference_latency_us(result: CallResult, reference: CallResult) -> float:
+    """``reference``'s latency, from the blocks paired with ``result``'s if it has them."""
+    if result.reference_samples_ns:
+        return result.reference_latency_us
+    return reference.latency_us
 
 
 def cross_process_targets(cross: CrossProcess) -> list[Target]:
@@ -1362,9 +1439,19 @@ def render(
             f"{result.throughput:>24,.0f}"
         )
     extra = calls["floor_dispatcher"]
-    lines += [
+    lines.append(
         f"{extra.label + ' [info]':<38}{extra.latency_us:>20.1f}{extra.latency_p90_us:>10.1f}"
-        f"{'':>24}",
+        f"{'':>24}"
+    )
+    af = calls["af"]
+    for key in ("af_sync_loop", "af_sync_thread"):
+        result = calls[key]
+        ratio = result.latency_us / _reference_latency_us(result, af)
+        lines.append(
+            f"{result.label:<38}{result.latency_us:>20.1f}{result.latency_p90_us:>10.1f}"
+            f"{f'{ratio:.2f}x (b)':>24}"
+        )
+    lines += [
         "",
         f"{'MCP interop, in-process':<38}{'sequential µs/call':>20}{'p90 µs':>10}{'x (i)':>24}",
     ]
