@@ -17,7 +17,7 @@ import mcp_types as types
 import pytest
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from typing_extensions import TypedDict
 
 from assistant_frames import (
@@ -148,6 +148,34 @@ def test_other_return_types_give_no_output_schema() -> None:
         assert Tool("t", function).output_schema is None, function.__name__
     assert weather_registry().get_model_context().tools["add"].output_schema is None
     assert Tool("nothing").output_schema is None
+
+
+class Opaque:
+    """A type with no JSON Schema."""
+
+
+class Holder(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    thing: Opaque
+
+
+def test_a_return_model_with_no_json_schema_warns_and_gives_none(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def hold() -> Holder:
+        return Holder(thing=Opaque())
+
+    with caplog.at_level("WARNING", logger="assistant_frames.registry"):
+        tool = Tool("hold", hold)
+    assert tool.output_schema is None
+    assert "No output schema for" in caplog.text
+    assert "hold" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="assistant_frames.registry"):
+        assert Tool("quiet", lambda: None, output_schema=False).output_schema is None
+        assert Tool("hold", hold, output_schema=False).output_schema is None
+    assert caplog.text == ""
 
 
 def test_an_explicit_output_schema_wins() -> None:

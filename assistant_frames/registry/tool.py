@@ -28,6 +28,7 @@ import builtins
 import contextlib
 import inspect
 import itertools
+import logging
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
@@ -60,6 +61,8 @@ ExecuteFunction: TypeAlias = Callable[..., Any]
 Parameters: TypeAlias = Mapping[str, Any] | type[Any]
 OutputSchema: TypeAlias = Mapping[str, Any] | type[Any] | Literal[False]
 """A JSON Schema of the results, a type to derive it from, or ``False`` for none."""
+
+logger = logging.getLogger("assistant_frames.registry")
 
 _call_ids = itertools.count(1)
 _event_lock = threading.Lock()
@@ -426,8 +429,8 @@ _output_schemas: weakref.WeakKeyDictionary[Any, dict[str, Any] | None] = weakref
 def _derived_output_schema(execute: ExecuteFunction) -> dict[str, Any] | None:
     """The output schema ``execute``'s return annotation gives, if it is a model or TypedDict.
 
-    Cached per function. A return type Pydantic cannot describe gives none rather than an
-    error: such tools worked before output schemas existed, and still do.
+    Cached per function. A return type Pydantic cannot describe gives none and a warning
+    rather than an error: such tools worked before output schemas existed, and still do.
     """
     try:
         return _output_schemas[execute]
@@ -442,8 +445,14 @@ def _derived_output_schema(execute: ExecuteFunction) -> dict[str, Any] | None:
     ):
         try:
             schema = _type_schema(annotation)
-        except Exception:
-            schema = None
+        except Exception as exc:
+            logger.warning(
+                "No output schema for %r: its return type %r has no JSON Schema (%s); "
+                "pass output_schema= to give one, or output_schema=False to silence this",
+                getattr(execute, "__qualname__", execute),
+                annotation,
+                exc,
+            )
     with contextlib.suppress(TypeError):
         _output_schemas[execute] = schema
     return schema
