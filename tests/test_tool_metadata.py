@@ -260,6 +260,24 @@ def test_copies_keep_and_change_the_metadata() -> None:
     assert namespaced.meta == META
 
 
+def test_one_list_of_descriptive_fields() -> None:
+    from assistant_frames.registry import ToolOptions
+    from assistant_frames.registry.tool import _CHECKS
+
+    assert set(_CHECKS) == set(ToolOptions.__optional_keys__)
+    assert all(hasattr(Tool("t"), field) for field in _CHECKS)
+
+
+def test_removing_an_output_schema_while_rebuilding_removes_it() -> None:
+    def forecast() -> Weather:
+        raise NotImplementedError
+
+    tool = Tool("t", forecast)
+    assert tool.output_schema is not None
+    assert tool.replace(execute=forecast, output_schema=None).output_schema is None
+    assert tool.replace(execute=forecast).output_schema == tool.output_schema
+
+
 def test_handles_and_add_tool_take_the_new_options() -> None:
     registry = ModelContextRegistry()
     handle = registry.add_tool("t", lambda: None, meta={"v": 1}, annotations={"title": "T"})

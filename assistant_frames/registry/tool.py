@@ -316,15 +316,11 @@ class Tool:
         output schema is then derived from the new function.
         """
         if execute is not _UNSET or parameters is not _UNSET or thread is not _UNSET:
-            options: dict[str, Any] = {
-                "description": self.description,
-                "disabled": self.disabled,
-                "type": self.type,
-                "meta": self.meta,
-                "annotations": self.annotations,
-                "output_schema": self._output_schema_source,
-                **changes,
-            }
+            options: dict[str, Any] = {field: getattr(self, field) for field in _CHECKS}
+            options["output_schema"] = self._output_schema_source  # derived stays derived
+            options.update(changes)
+            if "output_schema" in changes and changes["output_schema"] is None:
+                options["output_schema"] = False  # removed, as in a copy: not derived again
             return Tool(
                 self.name if name is _UNSET else name,
                 self.execute if execute is _UNSET else execute,
@@ -421,7 +417,10 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "annotations": _check_annotations,
     "output_schema": _explicit_output_schema,
 }
-"""How each of :class:`ToolOptions` is checked when set on an existing tool."""
+"""How each of :class:`ToolOptions` is checked when set on an existing tool.
+
+Its keys are the descriptive fields, the same as :class:`ToolOptions`' (a test checks).
+"""
 
 _output_schemas: weakref.WeakKeyDictionary[Any, dict[str, Any] | None] = weakref.WeakKeyDictionary()
 
