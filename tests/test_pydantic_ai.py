@@ -14,6 +14,7 @@ pytest.importorskip("pydantic_ai")
 
 import anyio
 from pydantic_ai import Agent
+from pydantic_ai.capabilities import IncludeToolReturnSchemas
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -249,3 +250,31 @@ def test_import_without_pydantic_ai_says_what_to_install(monkeypatch: pytest.Mon
     monkeypatch.delitem(sys.modules, "assistant_frames.integrations.pydantic_ai")
     with pytest.raises(ImportError, match=r"pip install 'assistant-frames\[pydantic-ai\]'"):
         importlib.import_module("assistant_frames.integrations.pydantic_ai")
+
+
+async def test_tool_metadata_reaches_the_tool_definitions() -> None:
+    """A tool's meta and annotations are pydantic-ai's metadata (keyed as its own MCP
+    toolset keys them) and its output schema the return schema; plain tools have none."""
+    registry = ModelContextRegistry()
+    output = {"type": "object", "properties": {"n": {"type": "integer"}}}
+    registry.add_tool(
+        "count",
+        lambda: {"n": 1},
+        annotations={"readOnlyHint": True},
+        meta={"com.example/k": "v"},
+        output_schema=output,
+    )
+    registry.add_tool("plain", lambda: None)
+    model, seen = scripted(lambda _: [TextPart("hi")])
+    # Return schemas reach a model only when asked for.
+    capabilities = [IncludeToolReturnSchemas(tools=["count"])]
+    await Agent(model, toolsets=[ContextToolset(registry)], capabilities=capabilities).run("Hi")
+    (info,) = seen
+    count, plain = info.function_tools
+    assert count.metadata == {"meta": {"com.example/k": "v"}, "annotations": {"readOnlyHint": True}}
+    # FunctionModel has no native return schemas: pydantic-ai puts it in the description.
+    assert count.description is not None
+    assert "Return schema" in count.description
+    assert '"integer"' in count.description
+    assert plain.description is None
+    assert (plain.metadata, plain.return_schema) == (None, None)

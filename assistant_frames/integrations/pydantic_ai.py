@@ -20,6 +20,7 @@ from pydantic_core import SchemaValidator, core_schema
 
 from ..errors import FrameDisconnected, ToolCallError, ToolCallTimeout
 from ..registry.context import ModelContextProvider
+from ..registry.tool import Tool
 
 __all__ = ["ContextToolset"]
 
@@ -71,6 +72,8 @@ class ContextToolset(AbstractToolset[Any]):
                     parameters_json_schema={
                         key: value for key, value in tool.parameters.items() if key != "$schema"
                     },
+                    metadata=_metadata(tool),
+                    return_schema=dict(tool.output_schema) if tool.output_schema else None,
                 ),
                 max_retries=self.max_retries,
                 args_validator=_ANY_OBJECT,
@@ -101,3 +104,14 @@ class ContextToolset(AbstractToolset[Any]):
             raise ModelRetry(f"{exc} and was cancelled") from exc
         except FrameDisconnected as exc:
             raise ModelRetry(f'Tool "{name}" is unavailable: {exc}') from exc
+
+
+def _metadata(tool: Tool) -> dict[str, Any] | None:
+    """A tool's ``meta`` and annotations, keyed as pydantic-ai's own MCP toolset keys them.
+
+    ``None`` for a tool with neither, so plain tools' definitions stay as they were.
+    """
+    annotations = tool.annotations.to_wire() if tool.annotations is not None else None
+    if tool.meta is None and not annotations:
+        return None
+    return {"meta": tool.meta, "annotations": annotations or None}
