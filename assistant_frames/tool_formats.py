@@ -43,7 +43,7 @@ Example:
 
 import re
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, NotRequired, TypeVar
+from typing import Any, Literal, NotRequired, TypeVar, cast
 
 # typing_extensions' TypedDict, so that Pydantic can validate these types on Python 3.11.
 from typing_extensions import TypedDict
@@ -181,14 +181,16 @@ def to_openai_responses_tools(
     """
 
     def build(name: str, tool: Tool) -> OpenAIResponsesTool:
-        entry: OpenAIResponsesTool = {
-            "type": "function",
-            "name": name,
-            "parameters": _parameters(name, tool),
-            "strict": False,
-        }
-        if tool.description:
-            entry["description"] = tool.description
+        entry = cast(
+            "OpenAIResponsesTool",
+            {
+                "type": "function",
+                "name": name,
+                **_description(tool),
+                "parameters": _parameters(name, tool),
+                "strict": False,
+            },
+        )
         if tool.output_schema is not None:
             entry["output_schema"] = _schema_copy(tool.output_schema)
         return entry
@@ -250,9 +252,10 @@ def to_mcp_tools(context: ModelContext | ModelContextProvider) -> list[MCPTool]:
     """
 
     def build(name: str, tool: Tool) -> MCPTool:
-        entry: MCPTool = {"name": name, "inputSchema": _parameters(name, tool)}
-        if tool.description:
-            entry["description"] = tool.description
+        entry = cast(
+            "MCPTool",
+            {"name": name, **_description(tool), "inputSchema": _parameters(name, tool)},
+        )
         annotations = tool.annotations.to_wire() if tool.annotations is not None else None
         if annotations and isinstance(annotations.get("title"), str):
             entry["title"] = annotations["title"]
