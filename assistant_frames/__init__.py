@@ -52,7 +52,7 @@ from .tool_formats import (
     to_openai_chat_tools,
     to_openai_responses_tools,
 )
-from .transports import MemoryTransport, TransportAttribute, memory_pair
+from .transports import MemoryTransport, Multiplexer, TransportAttribute, memory_pair
 
 __version__ = "0.1.0"
 
@@ -74,6 +74,7 @@ __all__ = [
     "ModelContext",
     "ModelContextProvider",
     "ModelContextRegistry",
+    "Multiplexer",
     "OpenAIChatTool",
     "OpenAIFunctionDefinition",
     "OpenAIResponsesTool",

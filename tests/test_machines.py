@@ -494,7 +494,7 @@ def test_tool_call_is_requested_and_tracked() -> None:
     machine: FrameMachine[str] = FrameMachine()
     event = machine.receive(tool_call("a", "add", {"x": 1}))
     assert isinstance(event, CallRequested)
-    assert (event.call.id, event.call.tool_name, event.call.args) == ("a", "add", {"x": 1})
+    assert (event.id, event.tool_name, event.args) == ("a", "add", {"x": 1})
     assert event.superseded is None
     machine.track("a", "handle-a")
     assert machine.calls == {"a": "handle-a"}
@@ -700,7 +700,7 @@ def test_frame_machine_books_stay_right_under_any_input(steps: list[tuple[str, A
             subscribed_before = machine.subscribed
             event = machine.receive(value)
             if isinstance(event, CallRequested):
-                call_id = event.call.id
+                call_id = event.id
                 assert isinstance(call_id, str)
                 assert event.superseded is live.pop(call_id, None)
                 handle = Handle(call_id)
@@ -907,7 +907,7 @@ def test_a_change_from_one_to_true_is_a_change() -> None:
         ({"tools": "add"}, "tools must be an object"),
         ({"tools": {"add": "x"}}, "tools.add must be an object"),
         ({"tools": {"add": {"description": 5}}}, "tools.add.description must be str"),
-        ({"tools": {"add": {"parameters": []}}}, "tools.add.parameters must be dict"),
+        ({"tools": {"add": {"parameters": []}}}, "tools.add.parameters must be an object"),
         ({"tools": {"add": {"disabled": "yes"}}}, "tools.add.disabled must be bool"),
         ({"tools": {"add": {"type": 1}}}, "tools.add.type must be str"),
         ({"tools": {"": {}}}, "empty name"),

@@ -5,6 +5,8 @@ What a transport is, and what every transport promises, is stated in
 WebSockets (:func:`connect_websocket`, :func:`websocket_server`,
 :func:`websocket_listener`; needs the ``websockets`` extra) and worker subprocesses
 over stdio (:func:`spawn_worker`, :func:`serve_stdio`).
+:class:`Multiplexer` carries several protocols over one transport (the frame channel,
+JSON-RPC 2.0...), each on a sub-stream that is a transport in its own right.
 The WebSocket and stdio modules are imported on first use, so ``import
 assistant_frames`` stays light for workers that start often.
 """
@@ -28,6 +30,7 @@ from .contract import (
     encode_message,
 )
 from .memory import MemoryTransport, copy_json, memory_pair
+from .multiplex import MultiplexedStream, Multiplexer, channel, frame_channel, jsonrpc
 
 if TYPE_CHECKING:
     from ..frames.worker import serve_stdio
@@ -54,6 +57,8 @@ __all__ = [
     "decode_message",
     "encode_message",
     "MemoryTransport",
+    "MultiplexedStream",
+    "Multiplexer",
     "StdioTransport",
     "TransportAttribute",
     "WebSocketAttribute",
@@ -61,8 +66,11 @@ __all__ = [
     "WebSocketServer",
     "WebSocketTransport",
     "WorkerTransport",
+    "channel",
     "connect_websocket",
     "copy_json",
+    "frame_channel",
+    "jsonrpc",
     "memory_pair",
     "own_stdio",
     "serve_stdio",

@@ -25,7 +25,7 @@ function snapshot() {
 const iframe = document.createElement("iframe");
 const relayParams = new URLSearchParams();
 relayParams.set("ws", `ws://${window.location.host}${config.get("path") || "/"}`);
-for (const key of ["access_token", "max_attempts", "initial_delay", "max_delay"]) {
+for (const key of ["access_token", "max_attempts", "initial_delay", "max_delay", "jsonrpc"]) {
   if (config.has(key)) relayParams.set(key, config.get(key));
 }
 

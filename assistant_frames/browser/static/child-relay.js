@@ -16,12 +16,16 @@
  * What it forwards:
  *   - parent -> WebSocket: messages whose event.source is window.parent and whose
  *     event.origin is the parent origin, when they are JSON objects on one of the
- *     allowed channels (default: "assistant-ui-frame"). Messages that arrive before
- *     the WebSocket is open wait in a bounded buffer.
+ *     allowed channels (option channels, default ["assistant-ui-frame"]) or JSON-RPC
+ *     2.0 messages (objects whose jsonrpc is "2.0", as MCP Apps send; option
+ *     jsonrpc, default true; false forwards channels only). Messages that arrive
+ *     before the WebSocket is open wait in a bounded buffer and are sent once it
+ *     opens; after the relay gave up, they are dropped.
  *   - WebSocket -> parent: every JSON message, with
  *     window.parent.postMessage(msg, parentOrigin).
- * Nothing else: messages from any other window, origin or channel, and messages
- * that have no JSON form, are dropped.
+ * Nothing else: messages from any other window or origin, on another channel
+ * (never the relay's own "assistant-frames-relay", even with jsonrpc "2.0"), and
+ * messages that have no JSON form, are dropped.
  *
  * It tells the parent page how the connection goes on its own channel:
  *   { channel: "assistant-frames-relay", message: { type: "ready" } }    the socket is open:
@@ -63,9 +67,13 @@
     }
   }
 
-  function channelAllowed(data, channels) {
+  // Whether a message from the bridged window may go to the WebSocket: a JSON object
+  // on an allowed channel, or (unless jsonrpc is false) a JSON-RPC 2.0 message; never
+  // one on the relay's own channel.
+  function allowed(data, channels, jsonrpc) {
     if (data === null || typeof data !== "object" || Array.isArray(data)) return false;
     if (data.channel === RELAY_CHANNEL) return false;
+    if (jsonrpc && data.jsonrpc === "2.0") return true;
     if (channels === "*") return true;
     return channels.indexOf(data.channel) >= 0;
   }
@@ -79,6 +87,7 @@
     var initialDelay = options.initialDelay === undefined ? 250 : options.initialDelay;
     var maxDelay = options.maxDelay === undefined ? 4000 : options.maxDelay;
     var channels = options.channels || [FRAME_CHANNEL];
+    var jsonrpc = options.jsonrpc !== false;
     var statusElement = options.statusElement || document.documentElement;
     var socketUrl = withToken(options.url, options.token);
 
@@ -114,7 +123,7 @@
     function onWindowMessage(event) {
       if (event.source !== parentWindow || parentWindow === window) return;
       if (event.origin !== parentOrigin) return;
-      if (!channelAllowed(event.data, channels)) return;
+      if (!allowed(event.data, channels, jsonrpc)) return;
       var text = toJson(event.data);
       if (text === null) return;
       if (socket && socket.readyState === WebSocket.OPEN) {
@@ -217,7 +226,8 @@
 
   // Options from the page's URL: the fragment first (never sent to a server), then
   // the query string, then data-* attributes of the <script> tag or of <html>:
-  //   ws (WebSocket URL), access_token, parent_origin, max_attempts, initial_delay, max_delay
+  //   ws (WebSocket URL), access_token, parent_origin, max_attempts, initial_delay, max_delay,
+  //   jsonrpc ("false" or "0": forward the frame channel only)
   function optionsFromPage() {
     var params = new URLSearchParams(window.location.search);
     var hash = new URLSearchParams(window.location.hash.replace(/^#/, ""));
@@ -241,6 +251,7 @@
       maxAttempts: number("max_attempts", "maxAttempts"),
       initialDelay: number("initial_delay", "initialDelay"),
       maxDelay: number("max_delay", "maxDelay"),
+      jsonrpc: ["false", "0"].indexOf(read("jsonrpc", "jsonrpc")) < 0,
     };
   }
 

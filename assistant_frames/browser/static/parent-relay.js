@@ -19,10 +19,14 @@
  *   - WebSocket -> iframe: every JSON message, with postMessage(msg, ownOrigin),
  *     once the iframe has loaded (earlier ones wait in a bounded buffer);
  *   - iframe -> WebSocket: messages whose event.source is that iframe's window and
- *     whose event.origin is this page's origin, when they are JSON objects on one
- *     of the allowed channels (default: "assistant-ui-frame").
- * Nothing else: messages from any other window, origin or channel, and messages
- * that have no JSON form, are dropped.
+ *     whose event.origin is this page's origin, while the WebSocket is open, when
+ *     they are JSON objects on one of the allowed channels (option channels,
+ *     default ["assistant-ui-frame"]) or JSON-RPC 2.0 messages (objects whose
+ *     jsonrpc is "2.0", as MCP Apps send; option jsonrpc, default true; false
+ *     forwards channels only).
+ * Nothing else: messages from any other window or origin, on another channel
+ * (never the relay's own "assistant-frames-relay", even with jsonrpc "2.0"), sent
+ * while the socket is not open, or that have no JSON form, are dropped.
  *
  * The iframe is created only once the WebSocket is open. Failed connections are
  * retried a bounded number of times with exponential backoff; then the relay
@@ -55,9 +59,13 @@
     }
   }
 
-  function channelAllowed(data, channels) {
+  // Whether a message from the bridged window may go to the WebSocket: a JSON object
+  // on an allowed channel, or (unless jsonrpc is false) a JSON-RPC 2.0 message; never
+  // one on the relay's own channel.
+  function allowed(data, channels, jsonrpc) {
     if (data === null || typeof data !== "object" || Array.isArray(data)) return false;
     if (data.channel === RELAY_CHANNEL) return false;
+    if (jsonrpc && data.jsonrpc === "2.0") return true;
     if (channels === "*") return true;
     return channels.indexOf(data.channel) >= 0;
   }
@@ -77,6 +85,7 @@
     var initialDelay = options.initialDelay === undefined ? 250 : options.initialDelay;
     var maxDelay = options.maxDelay === undefined ? 4000 : options.maxDelay;
     var channels = options.channels || [FRAME_CHANNEL];
+    var jsonrpc = options.jsonrpc !== false;
     var statusElement = resolveElement(options.statusElement, document.documentElement);
     var socketUrl = withToken(options.url, options.token);
 
@@ -144,7 +153,7 @@
     function onWindowMessage(event) {
       if (!iframe || event.source !== iframe.contentWindow) return;
       if (event.origin !== ownOrigin) return;
-      if (!channelAllowed(event.data, channels)) return;
+      if (!allowed(event.data, channels, jsonrpc)) return;
       if (!socket || socket.readyState !== WebSocket.OPEN) return;
       var text = toJson(event.data);
       if (text !== null) socket.send(text);
