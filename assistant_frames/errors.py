@@ -208,9 +208,11 @@ ERROR_KINDS: Final[dict[ErrorCode, ErrorKind]] = {
             True,
             prefix=True,
         ),
-        # The codes the MCP TypeScript SDK uses for a request timeout and a closed connection.
-        ErrorKind(ErrorCode.TIMEOUT, ToolCallTimeout, None, -32001, False),
-        ErrorKind(ErrorCode.DISCONNECTED, FrameDisconnected, None, -32000, False),
+        # The codes the MCP TypeScript SDK uses for a request timeout and a closed
+        # connection; a server reports a federated tool's timeout or lost frame as a
+        # result the model can read, as it would any failed call.
+        ErrorKind(ErrorCode.TIMEOUT, ToolCallTimeout, None, -32001, True),
+        ErrorKind(ErrorCode.DISCONNECTED, FrameDisconnected, None, -32000, True),
     )
 }
 

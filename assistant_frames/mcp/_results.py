@@ -18,7 +18,7 @@ from typing import Any
 
 import mcp_types as types
 
-from ..errors import ToolCallError
+from ..errors import error_from_wire
 from ..frames.protocol import RESULT_NOT_SENDABLE, NotJSONSerializable, to_json_value
 
 __all__ = ["error_result", "from_call_result", "tool_result"]
@@ -60,7 +60,7 @@ def from_call_result(result: types.CallToolResult, tool_name: str) -> Any:
     if result.is_error:
         texts = [block.text for block in result.content if isinstance(block, types.TextContent)]
         message = "\n".join(texts) or f'Tool "{tool_name}" failed'
-        raise ToolCallError(message, tool_name=tool_name)
+        raise error_from_wire(message, tool_name)  # typed when it says a known kind
     if result.structured_content is not None:
         return result.structured_content
     content = result.content

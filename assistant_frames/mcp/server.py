@@ -26,7 +26,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .._anyio import task_group
-from ..errors import ToolCallError
+from ..errors import ERROR_KINDS, AssistantFramesError, ToolCallError
 from ..registry.context import ModelContext, ModelContextProvider
 from ..tool_formats import MCPTool, to_mcp_tools
 from ._results import error_result, tool_result
@@ -253,8 +253,12 @@ class MCPContextServer:
             raise MCPError(types.INVALID_PARAMS, f'Tool "{name}" not found')
         try:
             result = await tool.invoke(params.arguments or {})
-        except ToolCallError as exc:
-            return error_result(exc.message)
+        except AssistantFramesError as exc:  # said as the error table says MCP says it
+            message = exc.message if isinstance(exc, ToolCallError) else str(exc)
+            kind = ERROR_KINDS.get(exc.code) if exc.code is not None else None
+            if kind is not None and not kind.mcp_is_error:
+                raise MCPError(kind.jsonrpc_code, message) from None
+            return error_result(message)
         except Exception as exc:
             logger.debug("Tool %r raised", name, exc_info=True)
             return error_result(str(exc) or type(exc).__name__)
