@@ -12,6 +12,9 @@ end dies abruptly and what ``local`` then learns:
   :func:`connect_websocket`; ``local`` is the client. Abrupt: the server end's TCP
   socket is shut down under it, with no closing handshake (close code 1006, not clean).
 * ``websocket-server``: the same, with ``local`` the server's end of the connection.
+* ``multiplexed``: ``local`` is a :class:`Multiplexer` sub-stream (claiming every
+  message) over the WebSocket client, ``remote`` the server's bare end; abrupt as for
+  ``websocket``.
 * ``stdio``: :func:`spawn_worker` running ``tests/transport_peer.py``, which holds the
   worker side of the stdio transport (what ``serve_stdio`` serves on) and is driven
   over a control connection. Abrupt: the worker is killed with SIGKILL (exit code -9).
@@ -44,6 +47,7 @@ from anyio.abc import ObjectStream, SocketAttribute
 from assistant_frames.transports import (
     CloseReason,
     MessageTooLarge,
+    Multiplexer,
     StdioTransport,
     TransportAttribute,
     TransportClosed,
@@ -59,7 +63,7 @@ from assistant_frames.transports import (
 
 pytestmark = pytest.mark.anyio
 
-KINDS = ["memory", "websocket", "websocket-server", "stdio"]
+KINDS = ["memory", "websocket", "websocket-server", "stdio", "multiplexed"]
 LIMIT = 10_000  # every pair's max_message_bytes
 ABRUPT_BOUND = 0.1  # an abrupt end is seen within 100 ms
 PEER = Path(__file__).with_name("transport_peer.py")
@@ -99,6 +103,23 @@ async def connected(kind: str) -> AsyncIterator[Pair]:
         finally:
             await local.aclose()
             await remote.aclose()
+    elif kind == "multiplexed":
+        async with websocket_pair() as (client, server_end):
+            mux = Multiplexer(client)
+            sub_stream = mux.open(lambda message: True, name="everything")
+            async with mux:
+
+                async def shut_down_the_server_socket() -> None:
+                    sock = server_end.extra(SocketAttribute.raw_socket)
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    sock.shutdown(socket.SHUT_RDWR)
+
+                yield Pair(
+                    sub_stream,
+                    server_end,
+                    shut_down_the_server_socket,
+                    {"clean": False, "close_code": 1006},
+                )
     elif kind in ("websocket", "websocket-server"):
         async with websocket_pair() as (client, server_end):
             if kind == "websocket":

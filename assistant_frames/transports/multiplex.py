@@ -10,7 +10,9 @@ transport with the same contract as the one it shares: ``send`` goes straight to
 shared transport, the end of the transport reaches every sub-stream (as a copy of what the
 transport raised, so ``close_reason`` reads the same reason from each), and the shared
 transport's ``extra_attributes`` pass through, so ``AssistantFrameProvider.serve`` and
-``AssistantFrameHost`` work on a sub-stream exactly as on the bare transport.
+``AssistantFrameHost`` work on a sub-stream exactly as on the bare transport. Closing a
+sub-stream leaves the others and the transport open, except that closing the last one
+closes the transport (the transport conformance suite runs on a sub-stream too).
 
 Backpressure: each sub-stream buffers at most ``max_buffer_size`` received messages.
 While the sub-stream a message belongs to is full, the multiplexer stops reading the
@@ -189,13 +191,19 @@ class MultiplexedStream(ObjectStream[Any]):
         self._eof_sent = True
 
     async def aclose(self) -> None:
-        """Stop receiving this protocol's messages; the transport and the others stay open."""
+        """Stop receiving this protocol's messages; the transport and the others stay open.
+
+        Closing the last open sub-stream closes the multiplexer and so the transport: with
+        no protocol left on it, the peer sees the end, as it would on a bare transport.
+        """
         if self._closed:
             return
         self._closed = True
         self._mux._detach(self)
         self._items.clear()
         self._wake()
+        if not self._mux._streams:
+            await self._mux.aclose()
 
     @property
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
