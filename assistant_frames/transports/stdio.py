@@ -15,6 +15,7 @@ prints (``print``, C extensions, subprocesses) cannot corrupt the channel.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import os
@@ -24,7 +25,7 @@ import sys
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.abc
@@ -33,7 +34,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectStream
 
 from .._anyio import task_group
 from .._json import decode_json
-from ._outbox import DEFAULT_HIGH_WATER, outbox_for
+from ._outbox import DEFAULT_HIGH_WATER, BufferedWriter, DirectOutbox, outbox_for
 from ._streams import read_pipe, write_pipe
 from .contract import (
     CloseReason,
@@ -246,6 +247,9 @@ class WorkerTransport(StdioTransport):
         assert process.stdout is not None
         assert process.stdin is not None
         super().__init__(process.stdout, process.stdin, max_message_bytes=max_message_bytes)
+        writer = _AsyncioPipeWriter.wrap(process.stdin)
+        if writer is not None:
+            self._outbox = DirectOutbox(writer)
         self.process = process
         self._pass_stderr = pass_stderr
         self._stderr = bytearray()
@@ -341,6 +345,53 @@ class WorkerTransport(StdioTransport):
                     await process.wait()
                 if process.returncode is not None:
                     return
+
+
+class _AsyncioPipeWriter:
+    """A worker's stdin under asyncio as a :class:`BufferedWriter`, so that lines go
+    straight into asyncio's buffer: no writer task, nor the two checkpoints anyio's
+    ``send`` takes, per message. Shares the one ``asyncio.StreamWriter`` with
+    ``process.stdin``, so what is written either way stays in order.
+    """
+
+    __slots__ = ("_transport", "_writer")
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+        self._transport = writer.transport
+
+    @classmethod
+    def wrap(cls, stream: object) -> _AsyncioPipeWriter | None:
+        """One for anyio's wrapper of an ``asyncio.StreamWriter``; else ``None``."""
+        writer = getattr(stream, "_stream", None)
+        if isinstance(writer, asyncio.StreamWriter) and isinstance(
+            writer.transport, asyncio.WriteTransport
+        ):
+            return cls(writer)
+        return None
+
+    def write_now(self, data: bytes) -> None:
+        if self._transport.is_closing():
+            raise anyio.BrokenResourceError("the worker's stdin is closed")
+        if data:
+            self._writer.write(data)
+
+    @property
+    def write_paused(self) -> bool:
+        transport = self._transport
+        if transport.is_closing():
+            return False  # write_now raises
+        return transport.get_write_buffer_size() > transport.get_write_buffer_limits()[1]
+
+    async def wait_drained(self) -> None:
+        with contextlib.suppress(ConnectionError, RuntimeError):
+            await self._writer.drain()
+
+
+if TYPE_CHECKING:
+
+    def _is_buffered_writer(writer: _AsyncioPipeWriter) -> BufferedWriter:
+        return writer
 
 
 @asynccontextmanager
