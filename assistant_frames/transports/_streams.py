@@ -200,14 +200,14 @@ async def connect_tcp(
     return _AsyncioStream(protocol)
 
 
-async def read_pipe(fd: int) -> anyio.abc.ByteReceiveStream | None:
+async def read_pipe(fd: int, *, close_fd: bool = False) -> anyio.abc.ByteReceiveStream | None:
     """A stream reading the pipe ``fd`` under asyncio; ``None`` under other loops.
 
-    The descriptor stays open when the stream closes.
+    The descriptor stays open when the stream closes, unless ``close_fd``.
     """
     if not running_asyncio():
         return None
-    pipe = os.fdopen(fd, "rb", buffering=0, closefd=False)
+    pipe = os.fdopen(fd, "rb", buffering=0, closefd=close_fd)
     _, protocol = await asyncio.get_running_loop().connect_read_pipe(_Protocol, pipe)
     return _AsyncioStream(protocol)
 

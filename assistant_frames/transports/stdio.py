@@ -32,7 +32,7 @@ import anyio.abc
 import anyio.lowlevel
 from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectStream
 
-from .._anyio import task_group
+from .._anyio import running_asyncio, task_group
 from .._json import decode_json
 from ._outbox import DEFAULT_HIGH_WATER, BufferedWriter, DirectOutbox, outbox_for
 from ._streams import read_pipe, write_pipe
@@ -243,10 +243,12 @@ class WorkerTransport(StdioTransport):
         *,
         max_message_bytes: int | None,
         pass_stderr: bool,
+        receive_stream: ByteReceiveStream | None = None,
     ) -> None:
-        assert process.stdout is not None
+        receive_stream = receive_stream or process.stdout
+        assert receive_stream is not None
         assert process.stdin is not None
-        super().__init__(process.stdout, process.stdin, max_message_bytes=max_message_bytes)
+        super().__init__(receive_stream, process.stdin, max_message_bytes=max_message_bytes)
         writer = _AsyncioPipeWriter.wrap(process.stdin)
         if writer is not None:
             self._outbox = DirectOutbox(writer)
@@ -414,21 +416,48 @@ async def spawn_worker(
     error messages); ``"capture"`` keeps it (up to 1 MiB) for
     :meth:`WorkerTransport.stderr_tail` instead. ``env`` replaces the environment
     (``None``: inherit ours). Raises ``OSError`` if the command cannot be started.
+
+    The transport is the only reader of the worker's stdout: under asyncio it reads a
+    pipe of its own, and ``transport.process.stdout`` is ``None``.
     """
     if isinstance(command, str):
         raise TypeError("command must be a sequence of arguments, e.g. ['python', 'worker.py']")
     limit = _renamed_limit(
         max_message_bytes, DEFAULT_MAX_MESSAGE_BYTES, max_line_bytes, "max_line_bytes"
     )
-    process = await anyio.open_process(
-        list(command),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=dict(env) if env is not None else None,
-        cwd=cwd,
-    )
-    transport = WorkerTransport(process, max_message_bytes=limit, pass_stderr=stderr == "inherit")
+    # Under asyncio the worker's stdout is a pipe of ours, read by read_pipe: asyncio's
+    # subprocess streams hand every chunk over a loop iteration late (call_soon).
+    stdout_pipe = os.pipe() if running_asyncio() else None
+    try:
+        process = await anyio.open_process(
+            list(command),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE if stdout_pipe is None else stdout_pipe[1],
+            stderr=subprocess.PIPE,
+            env=dict(env) if env is not None else None,
+            cwd=cwd,
+        )
+    except BaseException:
+        for fd in stdout_pipe or ():
+            os.close(fd)
+        raise
+    try:
+        receive_stream = None
+        if stdout_pipe is not None:
+            os.close(stdout_pipe[1])  # the worker's end
+            receive_stream = await read_pipe(stdout_pipe[0], close_fd=True)
+        transport = WorkerTransport(
+            process,
+            max_message_bytes=limit,
+            pass_stderr=stderr == "inherit",
+            receive_stream=receive_stream,
+        )
+    except BaseException:
+        with contextlib.suppress(ProcessLookupError):
+            process.kill()
+        with anyio.CancelScope(shield=True):
+            await process.aclose()
+        raise
     try:
         async with task_group() as tasks:
             tasks.start_soon(transport._pump_stderr)
