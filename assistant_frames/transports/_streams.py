@@ -12,6 +12,7 @@ any other backend (trio) anyio's streams are used as they are.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
 import math
@@ -46,6 +47,10 @@ logger = logging.getLogger("assistant_frames.transports")
 
 _HIGH_WATER = 1024 * 1024
 _LOW_WATER = 256 * 1024
+# asyncio reads up to 256 KiB at a time (``max_size``): each read allocates that much,
+# which glibc serves with mmap and munmap (plus a page fault), some 20 µs per read on
+# small VMs; 64 KiB comes from the heap.
+_READ_SIZE = 65536
 
 
 class _Protocol(asyncio.Protocol):
@@ -65,6 +70,9 @@ class _Protocol(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
+        if getattr(transport, "max_size", 0) > _READ_SIZE:  # CPython's transports
+            with contextlib.suppress(AttributeError, TypeError):
+                setattr(transport, "max_size", _READ_SIZE)  # noqa: B010
         sock = transport.get_extra_info("socket")  # None for a pipe
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
