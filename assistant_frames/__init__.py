@@ -9,6 +9,7 @@ the frame that owns the tool. Wire-compatible with assistant-ui's Assistant Fram
 from .errors import (
     AssistantFramesError,
     ConnectError,
+    ContextTimeout,
     ErrorCode,
     FrameDisconnected,
     HandshakeRejected,
@@ -63,6 +64,7 @@ __all__ = [
     "AssistantFramesError",
     "ConflictPolicy",
     "ConnectError",
+    "ContextTimeout",
     "ConnectionState",
     "ErrorCode",
     "FrameConnection",

@@ -14,6 +14,7 @@ __all__ = [
     "ERROR_KINDS",
     "AssistantFramesError",
     "ConnectError",
+    "ContextTimeout",
     "ErrorCode",
     "ErrorKind",
     "FrameDisconnected",
@@ -50,22 +51,35 @@ class AssistantFramesError(Exception):
 
 
 class ToolCallError(AssistantFramesError):
-    """A tool call failed; :attr:`message` is the error the frame reported.
+    """A tool call failed; :attr:`message` says why.
 
-    Raised for errors reported across a frame boundary (a ``tool-result`` carrying an
-    ``error``) and for local refusals (unknown tool, disabled tool, invalid arguments),
-    so the caller handles both the same way.
+    Every way a call can fail is one of these, so ``except ToolCallError`` is the one
+    clause a tool-calling loop needs: an error reported across a frame boundary (a
+    ``tool-result`` carrying an ``error``), a local refusal (unknown tool, disabled tool,
+    invalid arguments), a timeout (:class:`ToolCallTimeout`) and a lost frame
+    (:class:`FrameDisconnected`). :attr:`tool_name` and :attr:`frame` say which tool of
+    which frame, where known.
     """
 
     code: ClassVar[ErrorCode | None] = ErrorCode.TOOL_FAILED
 
     def __init__(
-        self, message: str, *, tool_name: str | None = None, tool_call_id: str | None = None
+        self,
+        message: str,
+        *,
+        tool_name: str | None = None,
+        tool_call_id: str | None = None,
+        frame: str | None = None,
     ) -> None:
         super().__init__(message)
+        #: What went wrong, in words a model (or a person) can read.
         self.message = message
+        #: The tool that was called, when the error belongs to one call.
         self.tool_name = tool_name
+        #: The call's id on the wire, when it had one.
         self.tool_call_id = tool_call_id
+        #: The name of the frame (host, MCP server, federation member) that failed the call.
+        self.frame = frame
 
 
 class ToolNotFoundError(ToolCallError):
@@ -73,10 +87,17 @@ class ToolNotFoundError(ToolCallError):
 
     code = ErrorCode.TOOL_NOT_FOUND
 
-    def __init__(self, tool_name: str, *, tool_call_id: str | None = None) -> None:
-        super().__init__(
-            f'Tool "{tool_name}" not found', tool_name=tool_name, tool_call_id=tool_call_id
-        )
+    def __init__(
+        self, tool_name: str, *, tool_call_id: str | None = None, waiting: tuple[str, ...] = ()
+    ) -> None:
+        message = f'Tool "{tool_name}" not found'
+        if waiting:  # the likely cause: a frame's tools have not arrived yet
+            names = ", ".join(repr(name) for name in waiting)
+            message += (
+                f" (no context from {names} yet: await its wait_for_context(), or connect"
+                " with assistant_frames.connect(), which waits for it)"
+            )
+        super().__init__(message, tool_name=tool_name, tool_call_id=tool_call_id)
 
 
 class ToolDisabledError(ToolCallError):
@@ -96,24 +117,39 @@ class ToolArgumentsError(ToolCallError):
     code = ErrorCode.INVALID_ARGUMENTS
 
 
-class ToolCallTimeout(AssistantFramesError, TimeoutError):
-    """A tool call did not finish in time; the frame was sent a ``tool-cancel``."""
+class ToolCallTimeout(ToolCallError, TimeoutError):
+    """A tool call did not finish in time; the frame was sent a ``tool-cancel``.
+
+    Also a ``TimeoutError``, so code written for the standard exception keeps working.
+    """
 
     code = ErrorCode.TIMEOUT
 
-    def __init__(self, tool_name: str, timeout: float, *, tool_call_id: str | None = None) -> None:
-        super().__init__(f'Tool call "{tool_name}" timed out after {timeout:g} s')
-        self.tool_name = tool_name
+    def __init__(
+        self,
+        tool_name: str,
+        timeout: float,
+        *,
+        tool_call_id: str | None = None,
+        frame: str | None = None,
+    ) -> None:
+        super().__init__(
+            f'Tool call "{tool_name}" timed out after {timeout:g} s',
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
+            frame=frame,
+        )
+        #: The limit that was exceeded, in seconds.
         self.timeout = timeout
-        self.tool_call_id = tool_call_id
 
 
-class FrameDisconnected(AssistantFramesError, ConnectionError):
+class FrameDisconnected(ToolCallError, ConnectionError):
     """The connection to the frame is gone; pending and new calls fail with this.
 
-    When the frame was a worker process that exited, :attr:`returncode` (negative: the
-    signal that killed it) and :attr:`stderr_tail` (the end of its stderr) say why;
-    otherwise both are ``None``.
+    When the frame was a process that exited (a worker, a stdio MCP server),
+    :attr:`returncode` (negative: the signal that killed it) and :attr:`stderr_tail`
+    (the end of its stderr) say why; otherwise both are ``None``. Also a
+    ``ConnectionError``, so code written for the standard exception keeps working.
     """
 
     code = ErrorCode.DISCONNECTED
@@ -124,13 +160,23 @@ class FrameDisconnected(AssistantFramesError, ConnectionError):
         *,
         returncode: int | None = None,
         stderr_tail: str | None = None,
+        tool_name: str | None = None,
+        tool_call_id: str | None = None,
+        frame: str | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, tool_name=tool_name, tool_call_id=tool_call_id, frame=frame)
         self.returncode = returncode
         self.stderr_tail = stderr_tail
 
     def __copy__(self) -> FrameDisconnected:
-        return type(self)(str(self), returncode=self.returncode, stderr_tail=self.stderr_tail)
+        return type(self)(
+            self.message,
+            returncode=self.returncode,
+            stderr_tail=self.stderr_tail,
+            tool_name=self.tool_name,
+            tool_call_id=self.tool_call_id,
+            frame=self.frame,
+        )
 
 
 class ToolConflictError(AssistantFramesError, ValueError):
@@ -145,6 +191,19 @@ class ToolConflictError(AssistantFramesError, ValueError):
 
 class ConnectError(AssistantFramesError, ConnectionError):
     """A connection to a frame (or a listening socket) could not be set up."""
+
+
+class ContextTimeout(AssistantFramesError, TimeoutError):
+    """No model context arrived in time from a frame (``wait_for_context``, ``connect``).
+
+    :attr:`message` names the frame and says what, if anything, was received instead.
+    """
+
+    def __init__(self, message: str, *, frame: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        #: The name of the frame (or the target) that sent no context.
+        self.frame = frame
 
 
 class HandshakeRejected(ConnectError):
@@ -186,7 +245,12 @@ ERROR_KINDS: Final[dict[ErrorCode, ErrorKind]] = {
     for kind in (
         ErrorKind(ErrorCode.TOOL_FAILED, ToolCallError, None, -32603, True),
         ErrorKind(
-            ErrorCode.TOOL_NOT_FOUND, ToolNotFoundError, 'Tool "{name}" not found', -32602, False
+            ErrorCode.TOOL_NOT_FOUND,
+            ToolNotFoundError,
+            'Tool "{name}" not found',
+            -32602,
+            False,
+            prefix=True,
         ),
         ErrorKind(
             ErrorCode.TOOL_DISABLED, ToolDisabledError, 'Tool "{name}" is disabled', -32602, True
@@ -232,7 +296,9 @@ def _tool_error(
     code: ErrorCode, message: str, tool_name: str, tool_call_id: str | None
 ) -> ToolCallError:
     if code is ErrorCode.TOOL_NOT_FOUND:
-        return ToolNotFoundError(tool_name, tool_call_id=tool_call_id)
+        missing = ToolNotFoundError(tool_name, tool_call_id=tool_call_id)
+        missing.message, missing.args = message, (message,)  # keep a frame's hint
+        return missing
     if code is ErrorCode.TOOL_DISABLED:
         return ToolDisabledError(tool_name, tool_call_id=tool_call_id)
     if code is ErrorCode.INVALID_ARGUMENTS:

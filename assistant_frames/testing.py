@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-import anyio
-
+from ._anyio import task_group
 from .frames import AssistantFrameHost, AssistantFrameProvider
 from .registry import ModelContextProvider
 from .transports import memory_pair
@@ -40,10 +39,10 @@ async def connect_frame(
     """
     provider = frame if isinstance(frame, AssistantFrameProvider) else AssistantFrameProvider(frame)
     host_side, frame_side = memory_pair()
-    async with anyio.create_task_group() as task_group:
-        task_group.start_soon(provider.serve, frame_side)
+    async with task_group() as tasks:
+        tasks.start_soon(provider.serve, frame_side)
         async with AssistantFrameHost(host_side, timeout=timeout, name=name) as host:
             if wait:
                 await host.wait_for_context(timeout)
             yield host
-        task_group.cancel_scope.cancel()
+        tasks.cancel_scope.cancel()

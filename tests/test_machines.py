@@ -965,10 +965,10 @@ def test_a_result_settles_its_call() -> None:
     assert machine.receive(tool_result(call.id, result={"sum": 3})) == (False, None)
     assert wake.count == 1
     assert call.settled
-    assert HostMachine.outcome(call, 30.0) == {"sum": 3}
+    assert machine.outcome(call, 30.0) == {"sum": 3}
     assert machine.receive(tool_result(call.id, result="late")) == (False, None)  # finished
     assert wake.count == 1
-    assert HostMachine.outcome(call, 30.0) == {"sum": 3}
+    assert machine.outcome(call, 30.0) == {"sum": 3}
     assert other_wake.count == 0
     assert list(machine.calls) == [other]
 
@@ -998,7 +998,7 @@ def test_an_error_result_raises_the_typed_error(
     machine.receive(tool_result(call.id, error=error, result="ignored"))
     assert wake.count == 1
     with pytest.raises(ToolCallError) as caught:
-        HostMachine.outcome(call, 30.0)
+        machine.outcome(call, 30.0)
     assert type(caught.value) is kind
     assert caught.value.code is code
     assert caught.value.message == error
@@ -1023,7 +1023,7 @@ def test_a_result_without_a_string_error_is_success(fields: dict[str, Any], expe
     machine.receive(tool_result(call.id, **fields))
     assert wake.count == 1
     assert call.error is None
-    assert HostMachine.outcome(call, 30.0) == expected
+    assert machine.outcome(call, 30.0) == expected
 
 
 def test_a_timed_out_call_raises_timeout_and_is_cancelled() -> None:
@@ -1033,7 +1033,7 @@ def test_a_timed_out_call_raises_timeout_and_is_cancelled() -> None:
     assert machine.calls.expire(12.5) == [call]
     assert wake.count == 1
     with pytest.raises(ToolCallTimeout, match=r"after 2\.5 s") as caught:
-        HostMachine.outcome(call, 2.5)
+        machine.outcome(call, 2.5)
     assert caught.value.code is ErrorCode.TIMEOUT
     assert (caught.value.tool_name, caught.value.timeout) == ("add", 2.5)
     assert caught.value.tool_call_id == call.id
@@ -1098,9 +1098,9 @@ def test_close_cancels_sent_calls_unsubscribes_and_fails_all() -> None:
     assert len(machine.calls) == 0
     assert all(call.error is error for call in (first, unsent, last))
     with pytest.raises(FrameDisconnected, match="The host was closed") as caught:
-        HostMachine.outcome(first, 30.0)
+        machine.outcome(first, 30.0)
     assert caught.value is not error  # a fresh exception per caller
-    assert HostMachine.outcome(settled, 30.0) == 1
+    assert machine.outcome(settled, 30.0) == 1
     assert machine.close(error) == []
     assert machine.connection_lost(FrameDisconnected("late")) is False
     assert first_wake.count == 1
@@ -1139,7 +1139,7 @@ def test_connection_lost_fails_every_call_once() -> None:
     assert [wake.count for _, wake in calls] == [1, 1]
     for call, _ in calls:
         with pytest.raises(FrameDisconnected) as caught:
-            HostMachine.outcome(call, 30.0)
+            machine.outcome(call, 30.0)
         assert (str(caught.value), caught.value.returncode) == ("frame exited", 3)
         assert caught.value.stderr_tail == "boom"
     assert machine.connection_lost(FrameDisconnected("again")) is False

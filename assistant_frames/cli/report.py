@@ -9,9 +9,11 @@ import traceback
 
 from ..errors import (
     AssistantFramesError,
+    FrameDisconnected,
     HandshakeRejected,
     ToolArgumentsError,
     ToolCallError,
+    ToolCallTimeout,
     ToolDisabledError,
     ToolNotFoundError,
 )
@@ -59,6 +61,8 @@ def report(exc: BaseException, *, verbose: int) -> int:
             message += " (give the right --token)"
     elif isinstance(exc, (ToolNotFoundError, ToolDisabledError, ToolArgumentsError)):
         message = exc.message
+    elif isinstance(exc, (ToolCallTimeout, FrameDisconnected)):
+        message = exc.message  # says what happened; "tool X failed:" would not fit
     elif isinstance(exc, ToolCallError):
         where = f'tool "{exc.tool_name}" failed: ' if exc.tool_name else "the tool failed: "
         message = where + exc.message

@@ -7,6 +7,7 @@ times calls out, and callers send what the machine gives them.
 
 from __future__ import annotations
 
+import copy
 import logging
 import math
 import secrets
@@ -20,7 +21,7 @@ from anyio.abc import ObjectStream, TaskGroup
 
 from .._anyio import event_class, expire_calls, task_group
 from ..calls import PendingCall
-from ..errors import FrameDisconnected, ToolArgumentsError
+from ..errors import ContextTimeout, FrameDisconnected, ToolArgumentsError
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.tool import Tool, ToolCallContext
 from ..transports.contract import TransportAttribute, close_reason
@@ -64,8 +65,11 @@ class AssistantFrameHost:
         self.timeout = timeout
         self.name = name or "frame"
         self._transport = transport
-        self._machine = HostMachine(self._remote_tool, id_prefix=f"tool-{secrets.token_hex(3)}")
+        self._machine = HostMachine(
+            self._remote_tool, id_prefix=f"tool-{secrets.token_hex(3)}", frame=self.name
+        )
         self._subscribers = Subscribers()
+        self._waiting = ModelContext(waiting=(self.name,))
         self._ready: anyio.Event | None = None
         self._ended: anyio.Event | None = None
         self._new_event: Callable[[], anyio.Event] = anyio.Event  # the backend's, once entered
@@ -160,23 +164,37 @@ class AssistantFrameHost:
     async def wait_for_context(self, timeout: float | None = None) -> ModelContext:
         """Wait until the frame's first context has arrived and return the current one.
 
-        Raises ``TimeoutError`` after ``timeout`` seconds (default: the host's) and
-        :class:`FrameDisconnected` if the connection ends first.
+        Raises :class:`ContextTimeout` (a ``TimeoutError``) after ``timeout`` seconds
+        (default: the host's) and :class:`FrameDisconnected` if the connection ends first.
         """
         if self._ready is None:
             raise RuntimeError("Enter the host (async with) before waiting for its context")
         limit = self.timeout if timeout is None else timeout
-        with anyio.fail_after(math.inf if limit is None else limit):
+        with anyio.move_on_after(math.inf if limit is None else limit):
             await self._ready.wait()
+        if not self._ready.is_set():
+            raise ContextTimeout(
+                f"No model context from {self.name} within {limit:g} s: is the other end an"
+                " assistant-frames frame (AssistantFrameProvider.serve, serve_stdio, or"
+                " @assistant-ui/core's AssistantFrameProvider)?",
+                frame=self.name,
+            )
         if self._machine.wire is None:
-            raise self._machine.disconnected or FrameDisconnected(f"{self.name} is not connected")
+            raise self._not_connected()
         return self._machine.context
 
     # -- ModelContextProvider ------------------------------------------------------------
 
     def get_model_context(self) -> ModelContext:
-        """The frame's latest context (empty before the first and after a disconnect)."""
-        return self._machine.context
+        """The frame's latest context (empty before the first and after a disconnect).
+
+        Before the first context, the empty context names this frame in ``waiting``, so a
+        call to one of its tools says why the tool is missing.
+        """
+        machine = self._machine
+        if machine.wire is None and machine.state in ("new", "connected"):
+            return self._waiting
+        return machine.context
 
     def subscribe(self, callback: Callable[[], None]) -> Unsubscribe:
         """Call ``callback()`` whenever the frame's context changes."""
@@ -201,7 +219,9 @@ class AssistantFrameHost:
         """
         machine = self._machine
         if machine.state != "connected":
-            raise self._not_connected()
+            error = self._not_connected()
+            error.tool_name = name
+            raise error
         limit = self.timeout if timeout is None else timeout
         done = self._new_event()
         # The deadline covers the send: a peer that stopped reading makes it wait. When
@@ -242,6 +262,7 @@ class AssistantFrameHost:
                 f'Arguments for tool "{call.name}" cannot be sent: {exc}',
                 tool_name=call.name,
                 tool_call_id=call.id,
+                frame=self.name,
             ) from None
         except _CLOSED:
             self._disconnect("The frame's transport is closed")
@@ -258,12 +279,19 @@ class AssistantFrameHost:
             await self._transport.send(message)
 
     def _not_connected(self) -> FrameDisconnected:
+        """A fresh error saying why this host cannot call (each caller gets its own)."""
         state = self._machine.state
         if state == "new":
-            return FrameDisconnected(f"Enter the host of {self.name} (async with) first")
-        if state == "closed":
-            return FrameDisconnected(f"The host of {self.name} was closed")
-        return self._machine.disconnected or FrameDisconnected(f"{self.name} is not connected")
+            message = f"Enter the host of {self.name} (async with) first"
+        elif state == "closed":
+            message = f"The host of {self.name} was closed"
+        elif self._machine.disconnected is not None:
+            error = copy.copy(self._machine.disconnected)
+            error.frame = self.name
+            return error
+        else:
+            message = f"{self.name} is not connected"
+        return FrameDisconnected(message, frame=self.name)
 
     # -- receiving -----------------------------------------------------------------------
 
@@ -318,7 +346,9 @@ class AssistantFrameHost:
     def _disconnect(
         self, reason: str, *, returncode: int | None = None, stderr_tail: str | None = None
     ) -> None:
-        error = FrameDisconnected(reason, returncode=returncode, stderr_tail=stderr_tail)
+        error = FrameDisconnected(
+            reason, returncode=returncode, stderr_tail=stderr_tail, frame=self.name
+        )
         if not self._machine.connection_lost(error):
             return
         if self._ready is not None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from ..calls import PendingCall, PendingCalls
-from ..errors import FrameDisconnected, ToolCallTimeout, error_from_wire
+from ..errors import FrameDisconnected, ToolCallError, ToolCallTimeout, error_from_wire
 from ..registry.context import ModelContext
 from ..registry.tool import Tool
 from . import protocol
@@ -49,14 +49,19 @@ class HostMachine:
         "calls",
         "context",
         "disconnected",
+        "frame",
         "malformed",
         "state",
         "subscribed",
         "wire",
     )
 
-    def __init__(self, make_tool: MakeTool, *, id_prefix: str = "tool-") -> None:
+    def __init__(
+        self, make_tool: MakeTool, *, id_prefix: str = "tool-", frame: str | None = None
+    ) -> None:
         self._make_tool = make_tool
+        #: The frame's name, set on the errors calls end with.
+        self.frame = frame
         self.calls = PendingCalls(id_prefix)
         self.state: HostState = "new"
         self.context = EMPTY_CONTEXT
@@ -130,17 +135,24 @@ class HostMachine:
             return protocol.encode_tool_cancel(call.id)
         return None
 
-    @staticmethod
-    def outcome(call: PendingCall, timeout: float | None) -> Any:
+    def outcome(self, call: PendingCall, timeout: float | None) -> Any:
         """A settled call's value, or the typed error it ended with."""
         error = call.error
         if error is None:
             if call.timed_out:
-                raise ToolCallTimeout(call.name, timeout or 0.0, tool_call_id=call.id)
+                raise ToolCallTimeout(
+                    call.name, timeout or 0.0, tool_call_id=call.id, frame=self.frame
+                )
             return call.result
         if isinstance(error, str):
-            raise error_from_wire(error, call.name, call.id)
-        raise copy.copy(error)  # a fresh exception per caller, same details
+            failure = error_from_wire(error, call.name, call.id)
+        else:
+            failure = copy.copy(error)  # a fresh exception per caller, same details
+            if isinstance(failure, ToolCallError):
+                failure.tool_name, failure.tool_call_id = call.name, call.id
+        if isinstance(failure, ToolCallError):
+            failure.frame = self.frame
+        raise failure
 
     # -- receiving -------------------------------------------------------------------------
 

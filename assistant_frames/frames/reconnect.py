@@ -12,7 +12,7 @@ from typing import Any
 import anyio
 
 from .._anyio import task_group
-from ..errors import AssistantFramesError, FrameDisconnected, HandshakeRejected
+from ..errors import AssistantFramesError, ContextTimeout, FrameDisconnected, HandshakeRejected
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..transports.contract import Connector
 from .connection import ConnectionState, FrameConnection
@@ -134,23 +134,36 @@ class ReconnectingHost:
         """Call a tool over the current connection; ``FrameDisconnected`` if there is none."""
         host = self._host
         if host is None or not host.connected:
-            raise FrameDisconnected(f"{self.name} is not connected ({self._state})")
+            raise FrameDisconnected(
+                f"{self.name} is not connected ({self._state})", tool_name=name, frame=self.name
+            )
         return await host.call_tool(name, args, timeout=timeout)
 
     async def wait_for_context(self, timeout: float | None = None) -> ModelContext:
-        """Wait until connected with a context; ``TimeoutError`` after ``timeout``."""
+        """Wait until connected with a context.
+
+        Raises :class:`ContextTimeout` (a ``TimeoutError``, saying what the last attempt
+        ran into) after ``timeout``, and :class:`FrameDisconnected` once it gave up.
+        """
         if self._changed is None:
             raise RuntimeError("Enter the host (async with) before waiting for its context")
         limit = self.timeout if timeout is None else timeout
-        with anyio.fail_after(math.inf if limit is None else limit):
+        with anyio.move_on_after(math.inf if limit is None else limit):
             while True:
                 host = self._host
                 if host is not None and host.connected:
                     with suppress(FrameDisconnected):  # it went: wait for the next one
                         return await host.wait_for_context(math.inf)
                 if self._state in ("failed", "closed"):
-                    raise FrameDisconnected(f"{self.name} is {self._state}") from self._last_error
+                    raise FrameDisconnected(
+                        f"{self.name} is {self._state}", frame=self.name
+                    ) from self._last_error
                 await self._changed.wait()
+        last = f" (last attempt: {self._last_error})" if self._last_error is not None else ""
+        raise ContextTimeout(
+            f"No model context from {self.name} within {limit:g} s, {self._state}{last}",
+            frame=self.name,
+        ) from self._last_error
 
     # -- the connection loop -------------------------------------------------------------
 

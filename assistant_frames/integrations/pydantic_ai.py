@@ -94,16 +94,16 @@ class ContextToolset(AbstractToolset[Any]):
         context = self.provider.get_model_context()
         try:
             return await context.call_tool(name, tool_args, tool_call_id=ctx.tool_call_id)
-        except ToolCallError as exc:
-            raise ModelRetry(exc.message) from exc
         # A timeout or a lost frame is a retry prompt too, as pydantic-ai does for its own
         # tool timeouts and an MCP server's protocol errors: one slow or vanished frame
         # should not end a run that federates many. The model can try again (a
         # ReconnectingHost may be back) or do without the tool; max_retries bounds it.
         except ToolCallTimeout as exc:
-            raise ModelRetry(f"{exc} and was cancelled") from exc
+            raise ModelRetry(f"{exc.message} and was cancelled") from exc
         except FrameDisconnected as exc:
-            raise ModelRetry(f'Tool "{name}" is unavailable: {exc}') from exc
+            raise ModelRetry(f'Tool "{name}" is unavailable: {exc.message}') from exc
+        except ToolCallError as exc:
+            raise ModelRetry(exc.message) from exc
 
 
 def _metadata(tool: Tool) -> dict[str, Any] | None:

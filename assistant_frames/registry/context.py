@@ -78,7 +78,8 @@ class ModelContext:
 
     Only ``system`` and ``tools`` cross a frame boundary; ``priority`` orders contexts
     when they are merged, and ``call_settings``/``config`` are for the local model call.
-    ``conflicts`` lists the same-priority name collisions a merge resolved.
+    ``conflicts`` lists the same-priority name collisions a merge resolved, and
+    ``waiting`` the frames that have not sent their first context yet.
     """
 
     system: str | None = None
@@ -87,6 +88,8 @@ class ModelContext:
     call_settings: Mapping[str, Any] | None = None
     config: Mapping[str, Any] | None = None
     conflicts: tuple[ToolConflict, ...] = ()
+    #: Names of frames whose first context has not arrived yet (their tools are missing).
+    waiting: tuple[str, ...] = ()
 
     async def call_tool(
         self, name: str, args: Any = None, *, tool_call_id: str | None = None
@@ -98,7 +101,7 @@ class ModelContext:
         """
         tool = self.tools.get(name)
         if tool is None:
-            raise ToolNotFoundError(name, tool_call_id=tool_call_id)
+            raise ToolNotFoundError(name, tool_call_id=tool_call_id, waiting=self.waiting)
         return await tool.invoke(args, tool_call_id=tool_call_id)
 
     def enabled_tools(self) -> dict[str, Tool]:

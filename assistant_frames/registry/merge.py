@@ -105,6 +105,7 @@ def _merge(items: list[tuple[ModelContext, object]], conflict: ConflictPolicy) -
         call_settings=call_settings or None,
         config=config or None,
         conflicts=tuple(conflicts),
+        waiting=tuple(name for context, _ in items for name in context.waiting),
     )
 
 
@@ -132,4 +133,5 @@ def namespaced(context: ModelContext, namespace: str, separator: str = "_") -> M
         call_settings=context.call_settings,
         config=context.config,
         conflicts=context.conflicts,
+        waiting=context.waiting,
     )

@@ -570,7 +570,7 @@ async def own_stdio(
         stdin = await read_pipe(in_fd) or _FdReceiveStream(in_fd)
         stdout = await write_pipe(out_fd) or _FdSendStream(out_fd)
         transport = StdioTransport(stdin, stdout, max_message_bytes=max_message_bytes)
-        async with anyio.create_task_group() as tasks:
+        async with task_group() as tasks:
             tasks.start_soon(transport.run)
             try:
                 yield transport
