@@ -42,6 +42,15 @@ from .registry import (
     ToolOptions,
     merge_model_contexts,
 )
+from .tool_calls import (
+    AnthropicToolResult,
+    AnthropicToolResultMessage,
+    OpenAIChatToolMessage,
+    OpenAIFunctionCallOutput,
+    ToolCallFormat,
+    ToolCallFormatError,
+    run_tool_calls,
+)
 from .tool_formats import (
     AnthropicTool,
     MCPTool,
@@ -59,6 +68,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AnthropicTool",
+    "AnthropicToolResult",
+    "AnthropicToolResultMessage",
     "AssistantFrameHost",
     "AssistantFrameProvider",
     "AssistantFramesError",
@@ -78,6 +89,8 @@ __all__ = [
     "ModelContextRegistry",
     "Multiplexer",
     "OpenAIChatTool",
+    "OpenAIChatToolMessage",
+    "OpenAIFunctionCallOutput",
     "OpenAIFunctionDefinition",
     "OpenAIResponsesTool",
     "ProviderHandle",
@@ -87,6 +100,8 @@ __all__ = [
     "ToolArgumentsError",
     "ToolCallContext",
     "ToolCallError",
+    "ToolCallFormat",
+    "ToolCallFormatError",
     "ToolCallTimeout",
     "ToolConflict",
     "ToolConflictError",
@@ -98,6 +113,7 @@ __all__ = [
     "__version__",
     "memory_pair",
     "merge_model_contexts",
+    "run_tool_calls",
     "to_anthropic_tools",
     "to_mcp_tools",
     "to_openai_chat_tools",
