@@ -289,6 +289,8 @@ def _read(response: Any, format: ToolCallFormat | None) -> tuple[ToolCallFormat,
             if not isinstance(item, Mapping):
                 raise ToolCallFormatError(f"Expected a list of mappings, found {item!r}")
         detected = _list_format(items)
+        if format is not None and detected not in (None, format):
+            raise ToolCallFormatError(f"Expected calls of format {format!r}, found {detected!r}")
         if format is None and detected is None:
             return "openai_chat", []  # no call of any format: nothing to answer
         kind = format or cast("ToolCallFormat", detected)

@@ -674,6 +674,8 @@ async def test_input_that_is_no_response_raises_before_any_call_runs() -> None:
         ([{"type": "tool_use", "name": "send_email", "input": {}}], None, "has no 'id'"),
         ({"role": "assistant", "tool_calls": [email]}, "anthropic", "format 'anthropic'"),
         (ANTHROPIC_MESSAGE, "openai_responses", "format 'openai_responses'"),
+        (RESPONSES_OUTPUT, "openai_chat", "format 'openai_chat', found 'openai_responses'"),
+        (CHAT_TOOL_CALLS, "anthropic", "format 'anthropic', found 'openai_chat'"),
     ]
     for response, format, message in bad:
         with pytest.raises(ToolCallFormatError, match=re.escape(message)):
