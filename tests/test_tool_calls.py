@@ -462,7 +462,7 @@ async def test_max_concurrency_bounds_the_calls_running_at_once() -> None:
     async def step() -> str:
         running[0] += 1
         running[1] = max(running)
-        await anyio.sleep(0.02)
+        await anyio.sleep(0.2)  # long enough for the others to start, if they may
         running[0] -= 1
         return "done"
 
