@@ -6,9 +6,9 @@ every tool call in it against a model context, concurrently and each within a ti
 limit, and returns what the next request must carry, in that vendor's shape:
 
 * OpenAI Chat Completions: one ``{"role": "tool", "tool_call_id", "content"}`` message
-  per call.
+  per call (a failed call's content starts ``"Error: "``: the format has no error flag).
 * OpenAI Responses: one ``{"type": "function_call_output", "call_id", "output"}`` item
-  per call.
+  per call (a failed call's output starts ``"Error: "``).
 * Anthropic Messages: one ``{"role": "user", "content": [tool_result, ...]}`` message
   with a ``tool_result`` block per call (``"is_error": True`` on the failed ones).
 
@@ -54,7 +54,6 @@ from .errors import (
     AssistantFramesError,
     FrameDisconnected,
     ToolCallError,
-    ToolCallTimeout,
 )
 from .registry.context import ModelContext, ModelContextProvider
 
@@ -460,12 +459,9 @@ async def _call(context: ModelContext, call: _Call, timeout: float | None) -> _O
     try:
         with anyio.move_on_after(math.inf if timeout is None else timeout) as scope:
             result = await context.call_tool(name, call.arguments, tool_call_id=call.run_id)
-    # Subclasses first: a timeout and a lost frame may also be ToolCallErrors.
-    except FrameDisconnected as exc:
-        return _failed(name, f'Tool "{name}" is unavailable: {exc}')
-    except ToolCallTimeout as exc:
-        return _failed(name, str(exc))
-    except ToolCallError as exc:
+    except FrameDisconnected as exc:  # a ToolCallError: said so the model may do without
+        return _failed(name, f'Tool "{name}" is unavailable: {exc.message}')
+    except ToolCallError as exc:  # refusals, failures, timeouts
         return _failed(name, exc.message)
     except Exception as exc:  # a local tool's own error: the model hears it, as from a frame
         logger.debug("Tool %r raised", name, exc_info=True)
@@ -485,16 +481,21 @@ def _failed(name: str, message: str) -> _Outcome:
     return _Outcome(message or f'Tool "{name}" failed', True)
 
 
+def _flagged(outcome: _Outcome) -> str:
+    # OpenAI's formats have no error flag: say it, or "division by zero" reads as a result.
+    return f"Error: {outcome.content}" if outcome.is_error else outcome.content
+
+
 def _answers(kind: ToolCallFormat, calls: list[_Call], outcomes: list[_Outcome]) -> list[Any]:
     if kind == "openai_chat":
         return [
-            OpenAIChatToolMessage(role="tool", tool_call_id=call.id, content=outcome.content)
+            OpenAIChatToolMessage(role="tool", tool_call_id=call.id, content=_flagged(outcome))
             for call, outcome in zip(calls, outcomes, strict=True)
         ]
     if kind == "openai_responses":
         return [
             OpenAIFunctionCallOutput(
-                type="function_call_output", call_id=call.id, output=outcome.content
+                type="function_call_output", call_id=call.id, output=_flagged(outcome)
             )
             for call, outcome in zip(calls, outcomes, strict=True)
         ]

@@ -382,13 +382,15 @@ async def test_failures_become_answers_the_model_can_read() -> None:
     content = {answer["tool_call_id"]: answer["content"] for answer in answers}
     assert [answer["tool_call_id"] for answer in answers] == [f"c{i}" for i in range(1, 10)]
     assert content["c1"] == '{"location":"Paris, France","temperature":14,"unit":"celsius"}'
-    assert content["c2"] == 'Tool "get_wether" not found'
-    assert content["c3"].startswith('The arguments for tool "get_weather" are not valid JSON: ')
-    assert content["c4"].startswith('Invalid arguments for tool "get_weather"')
-    assert content["c5"] == "float division by zero"
-    assert content["c6"].startswith('The result of tool "opaque" has no JSON form')
+    assert content["c2"] == 'Error: Tool "get_wether" not found'
+    assert content["c3"].startswith(
+        'Error: The arguments for tool "get_weather" are not valid JSON: '
+    )
+    assert content["c4"].startswith('Error: Invalid arguments for tool "get_weather"')
+    assert content["c5"] == "Error: float division by zero"
+    assert content["c6"].startswith('Error: The result of tool "opaque" has no JSON form')
     assert content["c7"] == "null"
-    assert content["c8"] == "Only function tool calls can be run, not 'custom'"
+    assert content["c8"] == "Error: Only function tool calls can be run, not 'custom'"
     assert content["c9"] == "0.25"
 
 
@@ -508,9 +510,9 @@ async def test_a_slow_call_times_out_while_the_others_succeed() -> None:
             await cancelled.wait()
         assert anyio.current_time() - started < 5
     assert [answer["content"] for answer in answers] == [
-        'Tool call "slow" timed out after 0.5 s',
+        'Error: Tool call "slow" timed out after 0.5 s',
         '{"location":"Paris, France","temperature":14,"unit":"celsius"}',
-        'Tool call "local_slow" timed out after 0.5 s',
+        'Error: Tool call "local_slow" timed out after 0.5 s',
     ]
 
 
@@ -527,7 +529,11 @@ async def test_the_hosts_own_timeout_is_an_answer_too() -> None:
         with anyio.fail_after(10):
             answers = await run_tool_calls(host, [chat_call("a", "slow", {})], timeout=None)
     assert answers == [
-        {"role": "tool", "tool_call_id": "a", "content": 'Tool call "slow" timed out after 0.3 s'}
+        {
+            "role": "tool",
+            "tool_call_id": "a",
+            "content": 'Error: Tool call "slow" timed out after 0.3 s',
+        }
     ]
 
 
@@ -596,7 +602,7 @@ async def test_a_worker_killed_mid_call_is_an_answer(tmp_path: Path, anyio_backe
         assert anyio.current_time() - started < 5  # not the 30 s time limit
     hang, weather_answer = answers
     assert hang["tool_call_id"] == "a"
-    assert hang["content"].startswith('Tool "worker_hang" is unavailable: ')
+    assert hang["content"].startswith('Error: Tool "worker_hang" is unavailable: ')
     assert "killed by SIGKILL" in hang["content"]
     assert weather_answer == {"role": "tool", "tool_call_id": "b", "content": PARIS}
 
@@ -718,4 +724,4 @@ async def test_a_provider_is_read_once_per_turn() -> None:
         answers = await run_tool_calls(parent, calls, max_concurrency=1)
         assert [answer["content"] for answer in answers] == ["removed", "extra"]
         again = await run_tool_calls(parent, [chat_call("c", "extra", {})])
-    assert again[0]["content"] == 'Tool "extra" not found'
+    assert again[0]["content"] == 'Error: Tool "extra" not found'
