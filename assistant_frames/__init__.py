@@ -20,6 +20,7 @@ from .errors import (
     ToolDisabledError,
     ToolNotFoundError,
 )
+from .federation import Federation, MemberStatus, connect
 from .frames import (
     AssistantFrameHost,
     AssistantFrameProvider,
@@ -78,11 +79,13 @@ __all__ = [
     "ContextTimeout",
     "ConnectionState",
     "ErrorCode",
+    "Federation",
     "FrameConnection",
     "FrameDisconnected",
     "HandshakeRejected",
     "InstructionHandle",
     "MCPTool",
+    "MemberStatus",
     "MemoryTransport",
     "ModelContext",
     "ModelContextProvider",
@@ -111,6 +114,7 @@ __all__ = [
     "ToolOptions",
     "TransportAttribute",
     "__version__",
+    "connect",
     "memory_pair",
     "merge_model_contexts",
     "run_tool_calls",

@@ -161,6 +161,17 @@ class AssistantFrameHost:
         """True once the frame's context has arrived, while connected."""
         return self._machine.wire is not None
 
+    @property
+    def ignored_count(self) -> int:
+        """How many received messages were dropped: not frame messages (another channel,
+        not an envelope) or malformed ones. A peer that sends only these is not a frame."""
+        return self._machine.ignored
+
+    @property
+    def ignored_samples(self) -> tuple[Any, ...]:
+        """The first few dropped messages (see :attr:`ignored_count`), as received."""
+        return tuple(self._machine.ignored_samples)
+
     async def wait_for_context(self, timeout: float | None = None) -> ModelContext:
         """Wait until the frame's first context has arrived and return the current one.
 

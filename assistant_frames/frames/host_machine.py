@@ -35,6 +35,7 @@ MakeTool = Callable[[str, SerializedTool], Tool]
 
 EMPTY_CONTEXT = ModelContext()
 _NOTHING: tuple[bool, None] = (False, None)
+_SAMPLES = 3  # ignored messages kept for diagnosis
 
 
 class HostMachine:
@@ -50,6 +51,8 @@ class HostMachine:
         "context",
         "disconnected",
         "frame",
+        "ignored",
+        "ignored_samples",
         "malformed",
         "state",
         "subscribed",
@@ -69,6 +72,10 @@ class HostMachine:
         self.wire: Mapping[str, Any] | None = None
         self.subscribed = False
         self.malformed = 0  # messages dropped as malformed
+        #: Messages that were not frame messages, or malformed ones, and the first few
+        #: of them: what tells a peer that is not a frame from a silent one.
+        self.ignored = 0
+        self.ignored_samples: list[Any] = []
         self.disconnected: FrameDisconnected | None = None
 
     # -- opening and closing ---------------------------------------------------------------
@@ -173,8 +180,10 @@ class HostMachine:
             message = protocol.decode(raw)
         except MalformedMessage:
             self.malformed += 1
+            self._ignore(raw)
             raise
         if message is None:
+            self._ignore(raw)
             return _NOTHING
         if type(message) is ToolResult:
             error = message.error
@@ -185,6 +194,11 @@ class HostMachine:
         if type(message) is ModelContextUpdate or type(message) is ModelContextResponse:
             return self._apply(message.context)
         return _NOTHING  # host -> frame types arriving at a host: not for us
+
+    def _ignore(self, raw: Any) -> None:
+        self.ignored += 1
+        if len(self.ignored_samples) < _SAMPLES:
+            self.ignored_samples.append(raw)
 
     def _apply(self, wire: Mapping[str, Any]) -> tuple[bool, dict[str, Any] | None]:
         try:

@@ -36,9 +36,12 @@ class ReconnectingHost:
     with :class:`FrameDisconnected`, the frame's tools disappear (subscribers are
     told), and it reconnects after ``initial_delay`` seconds, doubling up to
     ``max_delay``; once connected again it requests the context and the tools come
-    back. ``max_attempts`` consecutive attempts that fail to connect (``None``: never
-    give up) end it, as does a server refusing the token or origin (HTTP 401/403) or
-    ``connect`` raising anything but a connection error.
+    back. An attempt counts as failed when it does not connect or ends before the
+    frame's context arrived (a worker that exits at start), so such attempts back off
+    too; ``max_attempts`` consecutive failed attempts (``None``: never give up) end it,
+    as does a server refusing the token or origin (HTTP 401/403) or ``connect`` raising
+    anything but a connection error. :attr:`last_error` says why the last connection
+    ended or the last attempt failed.
     """
 
     def __init__(
@@ -104,6 +107,11 @@ class ReconnectingHost:
         """True while the current connection is live."""
         host = self._host
         return host is not None and host.connected
+
+    @property
+    def last_error(self) -> BaseException | None:
+        """Why the last connection ended or attempt failed (``None`` until one has)."""
+        return self._last_error
 
     @property
     def host(self) -> FrameConnection | None:
@@ -183,7 +191,7 @@ class ReconnectingHost:
         delay = self._initial_delay
         failures = 0  # consecutive attempts that did not connect
         while True:
-            connected = False
+            served = False  # this attempt connected and the frame's context arrived
             try:
                 async with AsyncExitStack() as stack:
                     opened: Any = await stack.enter_async_context(self._connect())
@@ -192,15 +200,24 @@ class ReconnectingHost:
                     else:  # a transport
                         host = AssistantFrameHost(opened, timeout=self.timeout, name=self.name)
                         await stack.enter_async_context(host)
-                    unsubscribe = host.subscribe(self._notify)
+
+                    def changed(host: FrameConnection = host) -> None:
+                        nonlocal served
+                        served = served or host.connected
+                        self._notify()
+
+                    # A host made from a transport gets its context later; an MCPFrame
+                    # has it once entered.
+                    served = bool(getattr(host, "has_context", True))
+                    unsubscribe = host.subscribe(changed)
                     self._host = host
                     self._state = "connected"
                     self.connections += 1
-                    connected = True
-                    failures, delay = 0, self._initial_delay
                     self._signal()
                     try:
                         await host.wait_disconnected()
+                        if not self._closing():
+                            self._last_error = await _why_ended(host)
                     finally:
                         unsubscribe()
                         self._host = None
@@ -218,9 +235,11 @@ class ReconnectingHost:
                 return
             if self._state == "closed":
                 return
+            if served:
+                failures, delay = 0, self._initial_delay
             self._state = "connecting"
             self._notify()  # the tools are gone until the next connection
-            if not connected:
+            if not served:
                 failures += 1
                 if self._max_attempts is not None and failures >= self._max_attempts:
                     self._give_up(self._last_error, f"{failures} failed attempts")
@@ -228,8 +247,21 @@ class ReconnectingHost:
             await anyio.sleep(delay)
             delay = min(delay * 2, self._max_delay)
 
+    def _closing(self) -> bool:
+        return self._state == "closed"  # a method: mypy narrowed the state to "connected"
+
     def _give_up(self, exc: BaseException | None, why: str) -> None:
         self._last_error = exc
         self._state = "failed"
         self._notify()
         logger.warning("%s: giving up: %s", self.name, why)
+
+
+async def _why_ended(host: FrameConnection) -> BaseException | None:
+    """The error a connection that has ended gives (its ``FrameDisconnected``)."""
+    try:
+        with anyio.move_on_after(1.0):  # it has ended: this does not wait
+            await host.wait_for_context(math.inf)
+    except FrameDisconnected as exc:
+        return exc
+    return None

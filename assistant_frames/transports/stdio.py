@@ -59,6 +59,7 @@ DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_LINE_BYTES = DEFAULT_MAX_MESSAGE_BYTES  # its name before max_message_bytes
 _READ_SIZE = 65536
 _STDERR_TAIL_BYTES = 4096
+_DROPPED_SAMPLES = 3  # dropped lines kept for diagnosis
 _EXIT_WAIT = 1.0  # after stdout ends, how long to wait for the exit code
 _CLOSE_TIMEOUT = 2.0  # how long aclose waits for queued lines to be written
 
@@ -102,6 +103,7 @@ class StdioTransport(ObjectStream[Any]):
         self._ended: BaseException | None = None
         self._closed = False
         self._dropped = 0
+        self._dropped_samples: list[str] = []
 
     async def send(self, item: Any) -> None:
         """Write ``item`` as one line of JSON.
@@ -122,6 +124,17 @@ class StdioTransport(ObjectStream[Any]):
     def _check_peer(self) -> None:
         """Raise ``anyio.BrokenResourceError`` if the peer is known to be gone (a
         subclass knows more: a worker that has exited)."""
+
+    @property
+    def dropped_count(self) -> int:
+        """How many received lines were dropped (not JSON, too long, cut off)."""
+        return self._dropped
+
+    @property
+    def dropped_samples(self) -> tuple[str, ...]:
+        """The first few dropped lines (up to 80 characters each), for diagnosis: a peer
+        whose every line is dropped is not speaking newline-delimited JSON."""
+        return tuple(self._dropped_samples)
 
     @property
     def send_would_wait(self) -> bool:
@@ -154,7 +167,7 @@ class StdioTransport(ObjectStream[Any]):
                 chunk = await self._receive_stream.receive(_READ_SIZE)
             except (anyio.EndOfStream, anyio.BrokenResourceError, OSError) as exc:
                 if self._partial:
-                    self._drop("a partial line at the end of the stream")
+                    self._drop("a partial line at the end of the stream", self._partial)
                 self._ended = await self._end_of_stream(exc)
                 continue
             self._feed(chunk)
@@ -223,10 +236,13 @@ class StdioTransport(ObjectStream[Any]):
         try:
             self._messages.append(decode_json(line))
         except ValueError:  # UnicodeDecodeError included
-            self._drop(f"a line that is not JSON: {line[:80]!r}")
+            self._drop(f"a line that is not JSON: {line[:80]!r}", line)
 
-    def _drop(self, what: str) -> None:
+    def _drop(self, what: str, line: bytes | bytearray | None = None) -> None:
         self._dropped += 1
+        if len(self._dropped_samples) < _DROPPED_SAMPLES:
+            sample = bytes(line[:80]).decode("utf-8", "replace") if line is not None else None
+            self._dropped_samples.append(sample if sample is not None else f"<{what}>")
         level = logging.WARNING if self._dropped == 1 else logging.DEBUG
         logger.log(level, "Dropped %s", what)
 

@@ -1,0 +1,228 @@
+"""What :func:`connect` and :class:`Federation` connect to, and how one connection opens.
+
+:class:`FrameTarget` reads a target once (a registry or provider, a ``ws://`` URL, a
+worker command, an MCP server) and then opens one connection per :meth:`open`, which
+:class:`~assistant_frames.ReconnectingHost` calls again after every drop. It remembers
+what the last connection received, so that a peer that is not a frame gets an error
+saying what it sent instead.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shlex
+from collections.abc import AsyncIterator, Mapping, Sequence
+from os import PathLike
+from typing import Any, Literal, TypeAlias
+
+from .._anyio import task_group
+from ..errors import ConnectError, ContextTimeout, FrameDisconnected
+from ..frames import AssistantFrameHost, AssistantFrameProvider, FrameConnection
+from ..registry import ModelContextProvider
+from ..transports import memory_pair
+
+__all__ = ["FrameTarget", "TargetKind", "no_context"]
+
+TargetKind: TypeAlias = Literal["in-process", "websocket", "worker", "mcp"]
+"""How a target is reached: served in this process, a WebSocket, a worker subprocess
+speaking the frame protocol over stdio, or an MCP server (any of its transports)."""
+
+_FRAME_SCHEMES = ("ws://", "wss://")
+_MCP_SCHEMES = ("http://", "https://")
+
+
+class FrameTarget:
+    """One target of :func:`connect`, resolved; :meth:`open` opens a connection to it.
+
+    The rule: a ``ModelContextProvider`` (a registry...) or an
+    ``AssistantFrameProvider`` is served in this process; a ``ws://`` or ``wss://`` URL
+    is a frame over a WebSocket; an ``http://`` or ``https://`` URL is an MCP server
+    (Streamable HTTP); a command (a list of arguments, or a string split like a shell
+    does) is a worker serving a frame over stdio, or an MCP server when ``mcp=True``;
+    an ``mcp`` server object (``MCPServer``, low-level ``Server``) is an MCP server in
+    this process. ``mcp`` (``None``: by that rule) says explicitly whether it is one.
+    """
+
+    def __init__(
+        self,
+        target: Any,
+        *,
+        mcp: bool | None = None,
+        name: str | None = None,
+        timeout: float | None = 30.0,
+        connect_timeout: float = 10.0,
+        token: str | None = None,
+        env: Mapping[str, str] | None = None,
+        cwd: str | PathLike[str] | None = None,
+    ) -> None:
+        if not connect_timeout > 0:
+            raise ValueError(f"connect_timeout must be positive, not {connect_timeout!r}")
+        self.target = target
+        self.timeout = timeout
+        self.connect_timeout = connect_timeout
+        self._token = token
+        self._env = env
+        self._cwd = cwd
+        self._command: list[str] | None = None
+        self.kind, self.description = self._resolve(target, mcp)
+        self.name = name or self.description
+        # What the last connection got: its host (frames) and worker transport (commands).
+        self._last_host: AssistantFrameHost | None = None
+        self._last_worker: Any = None
+
+    def _resolve(self, target: Any, mcp: bool | None) -> tuple[TargetKind, str]:
+        if isinstance(target, str) and "://" in target:
+            if target.startswith(_FRAME_SCHEMES):
+                if mcp:
+                    raise ValueError(f"An MCP server is an http(s):// URL or a command: {target}")
+                return "websocket", target
+            if target.startswith(_MCP_SCHEMES):
+                if mcp is False:
+                    raise ValueError(
+                        f"A frame is reached over ws:// or wss://; {target} is an MCP server's "
+                        "kind of URL (leave mcp unset, or give a ws:// URL)"
+                    )
+                return "mcp", f"MCP server {target}"
+            raise ValueError(f"Cannot connect to {target}: use ws://, wss://, http:// or https://")
+        if isinstance(target, str) or (
+            isinstance(target, Sequence) and not isinstance(target, (bytes, bytearray))
+        ):
+            command = shlex.split(target) if isinstance(target, str) else [str(p) for p in target]
+            if not command:
+                raise ValueError("The command is empty")
+            self._command = command
+            what = "MCP server" if mcp else "worker"
+            return ("mcp" if mcp else "worker"), f"{what} `{shlex.join(command)}`"
+        if type(target).__module__.partition(".")[0] == "mcp" or mcp:
+            return "mcp", f"MCP server {type(target).__name__}"
+        if isinstance(target, AssistantFrameProvider) or (
+            isinstance(target, ModelContextProvider) and mcp is None
+        ):
+            return "in-process", f"{type(target).__name__} in this process"
+        raise TypeError(
+            "connect() takes a registry or provider, a ws:// or http(s):// URL, a command "
+            f"(a list or a string) or an mcp server object; not {target!r}"
+        )
+
+    @contextlib.asynccontextmanager
+    async def open(self) -> AsyncIterator[FrameConnection]:
+        """Open one connection (entered, its context not yet waited for)."""
+        self._last_host = self._last_worker = None
+        if self.kind == "mcp":
+            async with self._open_mcp() as frame:
+                yield frame
+            return
+        async with contextlib.AsyncExitStack() as stack:
+            if self.kind == "in-process":
+                transport: Any = await stack.enter_async_context(self._serve_here())
+            elif self.kind == "websocket":
+                from ..transports.websocket import connect_websocket
+
+                transport = await stack.enter_async_context(
+                    connect_websocket(
+                        self.target, token=self._token, open_timeout=self.connect_timeout
+                    )
+                )
+            else:
+                from ..transports.stdio import spawn_worker
+
+                spawning = spawn_worker(
+                    self._command or [],
+                    env=self._env,
+                    cwd=self._cwd,
+                    grace_period=min(self.connect_timeout, 2.0),
+                )
+                try:
+                    transport = await stack.enter_async_context(spawning)
+                except OSError as exc:
+                    raise ConnectError(
+                        f"Cannot connect to {self.description}: cannot start the worker: "
+                        f"{exc.strerror or exc}"
+                    ) from exc
+                self._last_worker = transport
+            host = AssistantFrameHost(transport, timeout=self.timeout, name=self.name)
+            self._last_host = await stack.enter_async_context(host)
+            yield host
+
+    @contextlib.asynccontextmanager
+    async def _serve_here(self) -> AsyncIterator[Any]:
+        target = self.target
+        provider = target if isinstance(target, AssistantFrameProvider) else None
+        provider = provider or AssistantFrameProvider(target)
+        host_end, frame_end = memory_pair()
+        async with task_group() as tasks:
+            tasks.start_soon(provider.serve, frame_end)
+            try:
+                yield host_end
+            finally:
+                tasks.cancel_scope.cancel()
+
+    @contextlib.asynccontextmanager
+    async def _open_mcp(self) -> AsyncIterator[FrameConnection]:
+        from ..mcp import MCPFrame
+
+        server = self._command if self._command is not None else self.target
+        frame = MCPFrame(
+            server,
+            name=self.name,
+            timeout=self.timeout,
+            connect_timeout=self.connect_timeout,
+            env=self._env,
+            cwd=None if self._cwd is None else str(self._cwd),
+        )
+        async with frame:
+            yield frame
+
+    def stop_worker(self) -> None:
+        """Terminate the last connection's worker now (it is not a frame: it would sit
+        out the grace period a frame gets to finish its work)."""
+        worker = self._last_worker
+        if worker is not None and worker.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                worker.process.terminate()
+
+    def received(self) -> str:
+        """What the last connection received that was not a frame's context, in words:
+        ``"received nothing"``, or how many lines or messages were dropped and the first."""
+        worker, host = self._last_worker, self._last_host
+        if worker is not None and worker.dropped_count:
+            count, first = worker.dropped_count, worker.dropped_samples[0]
+            lines = _plural(count, "line")
+            return f"it wrote {lines} that {_are(count)} not JSON, the first: {first!r}"
+        if host is not None and host.ignored_count:
+            count, first = host.ignored_count, host.ignored_samples[0]
+            shown = repr(first)
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            return (
+                f"it sent {_plural(count, 'message')} that {_are(count)} not frame messages, "
+                f"the first: {shown}"
+            )
+        return "received nothing"
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
+def _are(count: int) -> str:
+    return "is" if count == 1 else "are"
+
+
+_IS_IT_A_FRAME = "is it an assistant-frames frame?"
+
+
+def no_context(target: FrameTarget, error: BaseException | None, waited: float) -> Exception:
+    """The error for ``target`` sending no model context: ``error`` ended the attempt
+    (``None``: ``waited`` seconds passed), and what it received instead says why."""
+    received = target.received()
+    if error is None:
+        return ContextTimeout(
+            f"{target.description} sent no model context within {waited:g} s "
+            f"({received}): {_IS_IT_A_FRAME}",
+            frame=target.name,
+        )
+    if isinstance(error, FrameDisconnected):
+        hint = "" if received == "received nothing" else f" ({received}; {_IS_IT_A_FRAME})"
+        why = str(error).removeprefix(f"{target.name} disconnected: ")
+        return ConnectError(f"{target.description} sent no model context{hint}: {why}")
+    return error if isinstance(error, Exception) else ConnectError(str(error))
