@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 
 from .common import EXIT_OK, CommandError, usage_error
-from .targets import client_token, connect, context_of, resolve_target
+from .targets import client_token, connect, resolve_target
 
 __all__ = ["cmd_call"]
 
@@ -45,7 +45,7 @@ def cmd_call(options: argparse.Namespace) -> int:
             host,
             _,
         ):
-            context = await context_of(host, target, options.timeout)
+            context = host.get_model_context()
             if name not in context.tools:
                 raise CommandError(_not_found(name, list(context.tools)))
             result.append(await host.call_tool(name, arguments, timeout=options.timeout))

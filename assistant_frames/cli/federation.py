@@ -2,7 +2,8 @@
 
 ``--frame NAME=FRAME`` connects an assistant-frames frame (a ws:// URL or a worker
 command) and ``--mcp NAME=SERVER`` an MCP server (an http(s):// URL or a command); each
-joins one parent registry under the namespace NAME, beside ``MODULE:OBJECT`` if given.
+joins one :class:`~assistant_frames.Federation` under the namespace NAME, beside
+``MODULE:OBJECT`` if given, and is reconnected (a worker restarted) if it drops.
 """
 
 from __future__ import annotations
@@ -10,16 +11,15 @@ from __future__ import annotations
 import argparse
 import contextlib
 import re
-import shlex
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from ..errors import FrameDisconnected
-from ..frames import AssistantFrameProvider, ReconnectingHost
+from ..errors import AssistantFramesError
+from ..federation import Federation
+from ..frames import AssistantFrameProvider
 from ..registry import ModelContextRegistry
-from .common import CommandError, note, usage_error, websocket_module
+from .common import CommandError, note, usage_error
 from .loading import load_frame_async
-from .targets import Target, connect, context_of
 
 __all__ = ["Member", "parse_member", "served_frame"]
 
@@ -66,60 +66,16 @@ async def served_frame(
     parent = ModelContextRegistry()
     if options.target is not None:
         parent.add_provider(await load_frame_async(options.target))
-    async with contextlib.AsyncExitStack() as stack:
+    async with Federation(parent, timeout=timeout, connect_timeout=timeout) as federation:
         for member in members:
-            description = await _join(stack, parent, member, timeout)
+            try:
+                await federation.add(member.name, member.spec, mcp=member.kind == "mcp")
+            except ImportError as exc:  # the websockets or mcp extra is missing
+                raise CommandError(str(exc)) from None
+            except (AssistantFramesError, ValueError) as exc:
+                raise CommandError(f"--{member.kind} {member.name}: {exc}") from None
             count = len(parent.get_model_context().tools)
             tools = f"{count} tool{'s' if count != 1 else ''}"
-            note(f"{member.name}: {description} joined ({tools} in all now)")
-        yield AssistantFrameProvider(parent)
-
-
-async def _join(
-    stack: contextlib.AsyncExitStack,
-    parent: ModelContextRegistry,
-    member: Member,
-    timeout: float,
-) -> str:
-    if member.kind == "mcp":
-        from ..errors import ConnectError
-        from ..mcp import MCPFrame
-
-        frame = MCPFrame(member.spec, name=member.name, connect_timeout=timeout)
-        try:
-            await stack.enter_async_context(frame)
-        except ConnectError as exc:
-            raise CommandError(f"--mcp {member.name}: {exc}") from None
-        parent.add_provider(frame, namespace=member.name)
-        return f"MCP server {member.spec}"
-    if member.spec.startswith(("ws://", "wss://")):
-        return await _join_websocket(stack, parent, member, timeout)
-    target = Target(command=tuple(shlex.split(member.spec)))
-    host, description = await stack.enter_async_context(
-        connect(target, token=None, timeout=timeout)
-    )
-    await context_of(host, target, timeout)
-    parent.add_provider(host, namespace=member.name)
-    return description
-
-
-async def _join_websocket(
-    stack: contextlib.AsyncExitStack,
-    parent: ModelContextRegistry,
-    member: Member,
-    timeout: float,
-) -> str:
-    """A WebSocket frame, reconnected whenever its connection drops."""
-    connect_websocket = websocket_module().connect_websocket
-    url = member.spec
-    host = ReconnectingHost(
-        lambda: connect_websocket(url, open_timeout=timeout), name=member.name, timeout=timeout
-    )
-    await stack.enter_async_context(host)
-    try:
-        await host.wait_for_context(timeout)
-    except (TimeoutError, FrameDisconnected) as exc:
-        why = f"no model context within {timeout:g} s" if isinstance(exc, TimeoutError) else exc
-        raise CommandError(f"--frame {member.name}: cannot reach {url}: {why}") from None
-    parent.add_provider(host, namespace=member.name)
-    return f"{url} (reconnected if it drops)"
+            what = federation.status(member.name).target
+            note(f"{member.name}: {what} joined ({tools} in all now; reconnected if it drops)")
+        yield AssistantFrameProvider(federation)

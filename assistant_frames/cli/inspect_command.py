@@ -10,7 +10,7 @@ import anyio
 
 from .common import EXIT_OK
 from .render import render_context
-from .targets import client_token, connect, context_of, resolve_target
+from .targets import client_token, connect, resolve_target
 
 __all__ = ["cmd_inspect"]
 
@@ -24,7 +24,7 @@ def cmd_inspect(options: argparse.Namespace) -> int:
             host,
             described,
         ):
-            context = await context_of(host, target, options.timeout)
+            context = host.get_model_context()
             if options.json:
                 from ..frames import protocol
 

@@ -1,6 +1,6 @@
 """The frame ``inspect`` and ``call`` talk to: a ws:// URL to connect to, a worker command
-to spawn, or with ``--mcp`` an MCP server (an http(s):// URL or a command); connecting to
-it and waiting for its model context."""
+to spawn, or with ``--mcp`` an MCP server (an http(s):// URL or a command), checked as
+the command line gives it and connected with :func:`assistant_frames.connect`."""
 
 from __future__ import annotations
 
@@ -8,29 +8,14 @@ import argparse
 import contextlib
 import os
 import shlex
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from typing import Any, Protocol
 
-from ..frames import AssistantFrameHost
-from ..registry import ModelContext
-from .common import TOKEN_ENV, CommandError, usage_error, websocket_module
+from ..federation import connect as connect_target
+from ..frames import FrameConnection
+from .common import TOKEN_ENV, CommandError, usage_error
 
-__all__ = ["Connected", "Target", "client_token", "connect", "context_of", "resolve_target"]
-
-
-class Connected(Protocol):
-    """What ``connect`` yields: a frame host, or an ``MCPFrame`` for an MCP server."""
-
-    def get_model_context(self) -> ModelContext: ...
-
-    def subscribe(self, callback: Callable[[], None]) -> Callable[[], None]: ...
-
-    async def wait_for_context(self, timeout: float | None = None) -> ModelContext: ...
-
-    async def call_tool(
-        self, name: str, args: Any = None, *, timeout: float | None = None
-    ) -> Any: ...
+__all__ = ["Target", "client_token", "connect", "resolve_target"]
 
 
 @dataclass(frozen=True)
@@ -77,65 +62,34 @@ def resolve_target(options: argparse.Namespace) -> Target:
 @contextlib.asynccontextmanager
 async def connect(
     target: Target, *, token: str | None, timeout: float
-) -> AsyncIterator[tuple[Connected, str]]:
-    """A host connected to ``target`` and the frame's description (with a pid for workers).
+) -> AsyncIterator[tuple[FrameConnection, str]]:
+    """The connection to ``target``, holding its context, and the frame's description.
 
-    For an MCP server the "host" is an ``MCPFrame``, which offers the same calls.
+    Built on :func:`assistant_frames.connect`; for an MCP server the description says
+    which server and protocol version answered.
     """
-    if target.mcp:
-        async with _connect_mcp(target, timeout=timeout) as connected:
-            yield connected
-        return
-    if target.url is not None:
-        connect_websocket = websocket_module().connect_websocket
-        async with (
-            connect_websocket(target.url, token=token, open_timeout=timeout) as transport,
-            AssistantFrameHost(transport, timeout=timeout, name=target.url) as host,
-        ):
-            yield host, target.url
-        return
-    from ..transports.stdio import spawn_worker
-
-    command = list(target.command or ())
-    async with contextlib.AsyncExitStack() as stack:
-        try:
-            transport = await stack.enter_async_context(
-                spawn_worker(command, grace_period=min(timeout, 2.0))
-            )
-        except OSError as exc:
-            raise CommandError(
-                f"cannot start the worker {shlex.join(command)}: {exc.strerror or exc}"
-            ) from None
-        host = await stack.enter_async_context(
-            AssistantFrameHost(transport, timeout=timeout, name="worker")
-        )
-        yield host, f"worker pid {transport.pid}: {shlex.join(command)}"
-
-
-@contextlib.asynccontextmanager
-async def _connect_mcp(target: Target, *, timeout: float) -> AsyncIterator[tuple[Connected, str]]:
+    what = target.url if target.url is not None else list(target.command or ())
     try:
-        from ..mcp import MCPFrame
-    except ImportError as exc:
+        async with connect_target(
+            what,
+            mcp=target.mcp,
+            name=target.describe(),
+            token=token,
+            timeout=timeout,
+            connect_timeout=timeout,
+        ) as connection:
+            yield connection, _describe(target, connection)
+    except ImportError as exc:  # the websockets or mcp extra is missing
         raise CommandError(str(exc)) from None
-    server = target.url if target.url is not None else list(target.command or ())
-    async with MCPFrame(
-        server, name=target.describe(), timeout=timeout, connect_timeout=timeout
-    ) as frame:
-        info = frame.server_info
-        name = " ".join(part for part in (info.name, info.version) if part) if info else ""
-        about = f" ({name})" if name else ""
-        yield frame, f"{target.describe()}{about}, MCP {frame.protocol_version}"
 
 
-async def context_of(host: Connected, target: Target, timeout: float) -> ModelContext:
-    try:
-        return await host.wait_for_context(timeout)
-    except TimeoutError:
-        raise CommandError(
-            f"{target.describe()} sent no model context within {timeout:g} s "
-            "(is it an assistant-frames frame?)"
-        ) from None
+def _describe(target: Target, connection: FrameConnection) -> str:
+    info = getattr(connection, "server_info", None)  # an MCPFrame's
+    if not target.mcp:
+        return target.describe()
+    name = " ".join(part for part in (info.name, info.version) if part) if info else ""
+    about = f" ({name})" if name else ""
+    return f"{target.describe()}{about}, MCP {getattr(connection, 'protocol_version', '?')}"
 
 
 def client_token(options: argparse.Namespace) -> str | None:
