@@ -82,7 +82,8 @@ async def test_members_added_and_removed_at_run_time(worker: list[str]) -> None:
             assert tools(federation) == ["calc_add", "w_pid"]
             assert await federation.call_tool("w_pid") != os.getpid()
             assert list(federation) == ["calc", "w"]
-            assert "w" in federation and len(federation) == 2
+            assert "w" in federation
+            assert len(federation) == 2
             assert federation.status("w") == MemberStatus(
                 name="w",
                 target=f"worker `{' '.join(worker)}`",

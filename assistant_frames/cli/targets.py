@@ -73,7 +73,8 @@ async def connect(
         async with connect_target(
             what,
             mcp=target.mcp,
-            name=target.describe(),
+            # As before: errors name the worker, not its (perhaps long) command line.
+            name="worker" if target.command is not None and not target.mcp else target.describe(),
             token=token,
             timeout=timeout,
             connect_timeout=timeout,

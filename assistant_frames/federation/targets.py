@@ -212,17 +212,18 @@ _IS_IT_A_FRAME = "is it an assistant-frames frame?"
 
 
 def no_context(target: FrameTarget, error: BaseException | None, waited: float) -> Exception:
-    """The error for ``target`` sending no model context: ``error`` ended the attempt
-    (``None``: ``waited`` seconds passed), and what it received instead says why."""
+    """The error for ``target`` (named by its name: by default what it is) sending no
+    model context: ``error`` ended the attempt (``None``: ``waited`` seconds passed), and
+    what it received instead says why."""
     received = target.received()
     if error is None:
         return ContextTimeout(
-            f"{target.description} sent no model context within {waited:g} s "
+            f"{target.name} sent no model context within {waited:g} s "
             f"({received}): {_IS_IT_A_FRAME}",
             frame=target.name,
         )
     if isinstance(error, FrameDisconnected):
         hint = "" if received == "received nothing" else f" ({received}; {_IS_IT_A_FRAME})"
         why = str(error).removeprefix(f"{target.name} disconnected: ")
-        return ConnectError(f"{target.description} sent no model context{hint}: {why}")
+        return ConnectError(f"{target.name} sent no model context{hint}: {why}")
     return error if isinstance(error, Exception) else ConnectError(str(error))
