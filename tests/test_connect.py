@@ -15,6 +15,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -92,6 +93,22 @@ async def test_a_worker_command(form: str) -> None:
             assert await connection.call_tool("fibonacci", {"n": 10}) == 55
             with pytest.raises(ToolCallError, match="between 0 and 10000"):
                 await connection.call_tool("fibonacci", {"n": -1})
+
+
+async def test_a_python_script_runs_with_this_interpreter(tmp_path: Path) -> None:
+    script = tmp_path / "worker.py"
+    script.write_text(
+        "from assistant_frames import ModelContextRegistry\n"
+        "from assistant_frames.frames import serve_stdio\n"
+        "import anyio\n"
+        "registry = ModelContextRegistry()\n"
+        "registry.add_tool('which', lambda: __import__('sys').executable)\n"
+        "anyio.run(serve_stdio, registry)\n"
+    )
+    with anyio.fail_after(WAIT):
+        async with connect(f"{script} --flag") as connection:  # as FastMCP's Client("x.py")
+            assert connection.name == f"worker `{shlex.join([sys.executable, str(script)])} --flag`"
+            assert await connection.call_tool("which") == sys.executable
 
 
 async def test_an_mcp_server_command() -> None:

@@ -37,7 +37,8 @@ async def connect(
     - a ``ws://`` or ``wss://`` URL: a frame served over WebSockets (``token`` is the
       bearer token; needs the ``websockets`` extra);
     - a command, as a list of arguments or a string split like a shell does: a worker
-      serving a frame on its stdin and stdout (``env`` and ``cwd`` apply);
+      serving a frame on its stdin and stdout (``env`` and ``cwd`` apply); a command
+      that starts with a ``.py`` script (``"worker.py"``) runs it with this interpreter;
     - an ``http://`` or ``https://`` URL, a command with ``mcp=True``, or an ``mcp``
       server object: an MCP server (needs the ``mcp`` extra).
 

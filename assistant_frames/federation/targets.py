@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import shlex
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from os import PathLike
 from typing import Any, Literal, TypeAlias
@@ -38,7 +39,8 @@ class FrameTarget:
     ``AssistantFrameProvider`` is served in this process; a ``ws://`` or ``wss://`` URL
     is a frame over a WebSocket; an ``http://`` or ``https://`` URL is an MCP server
     (Streamable HTTP); a command (a list of arguments, or a string split like a shell
-    does) is a worker serving a frame over stdio, or an MCP server when ``mcp=True``;
+    does) is a worker serving a frame over stdio, or an MCP server when ``mcp=True``
+    (a command that starts with a ``.py`` script runs it with this interpreter);
     an ``mcp`` server object (``MCPServer``, low-level ``Server``) is an MCP server in
     this process. ``mcp`` (``None``: by that rule) says explicitly whether it is one.
     """
@@ -90,6 +92,8 @@ class FrameTarget:
             command = shlex.split(target) if isinstance(target, str) else [str(p) for p in target]
             if not command:
                 raise ValueError("The command is empty")
+            if command[0].endswith(".py"):  # a script: run it with this interpreter
+                command = [sys.executable, *command]
             self._command = command
             what = "MCP server" if mcp else "worker"
             return ("mcp" if mcp else "worker"), f"{what} `{shlex.join(command)}`"
