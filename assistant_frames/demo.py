@@ -22,6 +22,7 @@ of :func:`run_demo` below is meant to be read too.
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import signal
@@ -60,7 +61,7 @@ def _parent_registry() -> ModelContextRegistry:
     @parent.tool
     def today() -> str:
         """Today's date (ISO 8601)."""
-        return "2026-11-22"  # fixed, so the output is reproducible
+        return datetime.date.today().isoformat()
 
     return parent
 

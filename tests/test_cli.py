@@ -7,6 +7,7 @@ small modules written into ``tmp_path``: ``calc.py`` (a registry) and ``worker.p
 
 from __future__ import annotations
 
+import datetime
 import json
 import os
 import queue
@@ -220,7 +221,7 @@ def test_no_command_prints_help(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("backend", ["asyncio", "trio"])
 def test_demo(backend: str, tmp_path: Path) -> None:
-    started = time.monotonic()
+    started, started_on = time.monotonic(), datetime.date.today()
     result = run_cli("demo", "--backend", backend, cwd=tmp_path, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
@@ -228,6 +229,10 @@ def test_demo(backend: str, tmp_path: Path) -> None:
     assert time.monotonic() - started < 30
     for tool in ("today", "notes_search", "worker_fibonacci", "weather_forecast"):
         assert re.search(rf"^  {tool} ", out, re.MULTILINE), tool
+    # the parent's own tool: the real date (read around the run, in case midnight passed)
+    today = re.search(r'^  today \{\}\n.*\n    result: "(\d{4}-\d\d-\d\d)"$', out, re.MULTILINE)
+    assert today, out
+    assert today.group(1) in {started_on.isoformat(), datetime.date.today().isoformat()}
     # one call on each frame, routed to it
     assert '"planning: ship the frame protocol before the MCP bridge."' in out
     assert "result: 2880067194370816120" in out
@@ -237,7 +242,9 @@ def test_demo(backend: str, tmp_path: Path) -> None:
     assert '["Icy roads until 10:00"]' in out
     # the killed worker
     assert re.search(
-        r"FrameDisconnected: worker disconnected: worker \d+ was killed by SIGKILL", out
+        r"FrameDisconnected: worker disconnected: worker process \d+ "
+        r"\(`\S+ -m assistant_frames._demo_worker`\) was killed by SIGKILL",
+        out,
     )
     assert "(exit code -9)" in out
     assert "[worker] slow_report started" in out
@@ -262,6 +269,53 @@ def test_inspect_worker(frame_dir: Path) -> None:
     assert re.search(r"^ +a +number +required +- +The first number\.$", out, re.MULTILINE)
     assert re.search(r"^ +b +number +optional +0\.0 +The second number\.$", out, re.MULTILINE)
     assert re.search(r"^ +seconds +number +optional +30\.0$", out, re.MULTILINE)
+
+
+PEOPLE = """
+from pydantic import BaseModel
+
+from assistant_frames import ModelContextRegistry
+
+
+class Address(BaseModel):
+    street: str
+    city: str = "Oslo"
+
+
+class Person(BaseModel):
+    name: str
+    address: Address
+    previous: list[Address] = []
+
+
+registry = ModelContextRegistry()
+
+
+@registry.tool
+def save(person: Person, scores: dict[str, int] | None = None) -> str:
+    \"\"\"Save a person.\"\"\"
+    return person.name
+"""
+
+
+def test_inspect_shows_the_fields_of_nested_models(frame_dir: Path) -> None:
+    (frame_dir / "people.py").write_text(PEOPLE, encoding="utf-8")
+    worker = [sys.executable, "-m", "assistant_frames", "serve", "--stdio", "people:registry"]
+    result = run_cli("inspect", "--", *worker, cwd=frame_dir)
+    assert result.returncode == 0, result.stderr
+    rows = [line.split() for line in result.stdout.splitlines() if line.startswith("      ")]
+    table = rows[rows.index(["PARAMETER", "TYPE", "REQUIRED", "DEFAULT", "DESCRIPTION"]) + 1 :]
+    assert table == [
+        ["person", "object", "(Person)", "required", "-"],
+        ["person.name", "string", "required", "-"],
+        ["person.address", "object", "(Address)", "required", "-"],
+        ["person.address.street", "string", "required", "-"],
+        ["person.address.city", "string", "optional", '"Oslo"'],
+        ["person.previous", "array", "of", "object", "(Address)", "optional", "[]"],
+        ["person.previous[].street", "string", "required", "-"],
+        ["person.previous[].city", "string", "optional", '"Oslo"'],
+        ["scores", "object", "of", "integer", "|", "null", "optional", "null"],
+    ]
 
 
 def test_inspect_json_of_served_registry(frame_dir: Path) -> None:
@@ -386,13 +440,13 @@ def test_call_timeout(frame_dir: Path) -> None:
         "--args",
         '{"seconds": 60}',
         "--timeout",
-        "0.5",
+        "3",  # also bounds the worker's start: leave a slow machine time for that
         "--",
         sys.executable,
         "worker.py",
         cwd=frame_dir,
     )
-    assert_error(result, 1, 'Tool call "slow" timed out after 0.5 s')
+    assert_error(result, 1, 'Tool call "slow" timed out after 3 s')
     assert time.monotonic() - started < 15
 
 
@@ -402,9 +456,9 @@ def test_worker_that_cannot_start(frame_dir: Path) -> None:
 
 
 def test_worker_that_exits(frame_dir: Path) -> None:
-    code = "import sys; print('oops', file=sys.stderr); sys.exit(3)"
+    code = "import sys; print('oo' + 'ps', file=sys.stderr); sys.exit(3)"  # the line names it
     result = run_cli("inspect", "--", sys.executable, "-c", code, cwd=frame_dir)
-    line = assert_error(result, 1, "exited with code 3")
+    line = assert_error(result, 1, "worker process ", " (`", " -c ", "`) exited with code 3")
     assert "oops" in result.stderr  # the worker's stderr passes through
     assert "oops" not in line
 
@@ -434,7 +488,9 @@ def test_inspect_worker_that_cannot_load_its_object(frame_dir: Path) -> None:
     worker_line, line = result.stderr.strip().splitlines()  # the worker's stderr passes through
     assert worker_line == f"{ERROR}cannot load calc:nope: module 'calc' has no attribute 'nope'"
     assert line.startswith(ERROR)
-    assert re.search(r"worker \d+ exited with code 2 \(its stderr is above\)$", line)
+    assert re.search(
+        r"worker process \d+ \(`.*calc:nope`\) exited with code 2 \(its stderr is above\)$", line
+    )
 
 
 @pytest.mark.parametrize(
@@ -521,6 +577,30 @@ def test_token_from_the_environment(server: Server, frame_dir: Path) -> None:
             process.wait(timeout=5)
     assert process.returncode == 0, stderr
     assert json.loads(stdout) == 1.0
+
+
+# --timeout is one limit for connecting and receiving the context together, cleanup
+# included; the slack is for starting the interpreter on a slow machine.
+DEADLINE, SLACK = 3.0, 1.6
+
+
+def test_timeout_bounds_a_worker_that_never_becomes_a_frame(frame_dir: Path) -> None:
+    sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]  # ignores stdin's end
+    started = time.monotonic()
+    result = run_cli("inspect", "--timeout", str(DEADLINE), "--", *sleeper, cwd=frame_dir)
+    elapsed = time.monotonic() - started
+    assert_error(result, 1, "sent no model context within 3 s")
+    assert DEADLINE <= elapsed < DEADLINE + SLACK
+
+
+def test_timeout_bounds_a_url_that_accepts_but_never_speaks(frame_dir: Path) -> None:
+    with socket.create_server(("127.0.0.1", 0)) as listener:  # the kernel accepts for it
+        url = f"ws://127.0.0.1:{listener.getsockname()[1]}"
+        started = time.monotonic()
+        result = run_cli("inspect", "--timeout", str(DEADLINE), url, cwd=frame_dir)
+        elapsed = time.monotonic() - started
+    assert_error(result, 1, f"Cannot connect to {url}: no answer in 3 s")
+    assert DEADLINE <= elapsed < DEADLINE + SLACK
 
 
 def test_unreachable_frame(frame_dir: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import signal
 import sys
 from collections.abc import AsyncIterator, Callable
@@ -319,7 +320,9 @@ async def test_sigkill_mid_call_fails_the_call_at_once(worker: Callable[..., lis
                 assert isinstance(error, FrameDisconnected), error
                 message = str(error)
                 assert message.startswith("worker disconnected: ")
-                assert f"worker {pid} was killed by SIGKILL" in message
+                assert re.search(
+                    rf"worker process {pid} \(`python\S* \S+ \w+`\) was killed by SIGKILL", message
+                )
                 assert "hanging now" in message  # the end of its stderr
                 assert error.returncode == -signal.SIGKILL
                 assert error.stderr_tail is not None
@@ -342,7 +345,9 @@ async def test_worker_that_exits_at_once(tmp_path: Path) -> None:
                 await host.wait_for_context(timeout=10)
             assert anyio.current_time() - started < 5
             message = str(info.value)
-            assert f"worker {transport.pid} exited with code 3" in message
+            shown = f"`{Path(command[0]).name} {command[1]}`"  # the program's name, not its path
+            assert f"worker process {transport.pid} ({shown})" in message
+            assert "exited with code 3" in message
             assert "bad config" in message
             assert transport.returncode == 3
             with pytest.raises(FrameDisconnected, match="code 3"):

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -61,6 +62,7 @@ _READ_SIZE = 65536
 _STDERR_TAIL_BYTES = 4096
 _DROPPED_SAMPLES = 3  # dropped lines kept for diagnosis
 _EXIT_WAIT = 1.0  # after stdout ends, how long to wait for the exit code
+_COMMAND_SHOWN = 120  # characters of a worker's command shown in a message
 _CLOSE_TIMEOUT = 2.0  # how long aclose waits for queued lines to be written
 
 
@@ -260,6 +262,7 @@ class WorkerTransport(StdioTransport):
         max_message_bytes: int | None,
         pass_stderr: bool,
         receive_stream: ByteReceiveStream | None = None,
+        command: Sequence[str] = (),
     ) -> None:
         receive_stream = receive_stream or process.stdout
         assert receive_stream is not None
@@ -269,6 +272,7 @@ class WorkerTransport(StdioTransport):
         if writer is not None:
             self._outbox = DirectOutbox(writer)
         self.process = process
+        self.command = tuple(command)
         self._pass_stderr = pass_stderr
         self._stderr = bytearray()
         self._stderr_limit = _STDERR_TAIL_BYTES if pass_stderr else 1024 * 1024
@@ -325,20 +329,32 @@ class WorkerTransport(StdioTransport):
         )
         return TransportClosed(reason)
 
+    def _describe_worker(self) -> str:
+        """``worker process 4242 (`python worker.py`)``: which worker, for a person."""
+        if not self.command:
+            return f"worker process {self.pid}"
+        program, *args = self.command
+        # The program's name only: an interpreter's full path is long and says little.
+        shown = shlex.join([os.path.basename(program) or program, *args])
+        if len(shown) > _COMMAND_SHOWN:
+            shown = shown[: _COMMAND_SHOWN - 3] + "..."
+        return f"worker process {self.pid} (`{shown}`)"
+
     async def _describe_end(self, exc: BaseException | None) -> str:
         with anyio.move_on_after(_EXIT_WAIT):
             await self.process.wait()
         code = self.process.returncode
+        worker = self._describe_worker()
         if code is None:
-            what = f"worker {self.pid} closed its stdout"
+            what = f"{worker} closed its stdout"
         elif code < 0:
             try:
                 name = signal.Signals(-code).name
             except ValueError:
                 name = f"signal {-code}"
-            what = f"worker {self.pid} was killed by {name} (exit code {code})"
+            what = f"{worker} was killed by {name} (exit code {code})"
         else:
-            what = f"worker {self.pid} exited with code {code}"
+            what = f"{worker} exited with code {code}"
         await anyio.lowlevel.checkpoint()  # let the stderr pump take what is already in the pipe
         tail = self.stderr_tail().strip()
         if tail:
@@ -467,6 +483,7 @@ async def spawn_worker(
             max_message_bytes=limit,
             pass_stderr=stderr == "inherit",
             receive_stream=receive_stream,
+            command=command,
         )
     except BaseException:
         with contextlib.suppress(ProcessLookupError):
