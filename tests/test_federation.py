@@ -187,3 +187,16 @@ async def test_closing_goes_member_by_member_the_last_added_first(worker: list[s
         (["a_add"], {"a": "connected", "w": "connected", "c": "closed"}),
         ([], {"a": "connected", "w": "closed", "c": "closed"}),
     ]
+
+
+async def test_an_mcp_server_member_joins_without_a_tool_change() -> None:
+    # An MCPFrame holds its tools once entered and may never announce a change: the
+    # reconnecting member must still tell the parent registry that they arrived.
+    command = [sys.executable, "-m", "assistant_frames", "serve"]
+    command += ["--mcp-stdio", "assistant_frames._demo_worker:registry"]
+    with anyio.fail_after(WAIT):
+        async with Federation() as federation:
+            await federation.add("m", command, mcp=True)
+            assert federation.status("m").state == "connected"
+            assert set(federation.get_model_context().tools) == {"m_fibonacci", "m_slow_report"}
+            assert await federation.call_tool("m_fibonacci", {"n": 10}) == 55

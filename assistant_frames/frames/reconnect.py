@@ -213,7 +213,8 @@ class ReconnectingHost:
                     self._host = host
                     self._state = "connected"
                     self.connections += 1
-                    self._signal()
+                    # An MCPFrame's tools are there already: subscribers must hear of them.
+                    self._notify()
                     try:
                         await host.wait_disconnected()
                         if not self._closing():
