@@ -190,7 +190,18 @@ class ToolConflictError(AssistantFramesError, ValueError):
 
 
 class ConnectError(AssistantFramesError, ConnectionError):
-    """A connection to a frame (or a listening socket) could not be set up."""
+    """A connection to a frame (or a listening socket) could not be set up.
+
+    When the frame was a process that exited while connecting, :attr:`returncode` and
+    :attr:`stderr_tail` say why (as on :class:`FrameDisconnected`); otherwise ``None``.
+    """
+
+    def __init__(
+        self, message: str, *, returncode: int | None = None, stderr_tail: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.returncode = returncode
+        self.stderr_tail = stderr_tail
 
 
 class ContextTimeout(AssistantFramesError, TimeoutError):

@@ -69,12 +69,17 @@ async def connect(
     which server and protocol version answered.
     """
     what = target.url if target.url is not None else list(target.command or ())
+    if target.mcp:  # MCPFrame's messages say "the MCP server <name>" themselves
+        name = target.url or f"`{shlex.join(target.command or ())}`"
+    elif target.command is not None:
+        name = "worker"  # errors name the worker, not its (perhaps long) command line
+    else:
+        name = target.describe()
     try:
         async with connect_target(
             what,
             mcp=target.mcp,
-            # As before: errors name the worker, not its (perhaps long) command line.
-            name="worker" if target.command is not None and not target.mcp else target.describe(),
+            name=name,
             token=token,
             timeout=timeout,
             connect_timeout=timeout,

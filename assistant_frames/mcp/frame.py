@@ -42,7 +42,9 @@ from ..errors import (
 from ..registry.annotations import ToolAnnotations
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.tool import Tool, ToolCallContext
+from ..transports.contract import CloseReason
 from ._results import from_call_result
+from ._stdio import describe_exit, server_process
 
 if TYPE_CHECKING:
     from mcp.client._transport import Transport, TransportStreams
@@ -81,9 +83,12 @@ class MCPFrame:
     again only when the server says it changed.
 
     When the server goes away its tools disappear, subscribers are told, and pending and
-    new calls fail with :class:`FrameDisconnected`. A subprocess is noticed at once; over
-    HTTP a failing request or the change stream tells, and where neither would
-    (handshake-era servers), a ping every ``keepalive`` seconds does.
+    new calls fail with :class:`FrameDisconnected`. A subprocess is noticed at once, and
+    the error carries its exit code and the end of its stderr (``returncode``,
+    ``stderr_tail``; :attr:`disconnect_error` keeps it), as does the
+    :class:`ConnectError` of one that dies while connecting. Over HTTP a failing request
+    or the change stream tells, and where neither would (handshake-era servers), a ping
+    every ``keepalive`` seconds does.
     """
 
     _ended: anyio.Event  # set once disconnected or closed; created on entry
@@ -114,6 +119,8 @@ class MCPFrame:
         self.poll_interval = poll_interval
         self.keepalive = keepalive
         target, description, self._kind = _resolve(server, env=env, cwd=cwd)
+        if isinstance(target, StdioServerParameters):
+            target = server_process(target, self._process_ended)
         self.name = name or description
         self._client = Client(
             target if self._kind == "in-process" else _WatchedTransport(target, self._stream_ended),
@@ -125,6 +132,7 @@ class MCPFrame:
         self._context = _EMPTY_CONTEXT
         self._subscribers = Subscribers()
         self._disconnected: FrameDisconnected | None = None
+        self._exit: CloseReason | None = None  # how a server subprocess ended
         self._calls = PendingCalls()  # each call's wake cancels its scope
         self._exit_stack: AsyncExitStack | None = None
 
@@ -171,8 +179,8 @@ class MCPFrame:
                 try:
                     await self._fetch()
                 except MCPError as exc:
-                    raise ConnectError(
-                        f"Cannot list the tools of the MCP server {self.name}: {exc.message}"
+                    raise self._connect_error(
+                        f"Cannot list the tools of the MCP server {self.name}", exc.message
                     ) from exc
                 task_status.started()
 
@@ -199,8 +207,19 @@ class MCPFrame:
             cause = _connect_failure(errors)
             if cause is None:
                 raise
-            reason = _reason(cause)
-            raise ConnectError(f"Cannot connect to the MCP server {self.name}: {reason}") from cause
+            what = f"Cannot connect to the MCP server {self.name}"
+            raise self._connect_error(what, _reason(cause)) from cause
+
+    def _connect_error(self, what: str, reason: str) -> ConnectError:
+        """``what`` failed for ``reason``; a server process that ended says why instead."""
+        ended = self._exit
+        if ended is None:
+            return ConnectError(f"{what}: {reason}")
+        return ConnectError(
+            f"{what}: {describe_exit(ended)}",
+            returncode=ended.exit_code,
+            stderr_tail=ended.stderr_tail,
+        )
 
     async def __aexit__(
         self,
@@ -237,6 +256,15 @@ class MCPFrame:
     async def wait_disconnected(self) -> None:
         """Wait until the server has gone away or the frame was closed."""
         await self._ended.wait()
+
+    @property
+    def disconnect_error(self) -> FrameDisconnected | None:
+        """Why the frame is no longer connected (``None`` until then).
+
+        The error that calls now raise: for a server subprocess that died, with its
+        :attr:`~FrameDisconnected.returncode` and :attr:`~FrameDisconnected.stderr_tail`.
+        """
+        return self._disconnected
 
     @property
     def client(self) -> Client:
@@ -402,11 +430,26 @@ class MCPFrame:
     def _stream_ended(self) -> None:
         self._gone_because("it closed the connection")
 
-    def _gone_because(self, reason: str) -> None:
+    def _process_ended(self, reason: CloseReason) -> None:
+        # Called before the client's stream ends, so every failure that follows says why.
+        self._exit = reason
+        self._gone_because(
+            describe_exit(reason), returncode=reason.exit_code, stderr_tail=reason.stderr_tail
+        )
+
+    def _gone_because(
+        self, reason: str, *, returncode: int | None = None, stderr_tail: str | None = None
+    ) -> None:
         if self._state != "connected":
             return
         self._state = "disconnected"
-        self._fail(FrameDisconnected(f"The MCP server {self.name} went away: {reason}"))
+        self._fail(
+            FrameDisconnected(
+                f"The MCP server {self.name} went away: {reason}",
+                returncode=returncode,
+                stderr_tail=stderr_tail,
+            )
+        )
 
     def _fail(self, error: FrameDisconnected) -> None:
         self._disconnected = self._disconnected or error
@@ -576,9 +619,7 @@ def _resolve(
             command=command[0], args=command[1:], env=dict(env) if env else None, cwd=cwd
         )
     if isinstance(server, StdioServerParameters):
-        from mcp.client.stdio import stdio_client
-
-        return stdio_client(server), shlex.join([server.command, *server.args]), "stdio"
+        return server, shlex.join([server.command, *server.args]), "stdio"
     if callable(getattr(server, "__aenter__", None)):
         return server, type(server).__name__, "transport"
     raise TypeError(
