@@ -186,7 +186,8 @@ def _add_client_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--token",
         metavar="TOKEN",
-        help=f"bearer token for a ws:// frame that requires one (default: ${TOKEN_ENV})",
+        help=f"bearer token for a ws:// frame or --mcp http(s):// server that requires one "
+        f"(default: ${TOKEN_ENV})",
     )
     parser.add_argument(
         "--timeout",
@@ -298,8 +299,9 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--token",
         metavar="TOKEN",
-        help="require 'Authorization: Bearer TOKEN' (or ?access_token=TOKEN) from WebSocket "
-        f"clients (default: ${TOKEN_ENV}; none if unset)",
+        help="require 'Authorization: Bearer TOKEN' from --ws clients (which may send "
+        f"?access_token=TOKEN instead) and --mcp-http clients (default: ${TOKEN_ENV}; none "
+        "if unset)",
     )
     serve.add_argument(
         "--allow-origin",

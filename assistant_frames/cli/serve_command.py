@@ -28,15 +28,15 @@ def cmd_serve(options: argparse.Namespace) -> int:
     token: str | None = options.token or os.environ.get(TOKEN_ENV) or None
     if options.ws is None and options.allow_origin:
         raise usage_error("--allow-origin is for --ws")
-    if options.ws is None and options.token:
-        raise usage_error("--token is for --ws (stdio peers are the parent process)")
+    if options.ws is None and options.mcp_http is None and options.token:
+        raise usage_error("--token is for --ws and --mcp-http (stdio peers are the parent process)")
     if options.stdio:
         anyio.run(_serve_stdio, options)
     elif options.mcp_stdio:
         anyio.run(_serve_mcp_stdio, options)
     elif options.mcp_http is not None:
         host, port = options.mcp_http
-        anyio.run(_serve_mcp_http, options, host, port)
+        anyio.run(_serve_mcp_http, options, host, port, token)
     else:
         host, port = options.ws
         anyio.run(_serve_ws, options, host, port, token, options.allow_origin)
@@ -62,14 +62,17 @@ async def _serve_mcp_stdio(options: argparse.Namespace) -> None:
         await MCPContextServer(frame, name=options.name).run_stdio()
 
 
-async def _serve_mcp_http(options: argparse.Namespace, host: str, port: int) -> None:
+async def _serve_mcp_http(
+    options: argparse.Namespace, host: str, port: int, token: str | None
+) -> None:
     MCPContextServer = _mcp_server_class()
     async with served_frame(options, timeout=options.timeout) as frame:
         server = MCPContextServer(frame, name=options.name)
 
         def ready(url: str) -> None:
-            note(f"serving {_describe(options, frame)} over MCP at {url}; Ctrl-C stops")
-            if host not in _LOOPBACK:
+            auth = "a bearer token is required" if token else "no token required"
+            note(f"serving {_describe(options, frame)} over MCP at {url}; {auth}; Ctrl-C stops")
+            if not token and host not in _LOOPBACK:
                 note(
                     f"warning: listening on {host} with no authentication: whoever reaches "
                     "this port can call these tools"
@@ -77,7 +80,7 @@ async def _serve_mcp_http(options: argparse.Namespace, host: str, port: int) -> 
 
         with _stop_signals() as stop:
             async with anyio.create_task_group() as group:
-                group.start_soon(lambda: server.run_http(host, port, ready=ready))
+                group.start_soon(lambda: server.run_http(host, port, ready=ready, token=token))
                 async for signum in stop:
                     note(f"{signal.Signals(signum).name}: stopping")
                     group.cancel_scope.cancel()

@@ -39,8 +39,8 @@ async def connect(
     - a command, as a list of arguments or a string split like a shell does: a worker
       serving a frame on its stdin and stdout (``env`` and ``cwd`` apply); a command
       that starts with a ``.py`` script (``"worker.py"``) runs it with this interpreter;
-    - an ``http://`` or ``https://`` URL, a command with ``mcp=True``, or an ``mcp``
-      server object: an MCP server (needs the ``mcp`` extra).
+    - an ``http://`` or ``https://`` URL (``token`` is the bearer token), a command with
+      ``mcp=True``, or an ``mcp`` server object: an MCP server (needs the ``mcp`` extra).
 
     ``mcp`` (``None``: by that rule) says explicitly whether the target is an MCP
     server. The connection is an :class:`~assistant_frames.AssistantFrameHost` for a

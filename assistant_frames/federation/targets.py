@@ -173,6 +173,8 @@ class FrameTarget:
             connect_timeout=self.connect_timeout,
             env=self._env,
             cwd=None if self._cwd is None else str(self._cwd),
+            # the bearer token of an MCP server over HTTP (a process or an object needs none)
+            token=self._token if self._command is None and isinstance(self.target, str) else None,
         )
         async with frame:
             yield frame

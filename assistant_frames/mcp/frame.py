@@ -13,11 +13,11 @@ from __future__ import annotations
 import copy
 import logging
 import shlex
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
 import anyio.abc
@@ -27,6 +27,7 @@ from mcp.client.subscriptions import SubscriptionLost
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
+from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
@@ -35,6 +36,7 @@ from ..calls import PendingCalls
 from ..errors import (
     ConnectError,
     FrameDisconnected,
+    HandshakeRejected,
     ToolCallError,
     ToolCallTimeout,
     error_from_jsonrpc,
@@ -43,6 +45,7 @@ from ..registry.annotations import ToolAnnotations
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.tool import Tool, ToolCallContext
 from ..transports.contract import CloseReason
+from ._resources import READ_RESOURCE, read_resource_tool
 from ._results import from_call_result
 from ._stdio import describe_exit, server_process
 
@@ -55,9 +58,14 @@ logger = logging.getLogger("assistant_frames.mcp")
 
 State = Literal["new", "connected", "disconnected", "closed"]
 _Kind = Literal["in-process", "http", "stdio", "transport"]
+_Listing = Literal["resources", "resource_templates", "prompts"]
+_T = TypeVar("_T")
 
 _EMPTY_CONTEXT = ModelContext()
 _MAX_PAGES = 1000  # a server that keeps returning cursors is not followed forever
+# The SDK's own HTTP client timeouts: a server may hold a response stream open.
+_HTTP_TIMEOUT = 30.0
+_HTTP_READ_TIMEOUT = 300.0
 
 
 class MCPFrame:
@@ -107,6 +115,9 @@ class MCPFrame:
         mode: str = "auto",
         env: Mapping[str, str] | None = None,
         cwd: str | Path | None = None,
+        token: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        resource_tool: bool = False,
     ) -> None:
         limits = (("timeout", timeout), ("poll_interval", poll_interval), ("keepalive", keepalive))
         for label, value in limits:
@@ -118,9 +129,15 @@ class MCPFrame:
         self.connect_timeout = connect_timeout
         self.poll_interval = poll_interval
         self.keepalive = keepalive
-        target, description, self._kind = _resolve(server, env=env, cwd=cwd)
+        self.resource_tool = resource_tool
+        if token is not None:
+            headers = {**(headers or {}), "Authorization": f"Bearer {token}"}
+        target, description, self._kind = _resolve(server, env=env, cwd=cwd, headers=headers)
         if isinstance(target, StdioServerParameters):
             target = server_process(target, self._process_ended)
+        elif self._kind == "http":
+            target = _http_transport(target, dict(headers or {}), self._on_http_response)
+        self._refused: int | None = None  # an HTTP 401 or 403 status, while connecting
         self.name = name or description
         self._client = Client(
             target if self._kind == "in-process" else _WatchedTransport(target, self._stream_ended),
@@ -134,6 +151,12 @@ class MCPFrame:
         self._disconnected: FrameDisconnected | None = None
         self._exit: CloseReason | None = None  # how a server subprocess ended
         self._calls = PendingCalls()  # each call's wake cancels its scope
+        # Resources and prompts: listed when asked, kept until the server says they changed.
+        self._listings: dict[_Listing, list[Any]] = {}
+        self._listing_changes = 0  # a listing fetched across a change is not kept
+        self._listening = False  # on a subscriptions/listen stream
+        self._resource_subscribers = Subscribers()
+        self._prompt_subscribers = Subscribers()
         self._exit_stack: AsyncExitStack | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -211,7 +234,13 @@ class MCPFrame:
             raise self._connect_error(what, _reason(cause)) from cause
 
     def _connect_error(self, what: str, reason: str) -> ConnectError:
-        """``what`` failed for ``reason``; a server process that ended says why instead."""
+        """``what`` failed for ``reason``; a server process that ended says why instead,
+        and an HTTP server that refused us is a :class:`HandshakeRejected`."""
+        if self._refused is not None:
+            refused = HandshakeRejected(self._refused)
+            hint = " (a missing or wrong token?)" if self._refused == 401 else ""
+            refused.args = (f"{what}: it refused the connection with HTTP {self._refused}{hint}",)
+            return refused
         ended = self._exit
         if ended is None:
             return ConnectError(f"{what}: {reason}")
@@ -352,6 +381,120 @@ class MCPFrame:
             raise self._disconnected or FrameDisconnected(f"The MCP frame {self.name} was closed")
         return from_call_result(result, name)
 
+    # -- resources and prompts ----------------------------------------------------------
+
+    async def list_resources(self) -> list[types.Resource]:
+        """The server's resources (every page), cached until it says they changed."""
+        return await self._listing("resources")
+
+    async def list_resource_templates(self) -> list[types.ResourceTemplate]:
+        """The server's resource templates, cached until it says its resources changed."""
+        return await self._listing("resource_templates")
+
+    async def read_resource(self, uri: str) -> types.ReadResourceResult:
+        """Read the resource at ``uri`` (listed, or filled in from a template).
+
+        Raises the SDK's ``MCPError`` when the server refuses (an unknown URI...),
+        ``TimeoutError`` after the frame's ``timeout``, and :class:`FrameDisconnected`
+        when the server is or goes away.
+        """
+        return await self._request(
+            f"resources/read {uri}", lambda: self._client.read_resource(uri, cache_mode="bypass")
+        )
+
+    async def list_prompts(self) -> list[types.Prompt]:
+        """The server's prompts (every page), cached until it says they changed."""
+        return await self._listing("prompts")
+
+    async def get_prompt(
+        self, name: str, arguments: Mapping[str, str] | None = None
+    ) -> types.GetPromptResult:
+        """The prompt ``name`` filled in with ``arguments``; errors as :meth:`read_resource`."""
+        args = dict(arguments) if arguments is not None else None
+        return await self._request(
+            f"prompts/get {name}", lambda: self._client.get_prompt(name, args)
+        )
+
+    def subscribe_resources(self, callback: Callable[[], None]) -> Unsubscribe:
+        """Call ``callback()`` when the server says its resources (or templates) changed."""
+        return self._resource_subscribers.add(callback)
+
+    def subscribe_prompts(self, callback: Callable[[], None]) -> Unsubscribe:
+        """Call ``callback()`` when the server says its prompts changed."""
+        return self._prompt_subscribers.add(callback)
+
+    async def _listing(self, kind: _Listing) -> list[Any]:
+        self._check_connected()
+        cached = self._listings.get(kind)
+        if cached is not None:
+            return list(cached)
+        capabilities = self._client.server_capabilities
+        if (capabilities.prompts if kind == "prompts" else capabilities.resources) is None:
+            return []  # the server has none: nothing to ask
+        changes = self._listing_changes
+        items = await self._request(kind.replace("_", " "), lambda: self._list_all(kind))
+        if changes == self._listing_changes:  # else it may be older than the change
+            self._listings[kind] = items
+        return list(items)
+
+    async def _list_all(self, kind: _Listing) -> list[Any]:
+        client = self._client
+        items: list[Any] = []
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            if kind == "resources":
+                page: Any = await client.list_resources(cursor=cursor, cache_mode="bypass")
+                items.extend(page.resources)
+            elif kind == "resource_templates":
+                page = await client.list_resource_templates(cursor=cursor, cache_mode="bypass")
+                items.extend(page.resource_templates)
+            else:
+                page = await client.list_prompts(cursor=cursor, cache_mode="bypass")
+                items.extend(page.prompts)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return items
+
+    def _lists_changed(self, *kinds: _Listing) -> None:
+        self._listing_changes += 1
+        for kind in kinds:
+            self._listings.pop(kind, None)
+        if "prompts" in kinds:
+            self._prompt_subscribers.notify()
+        else:
+            self._resource_subscribers.notify()
+            if self.resource_tool:
+                self._stale.set()  # the read_resource tool lists them
+
+    def _check_connected(self) -> None:
+        if self._state != "connected":
+            raise self._disconnected or FrameDisconnected(
+                f"The MCP frame {self.name} is not connected"
+            )
+
+    async def _request(self, what: str, send: Callable[[], Awaitable[_T]]) -> _T:
+        """``send()`` bounded by the frame's timeout, and ended by the server leaving."""
+        self._check_connected()
+        limit = self.timeout
+        with anyio.CancelScope() as scope:  # as in call_tool: see there
+            deadline = None if limit is None else anyio.current_time() + limit
+            call = self._calls.add(what, deadline=deadline, wake=scope.cancel)
+            try:
+                return await send()
+            except MCPError as exc:
+                if exc.code == types.CONNECTION_CLOSED:
+                    self._gone_because("it closed the connection")
+                    raise self._disconnected or FrameDisconnected(exc.message) from None
+                raise
+            finally:
+                self._calls.discard(call.id)
+        if call.timed_out:
+            raise TimeoutError(f"The MCP server {self.name}: {what} timed out after {limit:g} s")
+        if isinstance(call.error, FrameDisconnected):
+            raise copy.copy(call.error)
+        raise self._disconnected or FrameDisconnected(f"The MCP frame {self.name} was closed")
+
     # -- following the server ------------------------------------------------------------
 
     async def _start_following(self, group: anyio.abc.TaskGroup) -> None:
@@ -359,10 +502,19 @@ class MCPFrame:
         capabilities = client.server_capabilities
         lists_tools = capabilities.tools is not None
         notifies = capabilities.tools is not None and bool(capabilities.tools.list_changed)
+        changes = {
+            "tools_list_changed": notifies,
+            "resources_list_changed": bool(
+                capabilities.resources and capabilities.resources.list_changed
+            ),
+            "prompts_list_changed": bool(
+                capabilities.prompts and capabilities.prompts.list_changed
+            ),
+        }
         modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
         listening = False
-        if notifies and modern:
-            listening = await group.start(self._listen)
+        if any(changes.values()) and modern:
+            listening = await group.start(self._listen, changes)
         # Handshake-era servers notify through _on_message.
         group.start_soon(self._refetch_when_stale)
         if self.poll_interval is not None and lists_tools:
@@ -376,17 +528,35 @@ class MCPFrame:
     async def _on_message(self, message: Any) -> None:
         if isinstance(message, types.ToolListChangedNotification):
             self._stale.set()
+        elif self._listening:
+            pass  # the change stream's events reach here too: _listen handles them
+        elif isinstance(message, types.ResourceListChangedNotification):
+            self._lists_changed("resources", "resource_templates")
+        elif isinstance(message, types.PromptListChangedNotification):
+            self._lists_changed("prompts")
         elif isinstance(message, Exception):
             logger.debug("MCP frame %s: transport error: %r", self.name, message)
 
-    async def _listen(self, *, task_status: anyio.abc.TaskStatus[bool]) -> None:
+    async def _listen(
+        self, changes: dict[str, bool], *, task_status: anyio.abc.TaskStatus[bool]
+    ) -> None:
         listening = False
         try:
-            async with self._client.listen(tools_list_changed=True) as subscription:
-                listening = True
+            listen = self._client.listen(
+                tools_list_changed=changes["tools_list_changed"],
+                resources_list_changed=changes["resources_list_changed"],
+                prompts_list_changed=changes["prompts_list_changed"],
+            )
+            async with listen as subscription:
+                listening = self._listening = True
                 task_status.started(True)
-                async for _event in subscription:
-                    self._stale.set()
+                async for event in subscription:
+                    if isinstance(event, ToolsListChanged):
+                        self._stale.set()
+                    elif isinstance(event, ResourcesListChanged):
+                        self._lists_changed("resources", "resource_templates")
+                    elif isinstance(event, PromptsListChanged):
+                        self._lists_changed("prompts")
         except (SubscriptionLost, MCPError) as exc:
             if not listening:
                 logger.warning(
@@ -427,6 +597,10 @@ class MCPFrame:
                     return
                 logger.warning("MCP frame %s: listing its tools failed: %s", self.name, exc.message)
 
+    async def _on_http_response(self, response: Any) -> None:
+        if response.status_code in (401, 403) and self._state == "new":
+            self._refused = response.status_code
+
     def _stream_ended(self) -> None:
         self._gone_because("it closed the connection")
 
@@ -455,6 +629,7 @@ class MCPFrame:
         self._disconnected = self._disconnected or error
         self._ended.set()
         self._calls.fail_all(self._disconnected)
+        self._listings.clear()
         if self._context is not _EMPTY_CONTEXT:
             self._context = _EMPTY_CONTEXT
             self._subscribers.notify()
@@ -475,16 +650,27 @@ class MCPFrame:
                 cursor = page.next_cursor
                 if not cursor:
                     break
+        reader = await self._resource_tool() if self.resource_tool else None
         if self._state != "connected":
             return
-        context = ModelContext(
-            system=client.instructions or None,
-            tools={tool.name: self._tool(tool) for tool in tools},
-        )
+        offered = {tool.name: self._tool(tool) for tool in tools}
+        if reader is not None and READ_RESOURCE not in offered:  # the server's own wins
+            offered[READ_RESOURCE] = reader
+        context = ModelContext(system=client.instructions or None, tools=offered)
         if _same(context, self._context):
             return
         self._context = context
         self._subscribers.notify()
+
+    async def _resource_tool(self) -> Tool | None:
+        """The ``read_resource`` tool listing the server's resources (``None``: it has none)."""
+        if self._client.server_capabilities.resources is None:
+            return None
+        for kind in ("resources", "resource_templates"):
+            self._listings.pop(kind, None)  # listed afresh: this runs because they changed
+        resources = await self._listing("resources")
+        templates = await self._listing("resource_templates")
+        return read_resource_tool(resources, templates, self.read_resource)
 
     def _tool(self, spec: types.Tool) -> Tool:
         name = spec.name
@@ -598,17 +784,22 @@ class _WatchedStream:
 
 
 def _resolve(
-    server: Any, *, env: Mapping[str, str] | None, cwd: str | Path | None
+    server: Any,
+    *,
+    env: Mapping[str, str] | None,
+    cwd: str | Path | None,
+    headers: Mapping[str, str] | None = None,
 ) -> tuple[Any, str, _Kind]:
     """The ``mcp`` client target for ``server``, a short description of it, and its kind."""
+    is_url = isinstance(server, str) and server.startswith(("http://", "https://"))
+    if headers is not None and not is_url:
+        raise ValueError("token and headers are for an http:// or https:// URL")
     if isinstance(server, MCPServer):
         server = server._lowlevel_server
     if isinstance(server, Server):
         return server, f"in-process server {server.name!r}", "in-process"
-    if isinstance(server, str) and server.startswith(("http://", "https://")):
-        from mcp.client.streamable_http import streamable_http_client
-
-        return streamable_http_client(server), server, "http"
+    if isinstance(server, str) and is_url:
+        return server, server, "http"
     if isinstance(server, str):
         server = shlex.split(server)
     if isinstance(server, Sequence) and not isinstance(server, str):
@@ -626,6 +817,24 @@ def _resolve(
         "An MCP server is a URL, a command, StdioServerParameters, an MCPServer or Server, "
         f"or an mcp client Transport; not {server!r}"
     )
+
+
+@asynccontextmanager
+async def _http_transport(
+    url: str, headers: dict[str, str], on_response: Callable[[Any], Awaitable[None]]
+) -> AsyncIterator[TransportStreams]:
+    """Streamable HTTP with ``headers`` on every request, the SDK's client timeouts, and
+    each response shown to ``on_response`` (the SDK keeps only "an error response")."""
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    timeout = httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT)
+    hooks = {"response": [on_response]}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks=hooks) as http,
+        streamable_http_client(url, http_client=http) as streams,
+    ):
+        yield streams
 
 
 def _split(exc: BaseException) -> tuple[Exception | None, BaseException | None]:

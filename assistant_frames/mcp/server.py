@@ -11,9 +11,11 @@ session.
 
 from __future__ import annotations
 
+import hmac
+import inspect
 import logging
 import socket
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -35,14 +37,20 @@ if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
     from mcp.server.session import ServerSession
     from starlette.applications import Starlette
+    from starlette.requests import HTTPConnection
+    from starlette.types import ASGIApp, Receive, Scope, Send
 
-__all__ = ["MCPContextServer"]
+__all__ = ["HTTPAuth", "MCPContextServer"]
+
+HTTPAuth = Callable[["HTTPConnection"], "bool | Awaitable[bool]"]
+"""An HTTP auth hook: given the request (headers, client address...), whether to serve it."""
 
 logger = logging.getLogger("assistant_frames.mcp")
 
 # A handshake-era client that stopped reading must not hold up the others.
 _NOTIFY_TIMEOUT = 5.0
 _HTTP_STOP_TIMEOUT = 10.0
+_UNAUTHORIZED = {"code": types.INVALID_REQUEST, "message": "Unauthorized (HTTP 401)"}
 _MODERN_LISTING = {"ttlMs": 0, "cacheScope": "private", "resultType": "complete"}
 
 
@@ -169,13 +177,29 @@ class MCPContextServer:
                 read_stream, write_stream, self.server.create_initialization_options()
             )
 
-    def http_app(self, *, path: str = "/mcp", host: str = "127.0.0.1", **options: Any) -> Starlette:
+    def http_app(
+        self,
+        *,
+        path: str = "/mcp",
+        host: str = "127.0.0.1",
+        token: str | None = None,
+        auth: HTTPAuth | None = None,
+        **options: Any,
+    ) -> Starlette:
         """The Streamable HTTP ASGI app (Starlette) serving this server at ``path``.
+
+        With ``token``, every request must carry ``Authorization: Bearer <token>``; with
+        ``auth``, ``auth(request)`` (a Starlette ``HTTPConnection``; sync or async) must
+        return true. Other requests get HTTP 401 and never reach MCP. With both, both
+        must pass. A hook that raises refuses the request (and is logged).
 
         ``options`` go to the SDK's ``Server.streamable_http_app`` (``stateless_http``,
         ``json_response``, ``transport_security``...). Serve it inside :meth:`running`.
         """
-        return self.server.streamable_http_app(streamable_http_path=path, host=host, **options)
+        app = self.server.streamable_http_app(streamable_http_path=path, host=host, **options)
+        if token is not None or auth is not None:
+            app.add_middleware(_RequireAuth, token=token, auth=auth)
+        return app
 
     async def run_http(
         self,
@@ -184,14 +208,17 @@ class MCPContextServer:
         *,
         path: str = "/mcp",
         ready: Callable[[str], None] | None = None,
+        token: str | None = None,
+        auth: HTTPAuth | None = None,
         **options: Any,
     ) -> None:
         """Serve MCP over Streamable HTTP at ``http://host:port/path`` (asyncio only).
 
         Runs until cancelled, then lets open requests finish (up to 10 s). ``ready`` is
         called with the URL once the socket listens (``port=0`` picks a free port); a
-        port that cannot be bound raises ``OSError`` at once. Uses uvicorn, which the
-        ``mcp`` extra installs.
+        port that cannot be bound raises ``OSError`` at once. ``token`` and ``auth``
+        guard every request as in :meth:`http_app`. Uses uvicorn, which the ``mcp``
+        extra installs.
         """
         import uvicorn
 
@@ -204,7 +231,7 @@ class MCPContextServer:
                 where = f"{_url_host(host)}:{port}"
                 raise OSError(exc.errno, f"Cannot listen on {where}: {exc.strerror}") from None
             url = f"http://{_url_host(host)}:{sock.getsockname()[1]}{path}"
-            app = self.http_app(path=path, host=host, **options)
+            app = self.http_app(path=path, host=host, token=token, auth=auth, **options)
             server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
             stopped = anyio.Event()
             # uvicorn stops cleanly when told to (should_exit); cancelled, it logs a
@@ -333,6 +360,55 @@ class MCPContextServer:
 
     def __repr__(self) -> str:
         return f"MCPContextServer({self.provider!r}, name={self.server.name!r})"
+
+
+class _RequireAuth:
+    """ASGI middleware: HTTP 401 for a request without the token or refused by the hook.
+
+    Pure ASGI rather than Starlette's ``BaseHTTPMiddleware``, which would buffer the
+    server-sent event streams that Streamable HTTP answers with.
+    """
+
+    def __init__(self, app: ASGIApp, *, token: str | None, auth: HTTPAuth | None) -> None:
+        self.app = app
+        self.token = token
+        self.auth = auth
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not await self._allowed(scope):
+            from starlette.responses import JSONResponse
+
+            # A JSON-RPC error as the body: MCP clients report its message.
+            refusal = JSONResponse(
+                {"jsonrpc": "2.0", "id": None, "error": _UNAUTHORIZED},
+                status_code=401,
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+            await refusal(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    async def _allowed(self, scope: Scope) -> bool:
+        from starlette.requests import HTTPConnection
+
+        request = HTTPConnection(scope)
+        if self.token is not None:
+            offered = request.headers.get("authorization", "")
+            scheme, _, credentials = offered.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(
+                credentials.strip().encode(), self.token.encode()
+            ):
+                return False
+        if self.auth is not None:
+            try:
+                allowed = self.auth(request)
+                if inspect.isawaitable(allowed):
+                    allowed = await allowed
+            except Exception:
+                logger.exception("The MCP server's auth hook raised; request refused")
+                return False
+            return bool(allowed)
+        return True
 
 
 def _url_host(host: str) -> str:
