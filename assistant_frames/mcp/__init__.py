@@ -13,6 +13,6 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from .frame import MCPFrame
-from .server import MCPContextServer
+from .server import HTTPAuth, MCPContextServer
 
-__all__ = ["MCPContextServer", "MCPFrame"]
+__all__ = ["HTTPAuth", "MCPContextServer", "MCPFrame"]
