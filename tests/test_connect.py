@@ -27,6 +27,7 @@ from assistant_frames import (
     ConnectError,
     ContextTimeout,
     FrameConnection,
+    HandshakeRejected,
     ModelContextRegistry,
     ToolCallError,
     connect,
@@ -122,7 +123,7 @@ async def test_an_mcp_server_command() -> None:
 
 
 @asynccontextmanager
-async def http_served(registry: ModelContextRegistry) -> AsyncIterator[str]:
+async def http_served(registry: ModelContextRegistry, **options: Any) -> AsyncIterator[str]:
     """An MCP server for ``registry`` over Streamable HTTP on 127.0.0.1; yield its URL."""
     from assistant_frames.mcp import MCPContextServer
 
@@ -135,7 +136,7 @@ async def http_served(registry: ModelContextRegistry) -> AsyncIterator[str]:
 
     server = MCPContextServer(registry)
     async with anyio.create_task_group() as group:
-        group.start_soon(partial(server.run_http, "127.0.0.1", 0, ready=ready))
+        group.start_soon(partial(server.run_http, "127.0.0.1", 0, ready=ready, **options))
         with anyio.fail_after(WAIT):
             await listening.wait()
         yield urls[0]
@@ -152,6 +153,18 @@ async def test_an_mcp_server_url() -> None:
             async with connect(url) as connection:
                 assert isinstance(connection, MCPFrame)
                 assert await connection.call_tool("add", {"a": 20, "b": 22}) == 42
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # run_http is uvicorn's: asyncio
+async def test_an_mcp_server_url_with_a_token() -> None:
+    async with http_served(calculator(), token="s3cret") as url:
+        with anyio.fail_after(WAIT):
+            async with connect(url, token="s3cret") as connection:
+                assert await connection.call_tool("add", {"a": 1, "b": 2}) == 3
+            with pytest.raises(HandshakeRejected) as refused:
+                async with connect(url, token="wrong"):
+                    pass
+            assert refused.value.status == 401
 
 
 # -- not a frame -------------------------------------------------------------------------------
