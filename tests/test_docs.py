@@ -10,6 +10,8 @@ Markers, on the lines right before a block's fence:
 - ``<!-- needs: mcp, trio -->``: the block may also import these (extras of
   assistant-frames, or distribution names) and their dependencies; it is skipped when
   one is not installed.
+- ``<!-- file: worker.py -->``: the block is a file the page's later blocks use (a
+  worker script, say): it is not run itself, but written beside each of them.
 
 Blocks are numbered from 1 in each page, counting every ```python block.
 """
@@ -37,6 +39,7 @@ README = ROOT / "README.md"
 PAGES = [README, *sorted((ROOT / "docs").glob("*.md"))]
 SKIP_MARKER = "<!-- not-runnable -->"
 NEEDS_MARKER = re.compile(r"^<!--\s*needs:\s*(.*?)\s*-->$")
+FILE_MARKER = re.compile(r"^<!--\s*file:\s*([\w.-]+)\s*-->$")
 FENCE = re.compile(r"^```python[ \t]*\n(.*?)^```[ \t]*$", re.DOTALL | re.MULTILINE)
 README_INSTALL = re.compile(
     r"<!-- demo-command -->\n```bash\n[^\n]*?pip install [^\n]*?'\.\[([^\]]*)\]'"
@@ -148,10 +151,17 @@ def missing(needs: Iterable[str]) -> list[str]:
     return absent
 
 
-def _blocks(path: Path) -> list[tuple[int, int, str, list[str]]]:
-    """``(block number, line of the fence, code, needs)`` for the runnable blocks of a page."""
+Block = tuple[int, int, str, list[str], dict[str, str]]
+
+
+def _blocks(path: Path) -> list[Block]:
+    """``(number, line of the fence, code, needs, files)`` for the runnable blocks of a page.
+
+    ``files`` are the page's earlier ``<!-- file: NAME -->`` blocks, by name.
+    """
     text = path.read_text(encoding="utf-8")
-    blocks = []
+    blocks: list[Block] = []
+    files: dict[str, str] = {}
     for number, match in enumerate(FENCE.finditer(text), start=1):
         before = text[: match.start()]
         markers = []
@@ -161,6 +171,9 @@ def _blocks(path: Path) -> list[tuple[int, int, str, list[str]]]:
             markers.append(line.strip())
         if SKIP_MARKER in markers:
             continue
+        if named := [found.group(1) for m in markers if (found := FILE_MARKER.match(m))]:
+            files[named[0]] = match.group(1)
+            continue
         needs = [
             need.strip()
             for marker in markers
@@ -168,22 +181,25 @@ def _blocks(path: Path) -> list[tuple[int, int, str, list[str]]]:
             for need in found.group(1).split(",")
             if need.strip()
         ]
-        blocks.append((number, before.count("\n") + 1, match.group(1), needs))
+        blocks.append((number, before.count("\n") + 1, match.group(1), needs, dict(files)))
     return blocks
 
 
 def _cases() -> list[Any]:
     return [
-        pytest.param(path.name, number, line, code, needs, id=f"{path.name}-{number}")
+        pytest.param(path.name, number, line, code, needs, files, id=f"{path.name}-{number}")
         for path in PAGES
-        for number, line, code, needs in _blocks(path)
+        for number, line, code, needs, files in _blocks(path)
     ]
 
 
 def run_block(
-    code: str, needs: list[str], tmp_path: Path, name: str
+    code: str, needs: list[str], tmp_path: Path, name: str, files: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``code`` with the blocker installed; raises ``TimeoutExpired`` past ``TIMEOUT``."""
+    """Run ``code`` with the blocker installed (and ``files`` beside it); raises
+    ``TimeoutExpired`` past ``TIMEOUT``."""
+    for file_name, text in (files or {}).items():
+        (tmp_path / file_name).write_text(text, encoding="utf-8")
     site = tmp_path / "site"
     site.mkdir(exist_ok=True)
     (site / "sitecustomize.py").write_text(BLOCKER, encoding="utf-8")
@@ -227,15 +243,21 @@ def test_a_block_cannot_import_what_the_readme_does_not_install(tmp_path: Path) 
     assert declared.returncode == 0, declared.stderr
 
 
-@pytest.mark.parametrize(("page", "number", "line", "code", "needs"), _cases())
+@pytest.mark.parametrize(("page", "number", "line", "code", "needs", "files"), _cases())
 def test_doc_block_runs(
-    page: str, number: int, line: int, code: str, needs: list[str], tmp_path: Path
+    page: str,
+    number: int,
+    line: int,
+    code: str,
+    needs: list[str],
+    files: dict[str, str],
+    tmp_path: Path,
 ) -> None:
     where = f"{page}, python block {number} (line {line})"
     if absent := missing(needs):
         pytest.skip(f"{where} needs {', '.join(absent)}, which is not installed")
     try:
-        completed = run_block(code, needs, tmp_path, f"{Path(page).stem}_block_{number}")
+        completed = run_block(code, needs, tmp_path, f"{Path(page).stem}_block_{number}", files)
     except subprocess.TimeoutExpired:
         pytest.fail(f"{where}: timed out after {TIMEOUT} s")
     assert completed.returncode == 0, (
