@@ -23,7 +23,13 @@ import anyio.to_thread
 
 from ._anyio import running_asyncio
 
-__all__ = ["DEFAULT_MAX_THREADS", "ThreadLimiter", "current_limiter", "run_sync"]
+__all__ = [
+    "DEFAULT_MAX_THREADS",
+    "ThreadLimiter",
+    "call_soon_threadsafe",
+    "current_limiter",
+    "run_sync",
+]
 
 T = TypeVar("T")
 
@@ -145,6 +151,9 @@ def _call_soon_threadsafe() -> Callable[[Callable[[], Any]], Any]:
     import trio
 
     return trio.lowlevel.current_trio_token().run_sync_soon
+
+
+call_soon_threadsafe = _call_soon_threadsafe
 
 
 def _unlimited_threads() -> anyio.CapacityLimiter:

@@ -29,6 +29,7 @@ class PendingCall:
     Exactly one outcome, once settled: ``result`` (``error is None``), ``error`` (what
     the peer or the connection reported), or ``timed_out``. ``sent`` is set by the
     driver once the request left, so that it knows whether a cancel must follow it.
+    ``on_event`` is the caller's callback for the call's progress and log events, if any.
     """
 
     __slots__ = (
@@ -36,6 +37,7 @@ class PendingCall:
         "error",
         "id",
         "name",
+        "on_event",
         "result",
         "sent",
         "settled",
@@ -55,6 +57,7 @@ class PendingCall:
         self.timed_out = False
         self.result: Any = None
         self.error: Any = None
+        self.on_event: Callable[[Any], object] | None = None
 
     def __repr__(self) -> str:
         state = "settled" if self.settled else "sent" if self.sent else "new"

@@ -13,6 +13,7 @@ from types import TracebackType
 from typing import Any, Literal, Protocol, TypeAlias, runtime_checkable
 
 from ..registry.context import ModelContext, Unsubscribe
+from ..registry.events import ToolEventCallback
 
 __all__ = ["ConnectionState", "FrameConnection"]
 
@@ -32,7 +33,8 @@ ConnectionState: TypeAlias = Literal[
 
 @runtime_checkable
 class FrameConnection(Protocol):
-    """A live connection to one frame: its context, subscribe, call, close, state.
+    """A live connection to one frame: its context, subscribe, call (with progress and
+    log events), close, state.
 
     It is a ``ModelContextProvider`` (``parent.add_provider(connection)`` federates the
     frame) and an async context manager: entering connects, leaving closes.
@@ -57,8 +59,21 @@ class FrameConnection(Protocol):
     async def wait_for_context(self, timeout: float | None = None) -> ModelContext:
         """Wait until the frame's context is there; ``TimeoutError`` after ``timeout``."""
 
-    async def call_tool(self, name: str, args: Any = None, *, timeout: float | None = None) -> Any:
-        """Call the frame's tool ``name``; its result, or a typed error."""
+    async def call_tool(
+        self,
+        name: str,
+        args: Any = None,
+        *,
+        timeout: float | None = None,
+        on_event: ToolEventCallback | None = None,
+    ) -> Any:
+        """Call the frame's tool ``name``; its result, or a typed error.
+
+        ``on_event`` receives the call's progress and log events while it runs.
+        """
+
+    def subscribe_tool_events(self, callback: ToolEventCallback) -> Unsubscribe:
+        """Call ``callback(event)`` with the progress and log events of every call."""
 
     async def wait_disconnected(self) -> None:
         """Wait until the connection has ended for good."""

@@ -40,15 +40,19 @@ class CallRequested(Generic[H]):
     """A ``tool-call`` arrived: run it (and :meth:`FrameMachine.track` it).
 
     ``superseded`` is the live call that reused the same id, already forgotten: cancel it.
+    ``events`` is True when the host asked for the call's progress and log messages.
     """
 
-    __slots__ = ("args", "id", "superseded", "tool_name")
+    __slots__ = ("args", "events", "id", "superseded", "tool_name")
 
-    def __init__(self, call_id: str, tool_name: str, args: Any, superseded: H | None) -> None:
+    def __init__(
+        self, call_id: str, tool_name: str, args: Any, superseded: H | None, events: bool
+    ) -> None:
         self.id = call_id
         self.tool_name = tool_name
         self.args = args
         self.superseded = superseded
+        self.events = events
 
 
 class CallCancelled(Generic[H]):
@@ -107,8 +111,8 @@ class FrameMachine(Generic[H]):
         """Apply one received value; the event for the driver, or ``None`` (nothing to do)."""
         fast = protocol.fast_tool_call(raw)
         if fast is not None:
-            call_id, name, args = fast
-            return CallRequested(call_id, name, args, self.calls.pop(call_id, None))
+            call_id, name, args, events = fast
+            return CallRequested(call_id, name, args, self.calls.pop(call_id, None), events)
         try:
             message = protocol.decode(raw)
         except MalformedMessage as exc:
@@ -124,7 +128,9 @@ class FrameMachine(Generic[H]):
         kind = type(message)
         if kind is ToolCall:
             call = cast(ToolCall, message)
-            return CallRequested(call.id, call.tool_name, call.args, self.calls.pop(call.id, None))
+            return CallRequested(
+                call.id, call.tool_name, call.args, self.calls.pop(call.id, None), call.wants_events
+            )
         if kind is ToolCancel:
             handle = self.calls.pop(cast(ToolCancel, message).id, None)
             return None if handle is None else CallCancelled(handle)

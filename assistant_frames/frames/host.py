@@ -23,6 +23,7 @@ from .._anyio import event_class, expire_calls, task_group
 from ..calls import PendingCall
 from ..errors import ContextTimeout, FrameDisconnected, ToolArgumentsError
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
+from ..registry.events import ToolEventCallback
 from ..registry.tool import Tool, ToolCallContext
 from ..transports.contract import TransportAttribute, close_reason
 from . import protocol
@@ -211,6 +212,13 @@ class AssistantFrameHost:
         """Call ``callback()`` whenever the frame's context changes."""
         return self._subscribers.add(callback)
 
+    def subscribe_tool_events(self, callback: ToolEventCallback) -> Unsubscribe:
+        """Call ``callback(event)`` with the progress and log events of every call.
+
+        While anyone is subscribed, every call asks the frame for its events.
+        """
+        return self._machine.events.add(callback)
+
     # -- tool calls ----------------------------------------------------------------------
 
     async def call_tool(
@@ -220,8 +228,13 @@ class AssistantFrameHost:
         *,
         timeout: float | None = None,
         tool_call_id: str | None = None,
+        on_event: ToolEventCallback | None = None,
     ) -> Any:
         """Call the frame's tool ``name`` and return its result.
+
+        ``on_event`` receives the call's :class:`~assistant_frames.ToolProgress` and
+        :class:`~assistant_frames.ToolLog` events while it runs (the frame is asked to
+        send them only then).
 
         Raises :class:`ToolCallError` with the frame's message when the tool fails,
         :class:`ToolCallTimeout` after ``timeout`` seconds (default: the host's; a
@@ -247,6 +260,7 @@ class AssistantFrameHost:
             call_id=tool_call_id,
             deadline=anyio.current_time() + limit if timer else None,  # type: ignore[operator]
             wake=done.set,
+            on_event=on_event,
         )
         try:
             if limit is None or timer:
@@ -346,6 +360,8 @@ class AssistantFrameHost:
         call_tool = self.call_tool
 
         async def invoke(args: Any, context: ToolCallContext) -> Any:
+            if context.wants_events:  # the frame's events become the caller's
+                return await call_tool(name, args, on_event=context.send_event)
             return await call_tool(name, args)
 
         return Tool.from_parts(

@@ -17,6 +17,7 @@ from typing import Any, Literal
 from ..calls import PendingCall, PendingCalls
 from ..errors import FrameDisconnected, ToolCallError, ToolCallTimeout, error_from_wire
 from ..registry.context import ModelContext
+from ..registry.events import ToolEventCallback, ToolEventSubscribers, deliver_event
 from ..registry.tool import Tool
 from . import protocol
 from .protocol import (
@@ -24,6 +25,8 @@ from .protocol import (
     ModelContextResponse,
     ModelContextUpdate,
     SerializedTool,
+    ToolLogMessage,
+    ToolProgressMessage,
     ToolResult,
 )
 
@@ -50,6 +53,7 @@ class HostMachine:
         "calls",
         "context",
         "disconnected",
+        "events",
         "frame",
         "ignored",
         "ignored_samples",
@@ -77,6 +81,9 @@ class HostMachine:
         self.ignored = 0
         self.ignored_samples: list[Any] = []
         self.disconnected: FrameDisconnected | None = None
+        #: Subscribed to every call's progress and log events (while any are, every
+        #: call asks the frame for them).
+        self.events = ToolEventSubscribers()
 
     # -- opening and closing ---------------------------------------------------------------
 
@@ -130,10 +137,18 @@ class HostMachine:
         call_id: str | None = None,
         deadline: float | None = None,
         wake: Callable[[], None],
+        on_event: ToolEventCallback | None = None,
     ) -> tuple[PendingCall, dict[str, Any]]:
-        """Track a new call; returns it and the ``tool-call`` to send."""
+        """Track a new call; returns it and the ``tool-call`` to send.
+
+        The call asks for progress and log messages when ``on_event`` or a subscriber
+        of :attr:`events` will take them.
+        """
         call = self.calls.add(name, call_id=call_id, deadline=deadline, wake=wake)
-        return call, protocol.encode_tool_call(call.id, name, args)
+        if on_event is None and not self.events:
+            return call, protocol.encode_tool_call(call.id, name, args)
+        call.on_event = on_event
+        return call, protocol.encode_tool_call(call.id, name, args, events=True)
 
     def abandon(self, call: PendingCall) -> dict[str, Any] | None:
         """The caller gave up on ``call``: the ``tool-cancel`` to send, if one must go."""
@@ -193,12 +208,26 @@ class HostMachine:
             return _NOTHING
         if type(message) is ModelContextUpdate or type(message) is ModelContextResponse:
             return self._apply(message.context)
+        if type(message) is ToolProgressMessage or type(message) is ToolLogMessage:
+            self._event(message)
+            return _NOTHING
         return _NOTHING  # host -> frame types arriving at a host: not for us
 
     def _ignore(self, raw: Any) -> None:
         self.ignored += 1
         if len(self.ignored_samples) < _SAMPLES:
             self.ignored_samples.append(raw)
+
+    def _event(self, message: ToolProgressMessage | ToolLogMessage) -> None:
+        """Hand a call's progress or log message to its caller and the subscribers."""
+        call = self.calls.get(message.id)
+        if call is None:
+            return  # finished, or never ours: ignored like a stray result
+        event = message.event(call.id, call.name)
+        if call.on_event is not None:
+            deliver_event(call.on_event, event)
+        if self.events:
+            self.events(event)
 
     def _apply(self, wire: Mapping[str, Any]) -> tuple[bool, dict[str, Any] | None]:
         try:

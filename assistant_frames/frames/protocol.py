@@ -12,13 +12,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictFloat,
+    StrictInt,
+    TypeAdapter,
+    ValidationError,
+)
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
 
 from ..errors import RESULT_NOT_SENDABLE
 from ..registry.annotations import ToolAnnotations
 from ..registry.context import ModelContext
+from ..registry.events import LogLevel, ToolEvent, ToolLog, ToolProgress
 from ..registry.tool import Tool, ToolOptions
 
 __all__ = [
@@ -36,6 +45,8 @@ __all__ = [
     "SerializedTool",
     "ToolCall",
     "ToolCancel",
+    "ToolLogMessage",
+    "ToolProgressMessage",
     "ToolResult",
     "decode",
     "encode_context_request",
@@ -45,6 +56,7 @@ __all__ = [
     "encode_tool_call",
     "encode_tool_cancel",
     "encode_tool_error",
+    "encode_tool_event",
     "encode_tool_result",
     "fast_tool_call",
     "fast_tool_result",
@@ -132,12 +144,22 @@ class ModelContextResponse(_Message):
 
 
 class ToolCall(_Message):
-    """host -> frame: run ``tool_name`` with ``args``; answer with a ``tool-result``."""
+    """host -> frame: run ``tool_name`` with ``args``; answer with a ``tool-result``.
+
+    ``events: true`` (this library's addition; the JS frame ignores it) asks for the
+    call's ``tool-progress`` and ``tool-log`` messages; without it none are sent.
+    """
 
     type: Literal["tool-call"] = "tool-call"
     id: str
     tool_name: str = Field(alias="toolName")
     args: Any = None
+    events: Any = None  # only ``true`` asks; anything else is ignored
+
+    @property
+    def wants_events(self) -> bool:
+        """True when the host asked for this call's progress and log messages."""
+        return self.events is True
 
 
 class ToolCancel(_Message):
@@ -165,6 +187,43 @@ class ToolResult(_Message):
         return isinstance(self.error, str)
 
 
+_Number = StrictInt | StrictFloat
+
+
+class ToolProgressMessage(_Message):
+    """frame -> host: how far call ``id`` is (sent only if its ``tool-call`` asked).
+
+    This library's addition; the JS host ignores it.
+    """
+
+    type: Literal["tool-progress"] = "tool-progress"
+    id: str
+    progress: _Number
+    total: _Number | None = None
+    message: str | None = None
+
+    def event(self, tool_call_id: str, tool_name: str) -> ToolProgress:
+        """The :class:`~assistant_frames.ToolProgress` it carries."""
+        return ToolProgress(self.progress, self.total, self.message, tool_call_id, tool_name)
+
+
+class ToolLogMessage(_Message):
+    """frame -> host: a log message of call ``id`` (sent only if its ``tool-call`` asked).
+
+    This library's addition; the JS host ignores it.
+    """
+
+    type: Literal["tool-log"] = "tool-log"
+    id: str
+    level: LogLevel
+    message: str | None = None
+    data: Any = None
+
+    def event(self, tool_call_id: str, tool_name: str) -> ToolLog:
+        """The :class:`~assistant_frames.ToolLog` it carries."""
+        return ToolLog(self.level, self.message, self.data, tool_call_id, tool_name)
+
+
 FrameMessage: TypeAlias = Annotated[
     ModelContextRequest
     | ModelContextSubscribe
@@ -173,7 +232,9 @@ FrameMessage: TypeAlias = Annotated[
     | ModelContextResponse
     | ToolCall
     | ToolCancel
-    | ToolResult,
+    | ToolResult
+    | ToolProgressMessage
+    | ToolLogMessage,
     Field(discriminator="type"),
 ]
 
@@ -210,8 +271,8 @@ def decode(raw: object) -> FrameMessage | None:
         raise MalformedMessage(_describe(exc), message=message, tool_call_id=tool_call_id) from None
 
 
-def fast_tool_call(raw: object) -> tuple[str, str, Any] | None:
-    """``(id, toolName, args)`` of a well-formed ``tool-call``, else ``None``.
+def fast_tool_call(raw: object) -> tuple[str, str, Any, bool] | None:
+    """``(id, toolName, args, events)`` of a well-formed ``tool-call``, else ``None``.
 
     The hot path: what :func:`decode` would accept as a :class:`ToolCall`, checked with
     a few type tests instead of a model. ``None`` means: use :func:`decode`.
@@ -222,7 +283,7 @@ def fast_tool_call(raw: object) -> tuple[str, str, Any] | None:
             call_id = message.get("id")
             name = message.get("toolName")
             if type(call_id) is str and type(name) is str:
-                return call_id, name, message.get("args")
+                return call_id, name, message.get("args"), message.get("events") is True
     return None
 
 
@@ -276,9 +337,30 @@ def encode_context_update(context: SerializedModelContext) -> dict[str, Any]:
     return _envelope({"type": "model-context-update", "context": context})
 
 
-def encode_tool_call(tool_call_id: str, tool_name: str, args: Any) -> dict[str, Any]:
-    """``tool-call``."""
-    return _envelope({"type": "tool-call", "id": tool_call_id, "toolName": tool_name, "args": args})
+def encode_tool_call(
+    tool_call_id: str, tool_name: str, args: Any, *, events: bool = False
+) -> dict[str, Any]:
+    """``tool-call``; ``events`` asks for its ``tool-progress`` and ``tool-log`` messages."""
+    message = {"type": "tool-call", "id": tool_call_id, "toolName": tool_name, "args": args}
+    if events:
+        message["events"] = True
+    return _envelope(message)
+
+
+def encode_tool_event(tool_call_id: str, event: ToolEvent) -> dict[str, Any]:
+    """``tool-progress`` or ``tool-log`` for call ``tool_call_id``; unset fields left out."""
+    message: dict[str, Any]
+    if isinstance(event, ToolProgress):
+        message = {"type": "tool-progress", "id": tool_call_id, "progress": event.progress}
+        if event.total is not None:
+            message["total"] = event.total
+    else:
+        message = {"type": "tool-log", "id": tool_call_id, "level": event.level}
+        if event.data is not None:
+            message["data"] = event.data
+    if event.message is not None:
+        message["message"] = event.message
+    return _envelope(message)
 
 
 def encode_tool_cancel(tool_call_id: str) -> dict[str, Any]:

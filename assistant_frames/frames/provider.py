@@ -16,6 +16,7 @@ from .._json import encode_json
 from .._threads import DEFAULT_MAX_THREADS, ThreadLimiter, current_limiter
 from ..errors import ToolCallError
 from ..registry.context import ModelContext, ModelContextProvider, Unsubscribe
+from ..registry.events import ToolEvent, ToolEventCallback, ToolProgress
 from ..registry.registry import ModelContextRegistry
 from ..registry.tool import Tool, ToolCallContext
 from ..transports.contract import TransportAttribute
@@ -38,6 +39,7 @@ _MAX_IDLE_WORKERS = 8
 # workers block sending them) meets backpressure instead of growing our memory.
 _MAX_QUEUED_CALLS = 1000
 _CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
+_MAX_QUEUED_LOGS = 256  # per connection; the oldest go first when the host reads slowly
 _CONTEXT_KEY = "model-context"  # send_latest's key: a newer snapshot replaces an older one
 
 
@@ -216,7 +218,9 @@ class AssistantFrameProvider:
     def _start_call(self, connection: _Connection, event: CallRequested[_Call]) -> None:
         if event.superseded is not None:  # a reused live id cancels the older call
             event.superseded.cancel()
-        call = _Call(event.id, event.tool_name, event.args)
+        call = _Call(
+            event.id, event.tool_name, event.args, connection.send_event if event.events else None
+        )
         connection.machine.track(event.id, call)
         self._queue(connection, call)
 
@@ -278,6 +282,8 @@ class AssistantFrameProvider:
 
     async def _reply(self, connection: _Connection, call: _Call, reply: dict[str, Any]) -> None:
         if connection.machine.finish(call.id, call):  # else cancelled or superseded
+            if connection.events_waiting:  # what the call reported goes out before its result
+                await connection.flush_events()
             await connection.send_reply(call.id, reply)
 
     async def _execute(self, call: _Call) -> dict[str, Any]:
@@ -340,11 +346,13 @@ class _Call:
 
     __slots__ = ("args", "context", "id", "name", "reply", "scope")
 
-    def __init__(self, call_id: str, name: str, args: Any) -> None:
+    def __init__(
+        self, call_id: str, name: str, args: Any, on_event: ToolEventCallback | None = None
+    ) -> None:
         self.id = call_id
         self.name = name
         self.args = args
-        self.context = ToolCallContext(call_id, name)
+        self.context = ToolCallContext(call_id, name, on_event)
         self.scope: anyio.CancelScope | None = None
         self.reply: dict[str, Any] | None = None
 
@@ -358,9 +366,13 @@ class _Connection:
     """What a frame knows about one connected host."""
 
     __slots__ = (
+        "events_dropped",
+        "events_wake",
         "idle",
+        "logs",
         "machine",
         "new_event",
+        "progress",
         "queue",
         "ready",
         "room",
@@ -379,6 +391,75 @@ class _Connection:
         self.room: anyio.Event | None = None  # the receive loop, waiting for the queue
         self.new_event = event_class()
         self.wake = anyio.Event()
+        # Calls' progress and log messages not sent yet; the sender task starts with the
+        # first. Progress keeps the latest per call, logs the newest _MAX_QUEUED_LOGS.
+        self.progress: dict[str, dict[str, Any]] = {}
+        self.logs: deque[dict[str, Any]] = deque()
+        self.events_wake: anyio.Event | None = None
+        self.events_dropped = 0
+
+    @property
+    def events_waiting(self) -> bool:
+        """Whether progress or log messages wait to be sent."""
+        return bool(self.progress or self.logs)
+
+    def send_event(self, event: ToolEvent) -> None:
+        """A running call's progress or log message: queue it for the sender task.
+
+        Never waits, so a tool reporting in a tight loop is never held up; what the
+        transport cannot take yet is coalesced (progress) or bounded (logs).
+        """
+        call_id = event.tool_call_id
+        if call_id is None or call_id not in self.machine.calls:
+            return  # finished or cancelled meanwhile: the host no longer listens
+        message = protocol.encode_tool_event(call_id, event)
+        if type(event) is ToolProgress:
+            self.progress[call_id] = message
+        else:
+            if len(self.logs) >= _MAX_QUEUED_LOGS:
+                self.logs.popleft()
+                self.events_dropped += 1
+            self.logs.append(message)
+        if self.events_wake is None:
+            self.events_wake = anyio.Event()
+            self.task_group.start_soon(self._push_events)
+        self.events_wake.set()
+
+    async def _push_events(self) -> None:
+        """The one task that sends this connection's progress and log messages."""
+        while True:
+            wake = self.events_wake
+            assert wake is not None
+            await wake.wait()
+            self.events_wake = anyio.Event()
+            if not await self.flush_events():
+                return
+
+    async def flush_events(self) -> bool:
+        """Send every queued progress and log message; False once the peer is gone."""
+        send_latest = self.transport.extra(TransportAttribute.send_latest, None)
+        if self.events_dropped:
+            logger.warning(
+                "Dropped %d tool log messages: the host reads them too slowly",
+                self.events_dropped,
+            )
+            self.events_dropped = 0
+        while self.logs or self.progress:
+            try:
+                if self.logs:
+                    await self.transport.send(self.logs.popleft())
+                    continue
+                call_id = next(iter(self.progress))
+                message = self.progress.pop(call_id)
+                if send_latest is not None:  # a peer slow to read holds one per call
+                    await send_latest(f"tool-progress:{call_id}", message)
+                else:
+                    await self.transport.send(message)
+            except _CLOSED:
+                return False
+            except (TypeError, ValueError) as exc:  # log data with no JSON form, say
+                logger.warning("Could not send a tool's progress or log message: %s", exc)
+        return True
 
     async def send_reply(self, call_id: str, reply: dict[str, Any]) -> None:
         """Send a ``tool-result``; a peer that is already gone is nothing to do.

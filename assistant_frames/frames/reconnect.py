@@ -14,6 +14,7 @@ import anyio
 from .._anyio import task_group
 from ..errors import AssistantFramesError, ContextTimeout, FrameDisconnected, HandshakeRejected
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
+from ..registry.events import ToolEventCallback, ToolEventSubscribers
 from ..transports.contract import Connector
 from .connection import ConnectionState, FrameConnection
 from .host import AssistantFrameHost
@@ -64,6 +65,8 @@ class ReconnectingHost:
         self._max_attempts = max_attempts
         self._host: FrameConnection | None = None
         self._subscribers = Subscribers()
+        self._events = ToolEventSubscribers()
+        self._event_unsubscribes: list[Unsubscribe] = []  # the current connection's
         self._state: ConnectionState = "new"
         self._changed: anyio.Event | None = None
         self._last_error: BaseException | None = None
@@ -138,14 +141,46 @@ class ReconnectingHost:
 
     # -- calls ---------------------------------------------------------------------------
 
-    async def call_tool(self, name: str, args: Any = None, *, timeout: float | None = None) -> Any:
-        """Call a tool over the current connection; ``FrameDisconnected`` if there is none."""
+    async def call_tool(
+        self,
+        name: str,
+        args: Any = None,
+        *,
+        timeout: float | None = None,
+        on_event: ToolEventCallback | None = None,
+    ) -> Any:
+        """Call a tool over the current connection; ``FrameDisconnected`` if there is none.
+
+        ``on_event`` receives the call's progress and log events.
+        """
         host = self._host
         if host is None or not host.connected:
             raise FrameDisconnected(
                 f"{self.name} is not connected ({self._state})", tool_name=name, frame=self.name
             )
-        return await host.call_tool(name, args, timeout=timeout)
+        return await host.call_tool(name, args, timeout=timeout, on_event=on_event)
+
+    def subscribe_tool_events(self, callback: ToolEventCallback) -> Unsubscribe:
+        """Call ``callback(event)`` with the progress and log events of every call, over
+        this connection and every later one."""
+        unsubscribe = self._events.add(callback)
+        self._resubscribe_events(self._host)  # later connections subscribe in _run
+
+        def unsubscribe_all() -> None:
+            unsubscribe()
+            self._resubscribe_events(self._host)
+
+        return unsubscribe_all
+
+    def _resubscribe_events(self, host: FrameConnection | None) -> None:
+        """Subscribe ``host`` (the current connection) to exactly our subscribers."""
+        for undo in self._event_unsubscribes:
+            undo()
+        self._event_unsubscribes = []
+        if host is not None:
+            self._event_unsubscribes = [
+                host.subscribe_tool_events(callback) for callback in self._events.callbacks()
+            ]
 
     async def wait_for_context(self, timeout: float | None = None) -> ModelContext:
         """Wait until connected with a context.
@@ -210,6 +245,7 @@ class ReconnectingHost:
                     # has it once entered.
                     served = bool(getattr(host, "has_context", True))
                     unsubscribe = host.subscribe(changed)
+                    self._resubscribe_events(host)
                     self._host = host
                     self._state = "connected"
                     self.connections += 1
@@ -221,6 +257,7 @@ class ReconnectingHost:
                             self._last_error = await _why_ended(host)
                     finally:
                         unsubscribe()
+                        self._resubscribe_events(None)
                         self._host = None
             except HandshakeRejected as exc:
                 if exc.status in (401, 403):  # retrying cannot fix a refused token or origin

@@ -43,6 +43,13 @@ from ..errors import (
 )
 from ..registry.annotations import ToolAnnotations
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
+from ..registry.events import (
+    ToolEventCallback,
+    ToolEventSubscribers,
+    ToolLog,
+    ToolProgress,
+    deliver_event,
+)
 from ..registry.tool import Tool, ToolCallContext
 from ..transports.contract import CloseReason
 from ._resources import READ_RESOURCE, read_resource_tool
@@ -51,6 +58,7 @@ from ._stdio import describe_exit, server_process
 
 if TYPE_CHECKING:
     from mcp.client._transport import Transport, TransportStreams
+    from mcp.shared.dispatcher import ProgressFnT
 
 __all__ = ["MCPFrame"]
 
@@ -143,6 +151,7 @@ class MCPFrame:
             target if self._kind == "in-process" else _WatchedTransport(target, self._stream_ended),
             mode=mode,
             message_handler=self._on_message,
+            logging_callback=self._on_log,
             cache=None,  # a changed list must be fetched, never served from a cache
         )
         self._state: State = "new"
@@ -157,6 +166,7 @@ class MCPFrame:
         self._listening = False  # on a subscriptions/listen stream
         self._resource_subscribers = Subscribers()
         self._prompt_subscribers = Subscribers()
+        self._events = ToolEventSubscribers()
         self._exit_stack: AsyncExitStack | None = None
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -334,8 +344,27 @@ class MCPFrame:
 
     # -- calls ---------------------------------------------------------------------------
 
-    async def call_tool(self, name: str, args: Any = None, *, timeout: float | None = None) -> Any:
+    def subscribe_tool_events(self, callback: ToolEventCallback) -> Unsubscribe:
+        """Call ``callback(event)`` with every call's progress and the server's log messages.
+
+        MCP's log messages name no call, so they come here (as
+        :class:`~assistant_frames.ToolLog` with no ``tool_call_id``), not to a call's
+        ``on_event``.
+        """
+        return self._events.add(callback)
+
+    async def call_tool(
+        self,
+        name: str,
+        args: Any = None,
+        *,
+        timeout: float | None = None,
+        on_event: ToolEventCallback | None = None,
+    ) -> Any:
         """Call the server's tool ``name``; return its structured content or text.
+
+        ``on_event`` receives the call's progress (MCP ``notifications/progress``) as
+        :class:`~assistant_frames.ToolProgress` events.
 
         Raises :class:`ToolCallError` when the server reports an error (``isError``
         results and MCP errors alike), :class:`ToolCallTimeout` after ``timeout``
@@ -358,8 +387,11 @@ class MCPFrame:
         with anyio.CancelScope() as scope:
             deadline = None if limit is None else anyio.current_time() + limit
             call = self._calls.add(name, deadline=deadline, wake=scope.cancel)
+            progress = None
+            if on_event is not None or self._events:
+                progress = self._progress_callback(call.id, name, on_event)
             try:
-                result = await self._client.call_tool(name, args)
+                result = await self._client.call_tool(name, args, progress_callback=progress)
             except MCPError as exc:
                 if exc.code == types.CONNECTION_CLOSED:
                     self._gone_because("it closed the connection")
@@ -494,6 +526,27 @@ class MCPFrame:
         if isinstance(call.error, FrameDisconnected):
             raise copy.copy(call.error)
         raise self._disconnected or FrameDisconnected(f"The MCP frame {self.name} was closed")
+
+    def _progress_callback(
+        self, call_id: str, name: str, on_event: ToolEventCallback | None
+    ) -> ProgressFnT:
+        events = self._events
+
+        async def progress(progress: float, total: float | None, message: str | None) -> None:
+            event = ToolProgress(progress, total, message, call_id, name)
+            if on_event is not None:
+                deliver_event(on_event, event)
+            if events:
+                events(event)
+
+        return progress
+
+    async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
+        if not self._events:
+            return
+        data = params.data
+        message = data if isinstance(data, str) else None
+        self._events(ToolLog(params.level, message, None if message is not None else data))
 
     # -- following the server ------------------------------------------------------------
 
@@ -676,6 +729,8 @@ class MCPFrame:
         name = spec.name
 
         async def invoke(args: Any, context: ToolCallContext) -> Any:
+            if context.wants_events:  # the server's progress becomes the caller's
+                return await self.call_tool(name, args, on_event=context.send_event)
             return await self.call_tool(name, args)
 
         return Tool.from_parts(

@@ -15,12 +15,14 @@ import hmac
 import inspect
 import logging
 import socket
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
+from mcp.server.connection import allowed_log_levels
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
@@ -30,6 +32,8 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from .._anyio import task_group
 from ..errors import ERROR_KINDS, AssistantFramesError, ToolCallError
 from ..registry.context import ModelContext, ModelContextProvider
+from ..registry.events import ToolEvent, ToolLog, ToolProgress
+from ..registry.tool import Tool
 from ..tool_formats import MCPTool, to_mcp_tools
 from ._results import error_result, tool_result
 
@@ -51,6 +55,7 @@ logger = logging.getLogger("assistant_frames.mcp")
 _NOTIFY_TIMEOUT = 5.0
 _HTTP_STOP_TIMEOUT = 10.0
 _UNAUTHORIZED = {"code": types.INVALID_REQUEST, "message": "Unauthorized (HTTP 401)"}
+_MAX_QUEUED_LOGS = 256  # per call, when the client reads slower than the tool logs
 _MODERN_LISTING = {"ttlMs": 0, "cacheScope": "private", "resultType": "complete"}
 
 
@@ -279,7 +284,15 @@ class MCPContextServer:
         if tool is None or tool.disabled:
             raise MCPError(types.INVALID_PARAMS, f'Tool "{name}" not found')
         try:
-            result = await tool.invoke(params.arguments or {})
+            meta = ctx.meta or {}
+            progress = meta.get("progress_token") is not None
+            # Handshake-era sessions allow every level; there, logs ride along with
+            # progress only, so that a call that asked for neither costs nothing more.
+            levels = allowed_log_levels(ctx.protocol_version, meta)
+            if progress or (levels and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS):
+                result = await _call_with_events(ctx, tool, params.arguments or {}, progress)
+            else:
+                result = await tool.invoke(params.arguments or {})
         except AssistantFramesError as exc:  # said as the error table says MCP says it
             message = exc.message if isinstance(exc, ToolCallError) else str(exc)
             kind = ERROR_KINDS.get(exc.code) if exc.code is not None else None
@@ -409,6 +422,87 @@ class _RequireAuth:
                 return False
             return bool(allowed)
         return True
+
+
+async def _call_with_events(
+    ctx: ServerRequestContext[Any], tool: Tool, arguments: dict[str, Any], progress: bool
+) -> Any:
+    """Run ``tool``, sending its events to the MCP client as the call goes.
+
+    Progress becomes ``notifications/progress`` (when the request has a progress token),
+    log messages ``notifications/message`` at the levels the session allows, on the
+    request's own stream.
+    """
+    forward = _MCPEvents(ctx, progress)
+    async with task_group() as group:
+        group.start_soon(forward.run)
+        try:
+            return await tool.invoke(arguments, on_event=forward.put)
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_NOTIFY_TIMEOUT):
+                await forward.flush()  # what the tool reported goes before its result
+            group.cancel_scope.cancel()
+
+
+class _MCPEvents:
+    """One call's events on their way to an MCP client: the latest progress and a bounded
+    list of log messages, sent by one task, so a tool never waits for the client."""
+
+    __slots__ = ("_ctx", "_levels", "_logs", "_progress", "_wake", "_wants_progress")
+
+    def __init__(self, ctx: ServerRequestContext[Any], progress: bool) -> None:
+        self._ctx = ctx
+        self._wants_progress = progress
+        self._levels = allowed_log_levels(ctx.protocol_version, ctx.meta)
+        self._progress: ToolProgress | None = None
+        self._logs: deque[ToolLog] = deque(maxlen=_MAX_QUEUED_LOGS)
+        self._wake = anyio.Event()
+
+    def put(self, event: ToolEvent) -> None:
+        if isinstance(event, ToolProgress):
+            if not self._wants_progress:
+                return
+            self._progress = event
+        elif event.level in self._levels:
+            self._logs.append(event)
+        else:
+            return
+        self._wake.set()
+
+    async def run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            await self.flush()
+
+    async def flush(self) -> None:
+        while self._logs or self._progress is not None:
+            try:
+                await self._send_one()
+            except Exception as exc:  # a client that went away: the call itself goes on
+                logger.debug("Could not send a tool's event to the MCP client: %r", exc)
+
+    async def _send_one(self) -> None:
+        session = self._ctx.session
+        if self._logs:
+            log = self._logs.popleft()
+            notification = types.LoggingMessageNotification(
+                params=types.LoggingMessageNotificationParams(level=log.level, data=_log_data(log))
+            )
+            await session.send_notification(notification, related_request_id=self._ctx.request_id)
+            return
+        progress, self._progress = self._progress, None
+        if progress is not None:
+            await session.report_progress(progress.progress, progress.total, progress.message)
+
+
+def _log_data(log: ToolLog) -> Any:
+    """MCP carries one ``data`` value: the message, the data, or both in an object."""
+    if log.data is None:
+        return log.message
+    if log.message is None:
+        return log.data
+    return {"message": log.message, "data": log.data}
 
 
 def _url_host(host: str) -> str:

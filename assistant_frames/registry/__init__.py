@@ -2,6 +2,7 @@
 
 from .annotations import ToolAnnotations
 from .context import ModelContext, ModelContextProvider, Subscribers, ToolConflict, Unsubscribe
+from .events import LogLevel, ToolEvent, ToolEventCallback, ToolLog, ToolProgress
 from .merge import ConflictPolicy, merge_model_contexts, namespaced
 from .registry import InstructionHandle, ModelContextRegistry, ProviderHandle, ToolHandle
 from .schema import inline_refs
@@ -10,6 +11,7 @@ from .tool import OutputSchema, Tool, ToolCallContext, ToolOptions, ToolType
 __all__ = [
     "ConflictPolicy",
     "InstructionHandle",
+    "LogLevel",
     "ModelContext",
     "ModelContextProvider",
     "ModelContextRegistry",
@@ -20,8 +22,12 @@ __all__ = [
     "ToolAnnotations",
     "ToolCallContext",
     "ToolConflict",
+    "ToolEvent",
+    "ToolEventCallback",
     "ToolHandle",
+    "ToolLog",
     "ToolOptions",
+    "ToolProgress",
     "ToolType",
     "Unsubscribe",
     "inline_refs",

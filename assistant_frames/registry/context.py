@@ -10,6 +10,7 @@ from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import ToolNotFoundError
+from .events import ToolEventCallback
 from .tool import Tool
 
 __all__ = ["ModelContext", "ModelContextProvider", "Subscribers", "ToolConflict", "Unsubscribe"]
@@ -92,9 +93,17 @@ class ModelContext:
     waiting: tuple[str, ...] = ()
 
     async def call_tool(
-        self, name: str, args: Any = None, *, tool_call_id: str | None = None
+        self,
+        name: str,
+        args: Any = None,
+        *,
+        tool_call_id: str | None = None,
+        on_event: ToolEventCallback | None = None,
     ) -> Any:
         """Run the tool ``name`` of this context; wherever it lives, the call goes there.
+
+        ``on_event`` receives the call's :class:`~assistant_frames.ToolProgress` and
+        :class:`~assistant_frames.ToolLog` events, from wherever the tool runs.
 
         Raises :class:`~assistant_frames.ToolNotFoundError` for an unknown name and
         :class:`~assistant_frames.ToolCallError` (or a subclass) when the call fails.
@@ -102,7 +111,7 @@ class ModelContext:
         tool = self.tools.get(name)
         if tool is None:
             raise ToolNotFoundError(name, tool_call_id=tool_call_id, waiting=self.waiting)
-        return await tool.invoke(args, tool_call_id=tool_call_id)
+        return await tool.invoke(args, tool_call_id=tool_call_id, on_event=on_event)
 
     def enabled_tools(self) -> dict[str, Tool]:
         """The tools that are not disabled, in order."""

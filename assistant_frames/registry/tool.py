@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
 import inspect
 import itertools
 import logging
@@ -38,10 +39,20 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict, Unpack, is_typeddict
 
+from .._threads import call_soon_threadsafe
 from .._threads import run_sync as run_in_thread
 from ..errors import ToolArgumentsError, ToolDisabledError
 from .annotations import ToolAnnotations
 from .docstrings import parse_docstring
+from .events import (
+    LOG_LEVELS,
+    LogLevel,
+    ToolEvent,
+    ToolEventCallback,
+    ToolLog,
+    ToolProgress,
+    deliver_event,
+)
 from .schema import EMPTY_OBJECT_SCHEMA, ToolJsonSchema, inline_refs
 
 __all__ = [
@@ -70,25 +81,42 @@ _UNSET: Any = object()
 
 
 class ToolCallContext:
-    """What an ``execute`` function may learn about the call it is serving.
+    """What an ``execute`` function may learn about the call it is serving, and how it
+    talks back to the caller before it returns.
 
     Async tools are cancelled the ordinary way (their task is cancelled); sync tools run in
     a thread that cannot be interrupted, so they should poll :attr:`cancelled` or block in
     :meth:`wait_cancelled` instead of ``time.sleep``.
+
+    :meth:`report_progress` and :meth:`log` send :class:`ToolProgress` and
+    :class:`ToolLog` events to the caller's ``on_event`` callback, across frames and
+    MCP. They never block and may be called from the event loop or from the tool's
+    worker thread; when nobody listens (:attr:`wants_events` is false) they do nothing.
     """
 
-    __slots__ = ("_cancelled", "_event", "tool_call_id", "tool_name")
+    __slots__ = ("_cancelled", "_event", "_sink", "tool_call_id", "tool_name")
 
-    def __init__(self, tool_call_id: str, tool_name: str) -> None:
+    def __init__(
+        self,
+        tool_call_id: str,
+        tool_name: str,
+        on_event: ToolEventCallback | None = None,
+    ) -> None:
         self.tool_call_id = tool_call_id
         self.tool_name = tool_name
         self._cancelled = False
         self._event: threading.Event | None = None
+        self._sink = None if on_event is None else _EventSink(on_event)
 
     @property
     def cancelled(self) -> bool:
         """True once the caller has cancelled this call (``tool-cancel`` or timeout)."""
         return self._cancelled
+
+    @property
+    def wants_events(self) -> bool:
+        """True when the caller receives this call's progress and log events."""
+        return self._sink is not None
 
     def cancel(self) -> None:
         """Mark the call cancelled and wake :meth:`wait_cancelled` (frames call this)."""
@@ -110,11 +138,99 @@ class ToolCallContext:
             event = self._event
         return event.wait(timeout)
 
+    def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Tell the caller how far the call is: ``progress`` of ``total`` (if known).
+
+        Progress should only grow (MCP requires it). Reports faster than the caller can
+        take them are coalesced: the latest wins.
+        """
+        sink = self._sink
+        if sink is None or self._cancelled:
+            return
+        sink.emit(ToolProgress(progress, total, message, self.tool_call_id, self.tool_name))
+
+    def log(self, level: LogLevel, message: str | None = None, *, data: Any = None) -> None:
+        """Send the caller a log message at ``level`` (MCP's levels: ``"debug"``,
+        ``"info"``, ``"notice"``, ``"warning"``, ``"error"``, ``"critical"``,
+        ``"alert"``, ``"emergency"``), with optional JSON ``data``."""
+        if level not in LOG_LEVELS:
+            raise ValueError(f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
+        sink = self._sink
+        if sink is None or self._cancelled:
+            return
+        sink.emit(ToolLog(level, message, data, self.tool_call_id, self.tool_name))
+
+    def send_event(self, event: ToolEvent) -> None:
+        """Pass on an event from elsewhere (a nested call) as this call's own.
+
+        A frame host's tools use it: the progress of the call they forward becomes the
+        progress of the call they serve.
+        """
+        sink = self._sink
+        if sink is None or self._cancelled:
+            return
+        sink.emit(
+            dataclasses.replace(event, tool_call_id=self.tool_call_id, tool_name=self.tool_name)
+        )
+
     def __repr__(self) -> str:
         return (
             f"ToolCallContext(tool_call_id={self.tool_call_id!r}, "
             f"tool_name={self.tool_name!r}, cancelled={self._cancelled})"
         )
+
+
+_MAX_PENDING_EVENTS = 100  # per call, reported from a thread and not yet on the loop
+
+
+class _EventSink:
+    """Delivers a call's events to its callback on the event loop's thread.
+
+    Created on the loop (a context with a callback is made there). From another thread
+    (a sync tool), events wait in a short list until the loop runs the one scheduled
+    flush: a burst of progress from a thread keeps only its latest, and more than
+    :data:`_MAX_PENDING_EVENTS` waiting events are dropped rather than grow memory.
+    """
+
+    __slots__ = ("_call_soon", "_dropped", "_lock", "_loop_thread", "_pending", "callback")
+
+    def __init__(self, callback: ToolEventCallback) -> None:
+        self.callback = callback
+        self._loop_thread = threading.get_ident()
+        self._call_soon: Callable[[Callable[[], Any]], Any] | None = None
+        self._lock = threading.Lock()
+        self._pending: list[ToolEvent] = []
+        self._dropped = 0
+        with contextlib.suppress(Exception):  # no running loop: events stay on this thread
+            self._call_soon = call_soon_threadsafe()
+
+    def emit(self, event: ToolEvent) -> None:
+        if threading.get_ident() == self._loop_thread or self._call_soon is None:
+            deliver_event(self.callback, event)
+            return
+        with self._lock:
+            pending = self._pending
+            scheduled = bool(pending)
+            if pending and type(event) is ToolProgress and type(pending[-1]) is ToolProgress:
+                pending[-1] = event  # latest wins
+            elif len(pending) < _MAX_PENDING_EVENTS:
+                pending.append(event)
+            else:
+                self._dropped += 1
+        if not scheduled:
+            with contextlib.suppress(RuntimeError):  # the loop has ended: nobody listens
+                self._call_soon(self._flush)
+
+    def _flush(self) -> None:
+        with self._lock:
+            events, self._pending = self._pending, []
+            dropped, self._dropped = self._dropped, 0
+        if dropped:
+            logger.warning("Dropped %d events of a tool call: its caller was too slow", dropped)
+        for event in events:
+            deliver_event(self.callback, event)
 
 
 # An invoker takes already-received arguments and a context, validates, and runs execute.
@@ -285,8 +401,12 @@ class Tool:
         *,
         tool_call_id: str | None = None,
         context: ToolCallContext | None = None,
+        on_event: ToolEventCallback | None = None,
     ) -> Any:
         """Validate ``args`` against the schema and run ``execute``; return its result.
+
+        ``on_event`` receives the call's :class:`ToolProgress` and :class:`ToolLog`
+        events (ignored when a ``context`` is given: it carries its own).
 
         Raises :class:`ToolDisabledError` for a disabled tool and
         :class:`ToolArgumentsError` when the arguments do not fit the schema; whatever
@@ -295,7 +415,9 @@ class Tool:
         if self.disabled:
             raise ToolDisabledError(self.name, tool_call_id=tool_call_id)
         if context is None:
-            context = ToolCallContext(tool_call_id or f"call-{next(_call_ids)}", self.name)
+            context = ToolCallContext(
+                tool_call_id or f"call-{next(_call_ids)}", self.name, on_event
+            )
         return await self._invoker(args, context)
 
     # -- copies ----------------------------------------------------------------------
