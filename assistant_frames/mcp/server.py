@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
+from anyio.abc import TaskGroup
 from mcp.server.connection import allowed_log_levels
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
@@ -33,7 +34,6 @@ from .._anyio import task_group
 from ..errors import ERROR_KINDS, AssistantFramesError, ToolCallError
 from ..registry.context import ModelContext, ModelContextProvider
 from ..registry.events import ToolEvent, ToolLog, ToolProgress
-from ..registry.tool import Tool
 from ..tool_formats import MCPTool, to_mcp_tools
 from ._results import error_result, tool_result
 
@@ -142,6 +142,7 @@ class MCPContextServer:
         self._listing: dict[str, Any] = {}
         self._modern_listing: dict[str, Any] = {}
         self._changed: anyio.Event | None = None  # set while running(), on a change
+        self._group: TaskGroup | None = None  # running()'s: sends tools' events
         self._unlistable: set[str] = set()
         self._refresh(self.provider.get_model_context())
         self._announced: list[MCPTool] = self._listing["tools"]
@@ -163,6 +164,7 @@ class MCPContextServer:
         try:
             async with task_group() as group:
                 group.start_soon(self._announce_changes, changed)
+                self._group = group
                 try:
                     yield self
                 finally:
@@ -170,6 +172,7 @@ class MCPContextServer:
                     group.cancel_scope.cancel()
         finally:
             self._changed = None
+            self._group = None
             if unsubscribe is not None:
                 unsubscribe()
 
@@ -283,16 +286,15 @@ class MCPContextServer:
         tool = self.provider.get_model_context().tools.get(name)
         if tool is None or tool.disabled:
             raise MCPError(types.INVALID_PARAMS, f'Tool "{name}" not found')
+        # The tool's events go to the client as they come. Whether the client wants
+        # progress is the SDK's to decide (it drops progress nobody asked for), so the
+        # forwarder exists per call but starts a task only when the tool reports.
+        events = _MCPEvents(ctx, self._group)
         try:
-            meta = ctx.meta or {}
-            progress = meta.get("progress_token") is not None
-            # Handshake-era sessions allow every level; there, logs ride along with
-            # progress only, so that a call that asked for neither costs nothing more.
-            levels = allowed_log_levels(ctx.protocol_version, meta)
-            if progress or (levels and ctx.protocol_version in MODERN_PROTOCOL_VERSIONS):
-                result = await _call_with_events(ctx, tool, params.arguments or {}, progress)
-            else:
-                result = await tool.invoke(params.arguments or {})
+            try:
+                result = await tool.invoke(params.arguments or {}, on_event=events.put)
+            finally:
+                await events.finish()  # what the tool reported goes before its result
         except AssistantFramesError as exc:  # said as the error table says MCP says it
             message = exc.message if isinstance(exc, ToolCallError) else str(exc)
             kind = ERROR_KINDS.get(exc.code) if exc.code is not None else None
@@ -424,55 +426,59 @@ class _RequireAuth:
         return True
 
 
-async def _call_with_events(
-    ctx: ServerRequestContext[Any], tool: Tool, arguments: dict[str, Any], progress: bool
-) -> Any:
-    """Run ``tool``, sending its events to the MCP client as the call goes.
-
-    Progress becomes ``notifications/progress`` (when the request has a progress token),
-    log messages ``notifications/message`` at the levels the session allows, on the
-    request's own stream.
-    """
-    forward = _MCPEvents(ctx, progress)
-    async with task_group() as group:
-        group.start_soon(forward.run)
-        try:
-            return await tool.invoke(arguments, on_event=forward.put)
-        finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(_NOTIFY_TIMEOUT):
-                await forward.flush()  # what the tool reported goes before its result
-            group.cancel_scope.cancel()
-
-
 class _MCPEvents:
-    """One call's events on their way to an MCP client: the latest progress and a bounded
-    list of log messages, sent by one task, so a tool never waits for the client."""
+    """One call's events on their way to an MCP client, sent by one task started on the
+    first event: the latest progress and a bounded list of log messages (at the levels
+    the session allows), so a tool never waits for the client."""
 
-    __slots__ = ("_ctx", "_levels", "_logs", "_progress", "_wake", "_wants_progress")
+    __slots__ = ("_ctx", "_done", "_group", "_levels", "_logs", "_progress", "_scope", "_wake")
 
-    def __init__(self, ctx: ServerRequestContext[Any], progress: bool) -> None:
+    def __init__(self, ctx: ServerRequestContext[Any], group: TaskGroup | None) -> None:
         self._ctx = ctx
-        self._wants_progress = progress
-        self._levels = allowed_log_levels(ctx.protocol_version, ctx.meta)
+        self._group = group
+        self._levels: frozenset[str] | None = None
         self._progress: ToolProgress | None = None
         self._logs: deque[ToolLog] = deque(maxlen=_MAX_QUEUED_LOGS)
-        self._wake = anyio.Event()
+        self._wake: anyio.Event | None = None
+        self._scope: anyio.CancelScope | None = None
+        self._done: anyio.Event | None = None
 
     def put(self, event: ToolEvent) -> None:
         if isinstance(event, ToolProgress):
-            if not self._wants_progress:
-                return
             self._progress = event
-        elif event.level in self._levels:
-            self._logs.append(event)
         else:
-            return
+            if self._levels is None:
+                self._levels = allowed_log_levels(self._ctx.protocol_version, self._ctx.meta)
+            if event.level not in self._levels:
+                return
+            self._logs.append(event)
+        if self._wake is None:
+            if self._group is None:  # not running(): sent when the call ends
+                return
+            self._wake = anyio.Event()
+            self._scope = anyio.CancelScope()
+            self._done = anyio.Event()
+            self._group.start_soon(self._run, self._scope, self._done)
         self._wake.set()
 
-    async def run(self) -> None:
-        while True:
-            await self._wake.wait()
-            self._wake = anyio.Event()
+    async def _run(self, scope: anyio.CancelScope, done: anyio.Event) -> None:
+        try:
+            with scope:
+                while True:
+                    assert self._wake is not None
+                    await self._wake.wait()
+                    self._wake = anyio.Event()
+                    with anyio.CancelScope(shield=True):  # a message taken is a message sent
+                        await self.flush()
+        finally:
+            done.set()
+
+    async def finish(self) -> None:
+        """The call is over: stop the task, then send what is left."""
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_NOTIFY_TIMEOUT):
+            if self._scope is not None and self._done is not None:
+                self._scope.cancel()
+                await self._done.wait()
             await self.flush()
 
     async def flush(self) -> None:
