@@ -32,7 +32,14 @@ from typing import Any, NamedTuple, NoReturn
 import anyio
 import pytest
 
-from assistant_frames import FrameDisconnected, ModelContextRegistry, ToolCallError
+from assistant_frames import (
+    FrameDisconnected,
+    ModelContextRegistry,
+    ToolCallError,
+    ToolEvent,
+    ToolLog,
+    ToolProgress,
+)
 
 from helpers import free_port, wait_until
 
@@ -290,6 +297,43 @@ async def test_everything_server_over_http(node: str, tmp_path: Path) -> None:
         if process.returncode is None:
             process.kill()
         await process.aclose()
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_everything_servers_progress_reaches_the_caller(
+    everything: list[str], mode: str
+) -> None:
+    """trigger-long-running-operation's notifications/progress, through MCPFrame and a
+    parent registry, arrive as ToolProgress; its simulated logs reach subscribers."""
+    frame = MCPFrame(everything, name="every", mode=mode, timeout=TIMEOUT)
+    parent = ModelContextRegistry()
+    parent.add_provider(frame, namespace="every")
+    events: list[ToolEvent] = []
+    server_logs: list[ToolEvent] = []
+    async with frame:
+        frame.subscribe_tool_events(server_logs.append)
+        with anyio.fail_after(TIMEOUT):
+            result = await parent.get_model_context().call_tool(
+                "every_trigger-long-running-operation",
+                {"duration": 0.3, "steps": 3},
+                on_event=events.append,
+            )
+        assert "Long running operation completed" in str(result)
+        assert [(e.progress, e.total) for e in events if isinstance(e, ToolProgress)] == [
+            (1, 3),
+            (2, 3),
+            (3, 3),
+        ]
+        assert {e.tool_name for e in events} == {"every_trigger-long-running-operation"}
+        # The connection's subscribers saw the same progress, under the frame's name.
+        assert [e.progress for e in server_logs if isinstance(e, ToolProgress)] == [1, 2, 3]
+        # Logs name no call in MCP: they go to the connection's subscribers.
+        with anyio.fail_after(TIMEOUT):
+            await frame.call_tool("toggle-simulated-logging", {})
+            await wait_until(lambda: any(isinstance(e, ToolLog) for e in server_logs), TIMEOUT)
+        log = next(e for e in server_logs if isinstance(e, ToolLog))
+        assert log.tool_call_id is None
+        assert log.level.capitalize() in str(log.message)  # e.g. "Info-level message"
 
 
 # -- C. our server, consumed by the MCP Inspector CLI (no event loop here: run once) -----------
