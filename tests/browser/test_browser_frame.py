@@ -18,7 +18,7 @@ from typing import Any
 import anyio
 import pytest
 
-from assistant_frames import AssistantFrameHost, ToolCallError, ToolCallTimeout
+from assistant_frames import AssistantFrameHost, ToolCallError, ToolCallTimeout, ToolEvent
 from assistant_frames.browser import relay_files
 from assistant_frames.transports import WebSocketServer, websocket_server
 
@@ -168,6 +168,26 @@ async def test_js_tool_call_returns_the_js_result(
             assert await host.call_tool("add", {"a": 0.5, "b": -2}) == -1.5
             # The merged context routes calls the same way.
             assert await host.get_model_context().call_tool("add", {"a": 40, "b": 2}) == 42
+
+
+async def test_a_js_frame_ignores_the_request_for_events(
+    page: BrowserPage, bundles: dict[str, bytes]
+) -> None:
+    async with python_host(bundles) as side:
+        host = await open_frame(page, side)
+        events: list[ToolEvent] = []
+        seen: list[ToolEvent] = []
+        host.subscribe_tool_events(seen.append)
+        with anyio.fail_after(WAIT):
+            assert await host.call_tool("add", {"a": 2, "b": 3}, on_event=events.append) == 5
+            result = await host.get_model_context().call_tool(
+                "add", {"a": 40, "b": 2}, on_event=events.append
+            )
+        assert result == 42
+        assert events == []  # a JS frame never reports progress
+        assert seen == []
+        kinds = [m["message"]["type"] for m in side.received if isinstance(m, dict)]
+        assert "tool-progress" not in kinds
 
 
 async def test_throwing_and_unknown_js_tools_raise_tool_call_error(

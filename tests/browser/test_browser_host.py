@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
-from assistant_frames import AssistantFrameProvider, ModelContextRegistry
+from assistant_frames import AssistantFrameProvider, ModelContextRegistry, ToolCallContext
 from assistant_frames.browser import relay_files
 from assistant_frames.transports import WebSocketServer, websocket_server
 
@@ -86,9 +86,37 @@ def python_registry(notes: list[str]) -> ModelContextRegistry:
     return registry
 
 
+class AskingForEvents(RecordingTransport):
+    """Records both ways, and adds ``events: true`` to every tool-call from the browser.
+
+    The JS host never asks for progress; this makes the Python frame send its
+    ``tool-progress`` and ``tool-log`` messages to the JS host anyway.
+    """
+
+    def __init__(self, inner: Any, log: list[Any], sent: list[Any]) -> None:
+        super().__init__(inner, log)
+        self.sent = sent
+
+    async def receive(self) -> Any:
+        message = await super().receive()
+        inner = message.get("message") if isinstance(message, dict) else None
+        if isinstance(inner, dict) and inner.get("type") == "tool-call":
+            message = {**message, "message": {**inner, "events": True}}
+        return message
+
+    async def send(self, item: Any) -> None:
+        self.sent.append(item)
+        await super().send(item)
+
+
 @asynccontextmanager
-async def python_frame(bundles: dict[str, bytes]) -> AsyncIterator[PythonFrameSide]:
-    """A Python frame behind websocket_server, which also serves the pages and the relay."""
+async def python_frame(
+    bundles: dict[str, bytes], *, sent: list[Any] | None = None
+) -> AsyncIterator[PythonFrameSide]:
+    """A Python frame behind websocket_server, which also serves the pages and the relay.
+
+    With ``sent``, every call is made to ask for events and what the frame sends is kept.
+    """
     files = {
         **relay_files(),
         "/host-page.js": (bundles["/host-page.js"], JS),
@@ -102,7 +130,10 @@ async def python_frame(bundles: dict[str, bytes]) -> AsyncIterator[PythonFrameSi
 
     async def serve(transport: Any) -> None:
         side.connections += 1
-        await frame.serve(RecordingTransport(transport, side.received))
+        if sent is None:
+            await frame.serve(RecordingTransport(transport, side.received))
+        else:
+            await frame.serve(AskingForEvents(transport, side.received, sent))
 
     async with websocket_server(serve, token=TOKEN, http_files=files) as server:
         side = PythonFrameSide(server, registry, notes)
@@ -154,6 +185,35 @@ async def test_python_error_rejects_in_js_with_the_same_message(
         }
         outcome = await page.evaluate("hostTest.call('multiply', {a: 'x', b: 2})")
         assert outcome["error"].startswith('Invalid arguments for tool "multiply"')
+
+
+async def test_a_js_host_ignores_progress_and_logs_and_gets_the_result(
+    page: BrowserPage, bundles: dict[str, bytes]
+) -> None:
+    sent: list[Any] = []
+    async with python_frame(bundles, sent=sent) as side:
+
+        @side.registry.tool
+        async def count(n: int, context: ToolCallContext) -> str:
+            """Count to n, reporting each step."""
+            for i in range(1, n + 1):
+                context.report_progress(i, n, f"step {i}")
+                context.log("info", f"counted {i}")
+                await anyio.sleep(0.01)
+            return f"counted to {n}"
+
+        await open_host(page, side)
+        await page.wait_for("'count' in hostTest.context().tools")
+        assert await page.evaluate("hostTest.call('count', {n: 3})") == {"result": "counted to 3"}
+        # The JS host did not ask; the messages it got anyway were ignored.
+        calls = [m["message"] for m in side.received if m["message"]["type"] == "tool-call"]
+        assert [call.get("events") for call in calls] == [None]
+        kinds = [m["message"]["type"] for m in sent if m["message"].get("id") == calls[0]["id"]]
+        assert "tool-progress" in kinds
+        assert "tool-log" in kinds
+        assert kinds[-1] == "tool-result"
+        # And the host still works afterwards.
+        assert await page.evaluate("hostTest.call('multiply', {a: 6, b: 7})") == {"result": 42}
 
 
 async def test_python_registry_changes_reach_the_js_host(
