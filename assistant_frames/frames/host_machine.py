@@ -145,7 +145,7 @@ class HostMachine:
         of :attr:`events` will take them.
         """
         call = self.calls.add(name, call_id=call_id, deadline=deadline, wake=wake)
-        if on_event is None and not self.events:
+        if on_event is None and not self.events.active:
             return call, protocol.encode_tool_call(call.id, name, args)
         call.on_event = on_event
         return call, protocol.encode_tool_call(call.id, name, args, events=True)

@@ -282,7 +282,7 @@ class AssistantFrameProvider:
 
     async def _reply(self, connection: _Connection, call: _Call, reply: dict[str, Any]) -> None:
         if connection.machine.finish(call.id, call):  # else cancelled or superseded
-            if connection.events_waiting:  # what the call reported goes out before its result
+            if connection.progress or connection.logs:  # reported before, sent before
                 await connection.flush_events()
             await connection.send_reply(call.id, reply)
 
@@ -397,11 +397,6 @@ class _Connection:
         self.logs: deque[dict[str, Any]] = deque()
         self.events_wake: anyio.Event | None = None
         self.events_dropped = 0
-
-    @property
-    def events_waiting(self) -> bool:
-        """Whether progress or log messages wait to be sent."""
-        return bool(self.progress or self.logs)
 
     def send_event(self, event: ToolEvent) -> None:
         """A running call's progress or log message: queue it for the sender task.

@@ -475,6 +475,8 @@ class _MCPEvents:
 
     async def finish(self) -> None:
         """The call is over: stop the task, then send what is left."""
+        if self._scope is None and not self._logs and self._progress is None:
+            return  # the tool reported nothing (or nobody is running): the usual case
         with anyio.CancelScope(shield=True), anyio.move_on_after(_NOTIFY_TIMEOUT):
             if self._scope is not None and self._done is not None:
                 self._scope.cancel()

@@ -83,14 +83,17 @@ def deliver_event(callback: ToolEventCallback, event: ToolEvent) -> None:
 class ToolEventSubscribers:
     """The callbacks subscribed to every call's events on one connection.
 
-    Calling it delivers an event to each; it is true while anyone is subscribed.
+    Calling it delivers an event to each; :attr:`active` (and its truth) says whether
+    anyone is subscribed.
     """
 
-    __slots__ = ("_callbacks", "_ids")
+    __slots__ = ("_callbacks", "_ids", "active")
 
     def __init__(self) -> None:
         self._callbacks: dict[int, ToolEventCallback] = {}
         self._ids = itertools.count()
+        #: Whether anyone is subscribed (an attribute: hot paths read it per call).
+        self.active = False
 
     def add(self, callback: ToolEventCallback) -> Callable[[], None]:
         """Subscribe ``callback``; returns the function that unsubscribes it."""
@@ -98,9 +101,11 @@ class ToolEventSubscribers:
             raise TypeError(f"subscribe_tool_events() needs a callable, not {callback!r}")
         key = next(self._ids)
         self._callbacks[key] = callback
+        self.active = True
 
         def unsubscribe() -> None:
             self._callbacks.pop(key, None)
+            self.active = bool(self._callbacks)
 
         return unsubscribe
 
@@ -109,7 +114,7 @@ class ToolEventSubscribers:
         return list(self._callbacks.values())
 
     def __bool__(self) -> bool:
-        return bool(self._callbacks)
+        return self.active
 
     def __call__(self, event: ToolEvent) -> None:
         for callback in tuple(self._callbacks.values()):

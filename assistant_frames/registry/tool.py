@@ -24,6 +24,7 @@ untouched). They travel with the tool over frames and MCP alike.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import contextlib
 import dataclasses
@@ -203,8 +204,11 @@ class _EventSink:
         self._lock = threading.Lock()
         self._pending: list[ToolEvent] = []
         self._dropped = 0
-        with contextlib.suppress(Exception):  # no running loop: events stay on this thread
-            self._call_soon = call_soon_threadsafe()
+        try:  # asyncio's, looked up directly: this runs once per call that listens
+            self._call_soon = asyncio.get_running_loop().call_soon_threadsafe
+        except RuntimeError:
+            with contextlib.suppress(Exception):  # no loop at all: events stay on this thread
+                self._call_soon = call_soon_threadsafe()
 
     def emit(self, event: ToolEvent) -> None:
         if threading.get_ident() == self._loop_thread or self._call_soon is None:
