@@ -242,3 +242,22 @@ async def test_no_context_is_a_library_timeout_with_a_message() -> None:
     assert error.message.startswith("No model context from mute within 0.1 s")
     assert "frame" in error.message
     assert str(error) == error.message
+
+
+async def test_an_mcp_frame_names_itself_in_its_errors(anyio_backend: str) -> None:
+    from assistant_frames.mcp import MCPContextServer, MCPFrame
+
+    server = MCPContextServer(slow_registry())
+    with anyio.fail_after(15):
+        async with server.running(), MCPFrame(server.server, name="remote", timeout=0.2) as frame:
+            with pytest.raises(ToolCallError) as timed_out:
+                await frame.call_tool("slow", {})
+            with pytest.raises(ToolCallError) as failed:
+                await frame.call_tool("boom", {})
+        with pytest.raises(ToolCallError) as closed:
+            await frame.call_tool("boom", {})
+    assert isinstance(timed_out.value, ToolCallTimeout)
+    assert (timed_out.value.tool_name, timed_out.value.frame) == ("slow", "remote")
+    assert (failed.value.message, failed.value.frame) == ("no such thing", "remote")
+    assert isinstance(closed.value, FrameDisconnected)
+    assert (closed.value.tool_name, closed.value.frame) == ("boom", "remote")

@@ -329,7 +329,7 @@ class MCPFrame:
         if self._state == "new":
             raise RuntimeError("Enter the MCPFrame (async with) before waiting for its context")
         if self._state != "connected":
-            raise self._disconnected or FrameDisconnected(f"The MCP frame {self.name} was closed")
+            raise self._lost(f"The MCP frame {self.name} was closed")
         return self._context
 
     # -- ModelContextProvider ------------------------------------------------------------
@@ -372,13 +372,12 @@ class MCPFrame:
         :class:`FrameDisconnected` when the server is or goes away.
         """
         if self._state != "connected":
-            raise self._disconnected or FrameDisconnected(
-                f"The MCP frame {self.name} is not connected"
-            )
+            raise self._lost(f"The MCP frame {self.name} is not connected", name)
         if args is not None and not isinstance(args, dict):
             raise ToolCallError(
                 f'Arguments for tool "{name}" must be a JSON object, not {type(args).__name__}',
                 tool_name=name,
+                frame=self.name,
             )
         limit = self.timeout if timeout is None else timeout
         # One scope for the deadline and for the frame closing or losing its server (an
@@ -395,23 +394,38 @@ class MCPFrame:
             except MCPError as exc:
                 if exc.code == types.CONNECTION_CLOSED:
                     self._gone_because("it closed the connection")
-                    raise self._disconnected or FrameDisconnected(exc.message) from None
-                raise error_from_jsonrpc(exc.code, exc.message, name) from None
+                    raise self._lost(exc.message, name) from None
+                failure = error_from_jsonrpc(exc.code, exc.message, name)
+                failure.frame = self.name
+                raise failure from None
             except (RuntimeError, ValidationError) as exc:
                 # The SDK checks the result: its shape, and content against outputSchema.
                 raise ToolCallError(
                     f'The MCP server {self.name} sent an invalid result for tool "{name}": {exc}',
                     tool_name=name,
+                    frame=self.name,
                 ) from exc
             finally:
                 self._calls.discard(call.id)
         if scope.cancelled_caught:
             if call.timed_out:
-                raise ToolCallTimeout(name, limit or 0.0)
-            if isinstance(call.error, FrameDisconnected):
-                raise copy.copy(call.error)
-            raise self._disconnected or FrameDisconnected(f"The MCP frame {self.name} was closed")
-        return from_call_result(result, name)
+                raise ToolCallTimeout(name, limit or 0.0, frame=self.name)
+            raise self._lost(f"The MCP frame {self.name} was closed", name, call.error)
+        try:
+            return from_call_result(result, name)
+        except ToolCallError as exc:  # an isError result
+            exc.frame = self.name
+            raise
+
+    def _lost(
+        self, message: str, tool_name: str | None = None, cause: object = None
+    ) -> FrameDisconnected:
+        """A fresh ``FrameDisconnected`` for one caller: why the server went (``cause``, or
+        the frame's own record), else ``message``; each raise gets its own instance."""
+        known = cause if isinstance(cause, FrameDisconnected) else self._disconnected
+        error = copy.copy(known) if known is not None else FrameDisconnected(message)
+        error.tool_name, error.frame = tool_name, self.name
+        return error
 
     # -- resources and prompts ----------------------------------------------------------
 
@@ -501,9 +515,7 @@ class MCPFrame:
 
     def _check_connected(self) -> None:
         if self._state != "connected":
-            raise self._disconnected or FrameDisconnected(
-                f"The MCP frame {self.name} is not connected"
-            )
+            raise self._lost(f"The MCP frame {self.name} is not connected")
 
     async def _request(self, what: str, send: Callable[[], Awaitable[_T]]) -> _T:
         """``send()`` bounded by the frame's timeout, and ended by the server leaving."""
@@ -517,15 +529,13 @@ class MCPFrame:
             except MCPError as exc:
                 if exc.code == types.CONNECTION_CLOSED:
                     self._gone_because("it closed the connection")
-                    raise self._disconnected or FrameDisconnected(exc.message) from None
+                    raise self._lost(exc.message) from None
                 raise
             finally:
                 self._calls.discard(call.id)
         if call.timed_out:
             raise TimeoutError(f"The MCP server {self.name}: {what} timed out after {limit:g} s")
-        if isinstance(call.error, FrameDisconnected):
-            raise copy.copy(call.error)
-        raise self._disconnected or FrameDisconnected(f"The MCP frame {self.name} was closed")
+        raise self._lost(f"The MCP frame {self.name} was closed", None, call.error)
 
     def _progress_callback(
         self, call_id: str, name: str, on_event: ToolEventCallback | None
