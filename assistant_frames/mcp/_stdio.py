@@ -9,7 +9,6 @@ of the server comes with its exit code and the end of its stderr.
 
 from __future__ import annotations
 
-import signal
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager, suppress
 from typing import TYPE_CHECKING, Any
@@ -22,6 +21,7 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from ..transports.contract import CloseReason, close_reason
+from ..transports.stdio import describe_exit as _describe_exit
 from ..transports.stdio import spawn_worker
 
 if TYPE_CHECKING:
@@ -105,18 +105,4 @@ def _parse(raw: Any) -> SessionMessage | Exception:
 
 def describe_exit(reason: CloseReason) -> str:
     """How a server process ended, with the last lines of its stderr."""
-    code = reason.exit_code
-    if code is None:
-        what = "it closed its stdout"
-    elif code < 0:
-        try:
-            name = signal.Signals(-code).name
-        except ValueError:
-            name = f"signal {-code}"
-        what = f"it was killed by {name} (exit code {code})"
-    else:
-        what = f"it exited with code {code}"
-    tail = (reason.stderr_tail or "").strip()
-    if tail:
-        what += "; the end of its stderr:\n" + "\n".join(tail.splitlines()[-10:])
-    return what
+    return _describe_exit("it", reason.exit_code, reason.stderr_tail or "")

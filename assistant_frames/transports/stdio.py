@@ -343,24 +343,8 @@ class WorkerTransport(StdioTransport):
     async def _describe_end(self, exc: BaseException | None) -> str:
         with anyio.move_on_after(_EXIT_WAIT):
             await self.process.wait()
-        code = self.process.returncode
-        worker = self._describe_worker()
-        if code is None:
-            what = f"{worker} closed its stdout"
-        elif code < 0:
-            try:
-                name = signal.Signals(-code).name
-            except ValueError:
-                name = f"signal {-code}"
-            what = f"{worker} was killed by {name} (exit code {code})"
-        else:
-            what = f"{worker} exited with code {code}"
         await anyio.lowlevel.checkpoint()  # let the stderr pump take what is already in the pipe
-        tail = self.stderr_tail().strip()
-        if tail:
-            lines = tail.splitlines()[-10:]
-            what += "; the end of its stderr:\n" + "\n".join(lines)
-        return what
+        return describe_exit(self._describe_worker(), self.process.returncode, self.stderr_tail())
 
     async def shutdown(self, grace_period: float) -> None:
         """Stop the worker: close its stdin, then SIGTERM, then SIGKILL; always reap it."""
@@ -609,6 +593,25 @@ async def own_stdio(
                 yield transport
             finally:
                 tasks.cancel_scope.cancel()
+
+
+def describe_exit(who: str, code: int | None, stderr_tail: str = "") -> str:
+    """How a process ended, in words, with the last lines of its stderr: ``"<who> was
+    killed by SIGKILL (exit code -9); the end of its stderr:\n..."``."""
+    if code is None:
+        what = f"{who} closed its stdout"
+    elif code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        what = f"{who} was killed by {name} (exit code {code})"
+    else:
+        what = f"{who} exited with code {code}"
+    tail = stderr_tail.strip()
+    if tail:
+        what += "; the end of its stderr:\n" + "\n".join(tail.splitlines()[-10:])
+    return what
 
 
 def __getattr__(name: str) -> Any:
