@@ -163,3 +163,46 @@ def test_the_cli_names_a_dead_mcp_server_once(tmp_path: Path) -> None:
     assert "Cannot connect to the MCP server `" in result.stderr
     assert "it exited with code 1" in result.stderr
     assert "config error: no such database" in result.stderr
+
+
+WRAPPER = """
+import subprocess
+import sys
+
+# Like npx: start the real server with our stdio, and a helper of its own that ignores
+# SIGTERM and stdin; write the helper's pid down; wait for the server.
+helper = subprocess.Popen(
+    [sys.executable, "-c", "import signal, time; signal.signal(signal.SIGTERM, "
+     "signal.SIG_IGN); time.sleep(60)"],
+    stdin=subprocess.DEVNULL,
+)
+with open("helper.pid", "w") as file:
+    file.write(str(helper.pid))
+sys.exit(subprocess.call([sys.executable, sys.argv[1]]))
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie counts as gone: it has exited, only its parent has not reaped it yet.
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        return stat.read().split(") ")[-1][0] != "Z"
+
+
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads /proc")
+async def test_what_a_wrapper_started_goes_with_the_server(
+    server: list[str], tmp_path: Path
+) -> None:
+    (tmp_path / "wrapper.py").write_text(WRAPPER, encoding="utf-8")
+    command = [sys.executable, str(tmp_path / "wrapper.py"), server[1]]
+    with anyio.fail_after(WAIT):
+        async with MCPFrame(command, name="wrapped", timeout=WAIT, cwd=tmp_path) as frame:
+            assert await frame.call_tool("pid")
+            pid_file = tmp_path / "helper.pid"
+            await wait_until(lambda: pid_file.exists() and pid_file.read_text() != "", WAIT)
+            helper = int(pid_file.read_text())
+            assert _alive(helper)
+        await wait_until(lambda: not _alive(helper), 5.0)

@@ -46,7 +46,12 @@ async def server_process(
     env = get_default_environment() | (params.env or {})
     command = [params.command, *params.args]
     async with spawn_worker(
-        command, env=env, cwd=params.cwd, grace_period=_GRACE_PERIOD, max_message_bytes=None
+        command,
+        env=env,
+        cwd=params.cwd,
+        grace_period=_GRACE_PERIOD,
+        max_message_bytes=None,
+        own_process_group=True,  # as the SDK's stdio_client: npx's children go with it
     ) as transport:
         to_client, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
         write_stream, from_client = anyio.create_memory_object_stream[SessionMessage](0)

@@ -263,6 +263,7 @@ class WorkerTransport(StdioTransport):
         pass_stderr: bool,
         receive_stream: ByteReceiveStream | None = None,
         command: Sequence[str] = (),
+        own_process_group: bool = False,
     ) -> None:
         receive_stream = receive_stream or process.stdout
         assert receive_stream is not None
@@ -273,6 +274,7 @@ class WorkerTransport(StdioTransport):
             self._outbox = DirectOutbox(writer)
         self.process = process
         self.command = tuple(command)
+        self._own_group = own_process_group
         self._pass_stderr = pass_stderr
         self._stderr = bytearray()
         self._stderr_limit = _STDERR_TAIL_BYTES if pass_stderr else 1024 * 1024
@@ -352,17 +354,29 @@ class WorkerTransport(StdioTransport):
             with contextlib.suppress(Exception):
                 await self.aclose()
             process = self.process
-            for step in ("wait", "terminate", "kill"):
-                if step == "terminate":
-                    with contextlib.suppress(ProcessLookupError):
-                        process.terminate()
-                elif step == "kill":
-                    with contextlib.suppress(ProcessLookupError):
-                        process.kill()
-                with anyio.move_on_after(grace_period if step != "kill" else None):
-                    await process.wait()
-                if process.returncode is not None:
-                    return
+            try:
+                for step in ("wait", "terminate", "kill"):
+                    if step == "terminate":
+                        self._signal(signal.SIGTERM)
+                    elif step == "kill":
+                        self._signal(signal.SIGKILL)
+                    with anyio.move_on_after(grace_period if step != "kill" else None):
+                        await process.wait()
+                    if process.returncode is not None:
+                        return
+            finally:
+                if self._own_group:  # what the worker started must not outlive it
+                    self._signal(signal.SIGKILL)
+
+    def _signal(self, signum: int) -> None:
+        """Send ``signum`` to the worker, or to its whole process group if it has one."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if self._own_group and hasattr(os, "killpg"):
+                os.killpg(self.process.pid, signum)
+            elif signum == signal.SIGTERM:
+                self.process.terminate()
+            else:
+                self.process.kill()
 
 
 class _AsyncioPipeWriter:
@@ -422,6 +436,7 @@ async def spawn_worker(
     grace_period: float = 2.0,
     max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES,
     max_line_bytes: int | None = None,
+    own_process_group: bool = False,
 ) -> AsyncIterator[WorkerTransport]:
     """Start ``command`` as a worker and yield the transport to it.
 
@@ -432,6 +447,11 @@ async def spawn_worker(
     error messages); ``"capture"`` keeps it (up to 1 MiB) for
     :meth:`WorkerTransport.stderr_tail` instead. ``env`` replaces the environment
     (``None``: inherit ours). Raises ``OSError`` if the command cannot be started.
+
+    ``own_process_group`` starts the worker in a session of its own (POSIX) and signals
+    the whole process group when stopping it, then kills what is left of the group: a
+    wrapper such as ``npx`` or ``uvx`` takes the processes it started with it, and a
+    Ctrl-C in the terminal does not reach the worker (its parent stops it).
 
     The transport is the only reader of the worker's stdout: under asyncio it reads a
     pipe of its own, and ``transport.process.stdout`` is ``None``.
@@ -452,6 +472,7 @@ async def spawn_worker(
             stderr=subprocess.PIPE,
             env=dict(env) if env is not None else None,
             cwd=cwd,
+            start_new_session=own_process_group and hasattr(os, "killpg"),
         )
     except BaseException:
         for fd in stdout_pipe or ():
@@ -468,6 +489,7 @@ async def spawn_worker(
             pass_stderr=stderr == "inherit",
             receive_stream=receive_stream,
             command=command,
+            own_process_group=own_process_group,
         )
     except BaseException:
         with contextlib.suppress(ProcessLookupError):
