@@ -23,6 +23,7 @@ ALLOWED: dict[str, set[str]] = {
     "registry": set(),
     "transports": set(),
     "frames": {"registry", "transports"},
+    "apps": {"registry", "transports"},
 }
 TOP = {"cli", "demo", "_demo_worker", "__main__"}  # applications of the library
 

@@ -1,0 +1,12 @@
+"""MCP Apps (the ``io.modelcontextprotocol/ui`` extension): tool UIs that talk to their host.
+
+An app is an HTML view that runs in a sandboxed iframe and speaks JSON-RPC 2.0 with its
+host: the ``ui/*`` methods of the extension plus proxied MCP requests. :mod:`.protocol`
+is its sans-I/O codec. Needs the ``mcp`` extra (it reuses the ``mcp`` SDK's types).
+"""
+
+from __future__ import annotations
+
+from . import protocol
+
+__all__ = ["protocol"]
