@@ -199,6 +199,12 @@ SENT: list[tuple[str, BaseModel | None]] = [
     ("resources/list", mcp.PaginatedRequestParams(cursor="2")),
     ("resources/templates/list", mcp.PaginatedRequestParams()),
     ("prompts/list", mcp.PaginatedRequestParams()),
+    (
+        "sampling/createMessage",
+        mcp.CreateMessageRequestParams(
+            messages=[mcp.SamplingMessage(role="user", content=TEXT)], max_tokens=100
+        ),
+    ),
     ("ping", None),
     ("notifications/message", mcp.LoggingMessageNotificationParams(level="info", data="hi")),
     ("notifications/cancelled", mcp.CancelledNotificationParams(request_id=1, reason="gone")),
@@ -260,6 +266,15 @@ def test_result_round_trip(method: str) -> None:
     assert message.id == "call-1"
     parsed = p.parse_result(method, message.result)
     assert p.to_wire(parsed) == p.to_wire(RESULTS[method])
+
+
+@pytest.mark.parametrize("content", [TEXT, [TEXT]])
+def test_sampling_results_with_one_or_many_content_blocks(content: Any) -> None:
+    wire = {"role": "assistant", "content": p.to_wire(TEXT), "model": "m"}
+    wire["content"] = [p.to_wire(TEXT)] if isinstance(content, list) else p.to_wire(TEXT)
+    result = p.parse_result("sampling/createMessage", wire)
+    assert result.model == "m"
+    assert p.to_wire(result)["content"] == wire["content"]
 
 
 def test_error_round_trip() -> None:
@@ -580,7 +595,7 @@ let input = "";
 for await (const chunk of process.stdin) input += chunk;
 const failures = [];
 for (const [schema, value, framed] of JSON.parse(input)) {
-  const checks = [[schema, schema && apps[schema + "Schema"], value]];
+  const checks = [[schema, schema && (apps[schema + "Schema"] ?? core[schema + "Schema"]), value]];
   if (framed) checks.push(["JSONRPCMessage", core.JSONRPCMessageSchema, framed]);
   for (const [name, zod, instance] of checks) {
     if (!name) continue;
@@ -593,6 +608,24 @@ console.log(JSON.stringify(failures));
 """
 
 
+#: The MCP TypeScript SDK's schemas for the methods that have no ``McpUi*`` one:
+#: ``(message schema, result schema)``.
+MCP_ZOD: dict[str, tuple[str | None, str | None]] = {
+    "tools/call": ("CallToolRequest", "CallToolResult"),
+    "tools/list": ("ListToolsRequest", "ListToolsResult"),
+    "resources/read": ("ReadResourceRequest", None),
+    "resources/list": ("ListResourcesRequest", None),
+    "resources/templates/list": ("ListResourceTemplatesRequest", None),
+    "prompts/list": ("ListPromptsRequest", None),
+    "sampling/createMessage": ("CreateMessageRequest", None),
+    "ping": ("PingRequest", "EmptyResult"),
+    "notifications/message": ("LoggingMessageNotification", None),
+    "notifications/cancelled": ("CancelledNotification", None),
+    "notifications/tools/list_changed": ("ToolListChangedNotification", None),
+    p.UPDATE_MODEL_CONTEXT: (None, "EmptyResult"),
+}
+
+
 def test_sent_messages_pass_the_sdks_own_zod_schemas() -> None:
     node = shutil.which("node")
     if node is None or not (BROWSER / "node_modules" / "@modelcontextprotocol").exists():
@@ -603,10 +636,12 @@ def test_sent_messages_pass_the_sdks_own_zod_schemas() -> None:
     cases: list[tuple[str | None, Any, Any]] = []
     for index, (method, params) in enumerate(SENT):
         wire = _encode(index, method, params)
-        cases.append((p.METHODS[method].schema, wire, wire))
+        schema = p.METHODS[method].schema or MCP_ZOD[method][0]
+        cases.append((schema, wire, wire))
     for method, result in RESULTS.items():
         wire = p.encode_result(f"call-{method}", result)
-        cases.append((p.METHODS[method].result_schema, wire["result"], wire))
+        schema = p.METHODS[method].result_schema or MCP_ZOD[method][1]
+        cases.append((schema, wire["result"], wire))
     for raw, _, request_id in MALFORMED:  # our answers to bad input
         if request_id is not None:
             with pytest.raises(p.ProtocolError) as caught:

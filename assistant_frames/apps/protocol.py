@@ -528,7 +528,7 @@ METHODS: Final[Mapping[str, MethodSpec]] = _specs(
     MethodSpec(
         "sampling/createMessage",
         mcp.CreateMessageRequestParams,
-        mcp.CreateMessageResult,
+        mcp.CreateMessageResultWithTools,  # also single-content results
         "view",
     ),
     MethodSpec("ping", None, mcp.EmptyResult, "both"),
