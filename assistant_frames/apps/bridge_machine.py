@@ -1,0 +1,286 @@
+"""The host side of one MCP Apps view connection as a sans-I/O state machine.
+
+:class:`BridgeMachine` applies the rules of the ext-apps ``AppBridge`` without awaiting
+anything: it answers ``ui/initialize``, holds what the host sends until the view says
+it is initialized, keeps the host context and tells the view only what changed, and
+correlates the answers to its own requests through
+:class:`~assistant_frames.calls.PendingCalls`. Feed it what arrived
+(:meth:`BridgeMachine.receive`), send what it returns; requests that need the host's
+decision (``ui/message``, ``tools/call``...) come back to the driver, unanswered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import mcp_types as mcp
+
+from ..calls import PendingCall, PendingCalls
+from . import protocol
+from .protocol import (
+    HostCapabilities,
+    HostContext,
+    InitializeParams,
+    Notification,
+    ProtocolError,
+    Request,
+)
+
+__all__ = ["BridgeMachine", "BridgeState", "Received"]
+
+BridgeState = Literal["new", "initializing", "initialized"]
+"""``new``: no ``ui/initialize`` yet; ``initializing``: answered, awaiting the view's
+``initialized``; ``initialized``: what the host sends goes out at once."""
+
+_SAMPLES = 3  # ignored messages kept for diagnosis
+
+
+@dataclass
+class Received:
+    """What one received message asks of the driver.
+
+    ``send``: messages to send, in order (answers, and the queue released by
+    ``initialized``). ``requests``: view requests the host must answer itself
+    (:func:`~.protocol.encode_result` / :func:`~.protocol.encode_error`).
+    ``notifications``: view notifications for the driver (``size-changed``,
+    ``request-teardown``, logs...). ``settled``: our own requests that got their answer.
+    """
+
+    send: list[dict[str, Any]] = field(default_factory=list)
+    requests: list[Request] = field(default_factory=list)
+    notifications: list[Notification] = field(default_factory=list)
+    settled: list[PendingCall] = field(default_factory=list)
+
+
+class BridgeMachine:
+    """The rules of one host-to-view connection, without I/O.
+
+    ``host_info``, ``host_capabilities`` and ``host_context`` are what the
+    ``ui/initialize`` answer tells the view. Our requests are tracked by :attr:`calls`
+    (ids start with ``id_prefix``).
+    """
+
+    __slots__ = (
+        "_input_sent",
+        "_queue",
+        "app_capabilities",
+        "app_info",
+        "calls",
+        "host_capabilities",
+        "host_context",
+        "host_info",
+        "ignored",
+        "ignored_samples",
+        "initializations",
+        "malformed",
+        "protocol_version",
+        "state",
+    )
+
+    def __init__(
+        self,
+        host_info: mcp.Implementation,
+        *,
+        host_capabilities: HostCapabilities | None = None,
+        host_context: HostContext | None = None,
+        id_prefix: str = "host-",
+    ) -> None:
+        self.host_info = host_info
+        self.host_capabilities = host_capabilities or HostCapabilities()
+        self.host_context = host_context or HostContext()
+        self.calls = PendingCalls(id_prefix)
+        self.state: BridgeState = "new"
+        #: The view's ``ui/initialize`` params (``None``: not initialized yet).
+        self.app_info: mcp.Implementation | None = None
+        self.app_capabilities: protocol.AppCapabilities | None = None
+        #: The version agreed on in the last ``ui/initialize`` answer.
+        self.protocol_version: str | None = None
+        #: ``ui/initialize`` requests answered; more than one is tolerated, worth a log.
+        self.initializations = 0
+        self.malformed = 0  # messages answered or dropped as malformed
+        #: Messages dropped without an answer (unknown response ids, host-only
+        #: notifications, ``initialized`` before ``initialize``...), the first few kept.
+        self.ignored = 0
+        self.ignored_samples: list[Any] = []
+        self._queue: list[dict[str, Any]] = []
+        self._input_sent = False
+
+    # -- receiving -------------------------------------------------------------------------
+
+    def receive(self, raw: object) -> Received:
+        """Apply one received message; never raises for bad input."""
+        out = Received()
+        try:
+            message = protocol.decode(raw)
+        except ProtocolError as exc:
+            self.malformed += 1
+            answer = exc.to_wire()
+            if answer is not None:
+                out.send.append(answer)
+            return out
+        if isinstance(message, Request):
+            self._request(message, out)
+        elif isinstance(message, Notification):
+            self._notification(message, raw, out)
+        else:
+            self._response(message, raw, out)
+        return out
+
+    def _request(self, request: Request, out: Received) -> None:
+        if request.method == protocol.INITIALIZE:
+            out.send.append(self._initialize(request))
+        elif protocol.METHODS[request.method].sender == "host":  # ours to send, not the view's
+            self.malformed += 1
+            reason = f"Method not found: {request.method} (not sent by a view)"
+            out.send.append(protocol.encode_error(request.id, protocol.METHOD_NOT_FOUND, reason))
+        else:
+            out.requests.append(request)
+
+    def _initialize(self, request: Request) -> dict[str, Any]:
+        params: InitializeParams = request.params
+        self.initializations += 1
+        self.app_info = params.app_info
+        self.app_capabilities = params.app_capabilities
+        version = params.protocol_version
+        if version not in protocol.SUPPORTED_PROTOCOL_VERSIONS:
+            version = protocol.PROTOCOL_VERSION
+        self.protocol_version = version
+        if self.state == "new":
+            self.state = "initializing"
+        result = protocol.InitializeResult(
+            protocol_version=version,
+            host_info=self.host_info,
+            host_capabilities=self.host_capabilities,
+            host_context=self.host_context,
+        )
+        return protocol.encode_result(request.id, result)
+
+    def _notification(self, note: Notification, raw: object, out: Received) -> None:
+        if note.method == protocol.INITIALIZED:
+            if self.state == "new":  # initialized before initialize: the view broke order
+                self._ignore(raw)
+            elif self.state == "initializing":
+                self.state = "initialized"
+                out.send.extend(self._queue)
+                self._queue.clear()
+            return
+        if protocol.METHODS[note.method].sender == "host":
+            self._ignore(raw)
+        else:
+            out.notifications.append(note)
+
+    def _response(
+        self, message: protocol.Response | protocol.ErrorResponse, raw: object, out: Received
+    ) -> None:
+        call = self.calls.get(message.id) if isinstance(message.id, str) else None
+        if call is None:
+            self._ignore(raw)
+            return
+        if isinstance(message, protocol.ErrorResponse):
+            if (
+                message.code == protocol.METHOD_NOT_FOUND
+                and call.name == protocol.RESOURCE_TEARDOWN
+            ):
+                # A view without a teardown handler answers so: nothing to wait for.
+                self.calls.resolve(call.id, {})
+            else:
+                self.calls.resolve(call.id, error=message)
+        else:
+            try:
+                result = protocol.parse_result(call.name, message.result)
+            except ProtocolError as exc:
+                self.malformed += 1
+                self.calls.resolve(call.id, error=exc)
+            else:
+                self.calls.resolve(call.id, result)
+        out.settled.append(call)
+
+    def _ignore(self, raw: object) -> None:
+        self.ignored += 1
+        if len(self.ignored_samples) < _SAMPLES:
+            self.ignored_samples.append(raw)
+
+    # -- sending ---------------------------------------------------------------------------
+
+    def _emit(self, message: dict[str, Any]) -> list[dict[str, Any]]:
+        """``[message]`` once the view is initialized; queued (``[]``) before."""
+        if self.state == "initialized":
+            return [message]
+        self._queue.append(message)
+        return []
+
+    @property
+    def queued(self) -> int:
+        """Messages held until the view is initialized."""
+        return len(self._queue)
+
+    def send_tool_input(self, arguments: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+        """The tool call's complete arguments (``tool-input``)."""
+        self._input_sent = True
+        params = protocol.ToolInputParams(arguments=dict(arguments or {}))
+        return self._emit(protocol.encode_notification(protocol.TOOL_INPUT, params))
+
+    def send_tool_input_partial(self, arguments: Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Arguments still streaming in (``tool-input-partial``).
+
+        ``RuntimeError`` once the complete input went: a partial one after it would
+        make the view show stale arguments.
+        """
+        if self._input_sent:
+            raise RuntimeError("Cannot send partial tool input after the complete input")
+        params = protocol.ToolInputParams(arguments=dict(arguments))
+        return self._emit(protocol.encode_notification(protocol.TOOL_INPUT_PARTIAL, params))
+
+    def send_tool_result(
+        self, result: mcp.CallToolResult | Mapping[str, Any]
+    ) -> list[dict[str, Any]]:
+        """The tool call's result (``tool-result``); a mapping is validated first."""
+        if not isinstance(result, mcp.CallToolResult):
+            mcp.CallToolResult.model_validate(result)  # ValidationError: not a result
+        return self._emit(protocol.encode_notification(protocol.TOOL_RESULT, result))
+
+    def send_tool_cancelled(self, reason: str | None = None) -> list[dict[str, Any]]:
+        """The tool call was cancelled (``tool-cancelled``), perhaps saying why."""
+        params = protocol.ToolCancelledParams(reason=reason)
+        return self._emit(protocol.encode_notification(protocol.TOOL_CANCELLED, params))
+
+    def set_host_context(self, context: HostContext | Mapping[str, Any]) -> list[dict[str, Any]]:
+        """Replace the host context; tell the view the keys whose values changed.
+
+        Nothing is sent when nothing changed, nor before ``ui/initialize`` (its answer
+        carries the whole context). A key that is dropped is not announced: the
+        notification can only carry values, as in the ext-apps ``AppBridge``.
+        """
+        if not isinstance(context, HostContext):
+            context = HostContext.model_validate(context)
+        old, new = protocol.to_wire(self.host_context), protocol.to_wire(context)
+        self.host_context = context
+        changed = {key: value for key, value in new.items() if old.get(key) != value}
+        if not changed or self.state == "new":
+            return []
+        return self._emit(protocol.encode_notification(protocol.HOST_CONTEXT_CHANGED, changed))
+
+    def request_teardown(
+        self, deadline: float | None = None
+    ) -> tuple[list[dict[str, Any]], PendingCall]:
+        """Ask the view to tear down (``ui/resource-teardown``): what to send, and the call.
+
+        ``deadline`` is on the driver's clock (see :class:`PendingCalls`). A ``-32601``
+        answer (a view without a teardown handler) settles the call as done.
+        """
+        call = self.calls.add(protocol.RESOURCE_TEARDOWN, deadline=deadline)
+        message = protocol.encode_request(call.id, protocol.RESOURCE_TEARDOWN, {})
+        return self._emit(message), call
+
+    # -- policy ----------------------------------------------------------------------------
+
+    @staticmethod
+    def may_call(tool: mcp.Tool | Mapping[str, Any] | None) -> bool:
+        """True when a view may call the tool: ``"app"`` is in its visibility.
+
+        ``tool`` is the tool or its ``_meta`` (``None``: no ``_meta``, visible to both).
+        """
+        meta = tool.meta if isinstance(tool, mcp.Tool) else tool
+        return "app" in protocol.visibility(meta)
