@@ -1,11 +1,13 @@
-"""Plain-text tables, for the CLI and the demo."""
+"""Plain text for people: tables for the CLI and the demo, validation errors in a line."""
 
 from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
 
-__all__ = ["format_table"]
+from pydantic import ValidationError
+
+__all__ = ["describe_validation_error", "format_table"]
 
 
 def format_table(
@@ -32,3 +34,12 @@ def format_table(
         lines.append((head + wrapped[0]).rstrip())
         lines += [" " * start + more for more in wrapped[1:]]
     return "\n".join(lines)
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """The first three problems of a pydantic ``ValidationError``, as ``loc: msg; ...``."""
+    parts = []
+    for error in exc.errors(include_url=False)[:3]:
+        loc = ".".join(str(p) for p in error["loc"])
+        parts.append(f"{loc}: {error['msg']}" if loc else error["msg"])
+    return "; ".join(parts)

@@ -41,6 +41,7 @@ from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
 from pydantic.alias_generators import to_camel
 
+from .._text import describe_validation_error
 from ..errors import AssistantFramesError
 from ..transports.multiplex import jsonrpc as is_jsonrpc
 
@@ -662,14 +663,6 @@ def _is_id(value: object) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-def _describe(exc: ValidationError) -> str:
-    parts = []
-    for error in exc.errors(include_url=False)[:3]:
-        loc = ".".join(str(p) for p in error["loc"])
-        parts.append(f"{loc}: {error['msg']}" if loc else error["msg"])
-    return "; ".join(parts)
-
-
 def decode(raw: object) -> Message:
     """Classify and validate one received JSON-RPC 2.0 message.
 
@@ -710,7 +703,7 @@ def decode(raw: object) -> Message:
             parsed = spec.params.model_validate({} if params is None else params)
         except ValidationError as exc:
             raise InvalidParams(
-                f"Invalid params for {method}: {_describe(exc)}",
+                f"Invalid params for {method}: {describe_validation_error(exc)}",
                 request_id=request_id,
                 method=method,
                 raw=raw,
@@ -757,7 +750,9 @@ def parse_result(method: str, result: Mapping[str, Any]) -> Any:
         return spec.result.model_validate(result)
     except ValidationError as exc:
         raise InvalidParams(
-            f"Invalid result for {method}: {_describe(exc)}", method=method, raw=result
+            f"Invalid result for {method}: {describe_validation_error(exc)}",
+            method=method,
+            raw=result,
         ) from None
 
 

@@ -24,6 +24,7 @@ from pydantic import (
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
 
+from .._text import describe_validation_error
 from ..errors import RESULT_NOT_SENDABLE
 from ..registry.annotations import ToolAnnotations
 from ..registry.context import ModelContext
@@ -268,7 +269,9 @@ def decode(raw: object) -> FrameMessage | None:
             candidate = message.get("id")
             if isinstance(candidate, str):
                 tool_call_id = candidate
-        raise MalformedMessage(_describe(exc), message=message, tool_call_id=tool_call_id) from None
+        raise MalformedMessage(
+            describe_validation_error(exc), message=message, tool_call_id=tool_call_id
+        ) from None
 
 
 def fast_tool_call(raw: object) -> tuple[str, str, Any, bool] | None:
@@ -300,14 +303,6 @@ def fast_tool_result(raw: object) -> tuple[str, Any, Any] | None:
             if type(call_id) is str:
                 return call_id, message.get("result"), message.get("error")
     return None
-
-
-def _describe(exc: ValidationError) -> str:
-    parts = []
-    for error in exc.errors(include_url=False)[:3]:
-        loc = ".".join(str(p) for p in error["loc"])
-        parts.append(f"{loc}: {error['msg']}" if loc else error["msg"])
-    return "; ".join(parts)
 
 
 # -- encoding --------------------------------------------------------------------------------
