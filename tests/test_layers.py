@@ -23,7 +23,8 @@ ALLOWED: dict[str, set[str]] = {
     "registry": set(),
     "transports": set(),
     "frames": {"registry", "transports"},
-    "apps": {"registry", "transports"},
+    # The view's proxied requests go to an MCP server; its tools are listed as MCP's.
+    "apps": {"registry", "transports", "mcp", "tool_formats"},
 }
 TOP = {"cli", "demo", "_demo_worker", "__main__"}  # applications of the library
 

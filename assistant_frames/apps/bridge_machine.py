@@ -11,11 +11,12 @@ decision (``ui/message``, ``tools/call``...) come back to the driver, unanswered
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import mcp_types as mcp
+from pydantic import BaseModel
 
 from ..calls import PendingCall, PendingCalls
 from . import protocol
@@ -35,6 +36,10 @@ BridgeState = Literal["new", "initializing", "initialized"]
 ``initialized``; ``initialized``: what the host sends goes out at once."""
 
 _SAMPLES = 3  # ignored messages kept for diagnosis
+
+
+def _nothing() -> None:
+    pass
 
 
 @dataclass
@@ -263,16 +268,40 @@ class BridgeMachine:
         return self._emit(protocol.encode_notification(protocol.HOST_CONTEXT_CHANGED, changed))
 
     def request_teardown(
-        self, deadline: float | None = None
+        self, deadline: float | None = None, wake: Callable[[], None] | None = None
     ) -> tuple[list[dict[str, Any]], PendingCall]:
         """Ask the view to tear down (``ui/resource-teardown``): what to send, and the call.
 
-        ``deadline`` is on the driver's clock (see :class:`PendingCalls`). A ``-32601``
-        answer (a view without a teardown handler) settles the call as done.
+        A ``-32601`` answer (a view without a teardown handler) settles the call as done.
         """
-        call = self.calls.add(protocol.RESOURCE_TEARDOWN, deadline=deadline)
-        message = protocol.encode_request(call.id, protocol.RESOURCE_TEARDOWN, {})
-        return self._emit(message), call
+        return self.request(protocol.RESOURCE_TEARDOWN, {}, deadline=deadline, wake=wake)
+
+    def request(
+        self,
+        method: str,
+        params: BaseModel | Mapping[str, Any] | None = None,
+        *,
+        deadline: float | None = None,
+        wake: Callable[[], None] | None = None,
+    ) -> tuple[list[dict[str, Any]], PendingCall]:
+        """A request of ours to the view (``tools/list``, ``tools/call``...), tracked.
+
+        Returns what to send (``[]`` while queued) and the call, which settles with the
+        typed result (:func:`~.protocol.parse_result`), an
+        :class:`~.protocol.ErrorResponse` or a :class:`~.protocol.ProtocolError`.
+        ``deadline`` is on the driver's clock (see :class:`PendingCalls`); ``wake`` is
+        called once the call settles.
+        """
+        if method not in protocol.METHODS or protocol.METHODS[method].sender == "view":
+            raise ValueError(f"{method!r} is not a request a host sends")
+        call = self.calls.add(method, deadline=deadline, wake=wake or _nothing)
+        return self._emit(protocol.encode_request(call.id, method, params)), call
+
+    def notify(
+        self, method: str, params: BaseModel | Mapping[str, Any] | None = None
+    ) -> list[dict[str, Any]]:
+        """A notification of ours to the view (list changes...): what to send, or queued."""
+        return self._emit(protocol.encode_notification(method, params))
 
     # -- policy ----------------------------------------------------------------------------
 

@@ -41,7 +41,6 @@ from ..errors import (
     ToolCallTimeout,
     error_from_jsonrpc,
 )
-from ..registry.annotations import ToolAnnotations
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.events import (
     ToolEventCallback,
@@ -55,6 +54,7 @@ from ..transports.contract import CloseReason
 from ._resources import READ_RESOURCE, read_resource_tool
 from ._results import from_call_result
 from ._stdio import describe_exit, server_process
+from ._tools import tool_from_mcp
 
 if TYPE_CHECKING:
     from mcp.client._transport import Transport, TransportStreams
@@ -371,6 +371,26 @@ class MCPFrame:
         seconds (default: the frame's; the server is told to cancel), and
         :class:`FrameDisconnected` when the server is or goes away.
         """
+        result = await self.call_tool_result(name, args, timeout=timeout, on_event=on_event)
+        try:
+            return from_call_result(result, name)
+        except ToolCallError as exc:  # an isError result
+            exc.frame = self.name
+            raise
+
+    async def call_tool_result(
+        self,
+        name: str,
+        args: Any = None,
+        *,
+        timeout: float | None = None,
+        on_event: ToolEventCallback | None = None,
+    ) -> types.CallToolResult:
+        """Call the server's tool ``name`` and return its ``CallToolResult`` as sent.
+
+        For whoever passes results on whole (an MCP Apps view's proxied ``tools/call``):
+        an ``isError`` result is returned, not raised. Otherwise as :meth:`call_tool`.
+        """
         if self._state != "connected":
             raise self._lost(f"The MCP frame {self.name} is not connected", name)
         if args is not None and not isinstance(args, dict):
@@ -390,7 +410,7 @@ class MCPFrame:
             if on_event is not None or self._events:
                 progress = self._progress_callback(call.id, name, on_event)
             try:
-                result = await self._client.call_tool(name, args, progress_callback=progress)
+                return await self._client.call_tool(name, args, progress_callback=progress)
             except MCPError as exc:
                 if exc.code == types.CONNECTION_CLOSED:
                     self._gone_because("it closed the connection")
@@ -407,15 +427,9 @@ class MCPFrame:
                 ) from exc
             finally:
                 self._calls.discard(call.id)
-        if scope.cancelled_caught:
-            if call.timed_out:
-                raise ToolCallTimeout(name, limit or 0.0, frame=self.name)
-            raise self._lost(f"The MCP frame {self.name} was closed", name, call.error)
-        try:
-            return from_call_result(result, name)
-        except ToolCallError as exc:  # an isError result
-            exc.frame = self.name
-            raise
+        if call.timed_out:
+            raise ToolCallTimeout(name, limit or 0.0, frame=self.name)
+        raise self._lost(f"The MCP frame {self.name} was closed", name, call.error)
 
     def _lost(
         self, message: str, tool_name: str | None = None, cause: object = None
@@ -743,29 +757,10 @@ class MCPFrame:
                 return await self.call_tool(name, args, on_event=context.send_event)
             return await self.call_tool(name, args)
 
-        return Tool.from_parts(
-            name,
-            invoke,
-            description=spec.description,
-            parameters=spec.input_schema,
-            annotations=_annotations(spec),
-            output_schema=spec.output_schema,
-            meta=spec.meta,
-        )
+        return tool_from_mcp(spec, invoke)
 
     def __repr__(self) -> str:
         return f"MCPFrame({self.name!r}, state={self._state!r})"
-
-
-def _annotations(spec: types.Tool) -> ToolAnnotations | None:
-    """The tool's annotations, with MCP's ``Tool.title`` as their title.
-
-    MCP has a title in both places; the tool's own wins, as in MCP's display order.
-    """
-    wire = spec.annotations.model_dump(by_alias=True, exclude_none=True) if spec.annotations else {}
-    if spec.title:
-        wire["title"] = spec.title
-    return ToolAnnotations.model_validate(wire) if wire else None
 
 
 def _same(a: ModelContext, b: ModelContext) -> bool:

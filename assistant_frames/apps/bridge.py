@@ -1,0 +1,899 @@
+"""``AppBridge``: the host side of one MCP Apps view, over any transport of ours.
+
+The protocol's rules live in :class:`~assistant_frames.apps.bridge_machine.BridgeMachine`;
+this is its anyio driver. One task reads the transport and feeds the machine, one writes
+what is to be sent (in order: receiving never waits for a send), one times out our
+requests, and each request of the view runs in a task of its own, so a slow handler
+holds up no one.
+
+It decides what a view may do: the requests it forwards to the MCP server the app came
+from are checked against the tool's visibility first. And it is a
+:class:`~assistant_frames.ModelContextProvider`: the view's own tools and what it last
+told the model (``ui/update-model-context``) join a parent registry like a frame's.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import math
+import secrets
+from collections.abc import Callable, Mapping
+from contextlib import AsyncExitStack, suppress
+from types import TracebackType
+from typing import Any, Literal, Protocol, TypeAlias
+
+import anyio
+import mcp_types as mcp
+from anyio.abc import ObjectStream, TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from .._anyio import event_class, expire_calls, task_group
+from ..calls import PendingCall
+from ..errors import (
+    ERROR_KINDS,
+    AssistantFramesError,
+    ContextTimeout,
+    FrameDisconnected,
+    ToolCallError,
+    ToolCallTimeout,
+    error_from_jsonrpc,
+)
+from ..mcp._results import error_result, from_call_result
+from ..mcp._tools import tool_from_mcp
+from ..registry.context import ModelContext, Subscribers, Unsubscribe
+from ..registry.events import ToolEvent, ToolProgress
+from ..registry.tool import Tool, ToolCallContext
+from ..tool_formats import to_mcp_tools
+from ..transports.contract import close_reason
+from . import protocol
+from .bridge_machine import BridgeMachine, Received
+from .protocol import (
+    ActionResult,
+    ContentModalities,
+    DisplayMode,
+    Empty,
+    HostCapabilities,
+    HostContext,
+    ListChanged,
+    Notification,
+    ProtocolError,
+    Refused,
+    Request,
+)
+
+__all__ = ["AppBridge", "AppServer", "BridgeState", "Handler"]
+
+logger = logging.getLogger("assistant_frames.apps")
+
+_CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
+_SEND_BUFFER = 256  # messages waiting for the writer task before senders wait
+_SHUTDOWN_SEND_TIMEOUT = 1.0
+
+BridgeState = Literal["new", "initializing", "initialized", "disconnected", "closed"]
+"""``new``: no ``ui/initialize`` yet; ``initializing``: answered, awaiting
+``initialized``; ``initialized``: talking; ``disconnected``: the transport ended;
+``closed``: the bridge was closed."""
+
+#: A handler: called with the request's typed params; plain or async.
+Handler: TypeAlias = Callable[[Any], Any]
+
+
+class AppServer(Protocol):
+    """The MCP server an app came from, as the bridge uses it (an
+    :class:`~assistant_frames.mcp.MCPFrame` is one)."""
+
+    def get_model_context(self) -> ModelContext: ...
+
+    def subscribe(self, callback: Callable[[], None]) -> Unsubscribe: ...
+
+    def subscribe_resources(self, callback: Callable[[], None]) -> Unsubscribe: ...
+
+    def subscribe_prompts(self, callback: Callable[[], None]) -> Unsubscribe: ...
+
+    async def call_tool_result(
+        self,
+        name: str,
+        args: Any = None,
+        *,
+        timeout: float | None = None,
+        on_event: Callable[[ToolEvent], object] | None = None,
+    ) -> mcp.CallToolResult: ...
+
+    async def read_resource(self, uri: str) -> mcp.ReadResourceResult: ...
+
+    async def list_resources(self) -> list[mcp.Resource]: ...
+
+    async def list_resource_templates(self) -> list[mcp.ResourceTemplate]: ...
+
+    async def list_prompts(self) -> list[mcp.Prompt]: ...
+
+
+class AppBridge:
+    """The host end of a connection to one MCP Apps view; a ``ModelContextProvider``.
+
+    ``transport`` carries the view's JSON-RPC messages (a :func:`memory_pair` end, a
+    WebSocket through the shipped browser relay, a :class:`Multiplexer` sub-stream...);
+    the bridge owns it and closes it on exit. ``server`` is the MCP server the app came
+    from: the view's ``tools/call``, ``resources/*`` and ``prompts/list`` go there, a
+    ``tools/call`` only for a tool whose visibility includes ``"app"``.
+
+    ``host_info``, ``host_capabilities`` and ``host_context`` are what the view is told
+    when it initializes (capabilities default to what the handlers and ``server``
+    offer). ``timeout`` bounds each request sent to the view, ``init_timeout`` the wait
+    in :meth:`wait_initialized`; ``max_requests`` bounds the view's requests in flight
+    (more are refused).
+
+    Handlers (``on_message``... as keywords or attributes) are plain or async callables
+    taking the request's typed params; an unset one makes its method answer "method not
+    found". A handler's exception answers its request with an error; it never reaches
+    the bridge.
+    """
+
+    def __init__(
+        self,
+        transport: ObjectStream[Any],
+        *,
+        server: AppServer | None = None,
+        host_info: mcp.Implementation | None = None,
+        host_capabilities: HostCapabilities | None = None,
+        host_context: HostContext | Mapping[str, Any] | None = None,
+        name: str | None = None,
+        timeout: float | None = 30.0,
+        init_timeout: float = 30.0,
+        max_requests: int = 64,
+        on_message: Handler | None = None,
+        on_open_link: Handler | None = None,
+        on_download_file: Handler | None = None,
+        on_update_model_context: Handler | None = None,
+        on_request_display_mode: Handler | None = None,
+        on_sampling: Handler | None = None,
+        on_size_changed: Handler | None = None,
+        on_log: Handler | None = None,
+        on_request_teardown: Callable[[], Any] | None = None,
+    ) -> None:
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout must be positive or None, not {timeout!r}")
+        if not init_timeout > 0:
+            raise ValueError(f"init_timeout must be positive, not {init_timeout!r}")
+        if max_requests < 1:
+            raise ValueError(f"max_requests must be at least 1, not {max_requests!r}")
+        self.name = name or "app"
+        self.server = server
+        self.timeout = timeout
+        self.init_timeout = init_timeout
+        self.max_requests = max_requests
+        #: ``ui/message``: a message for the conversation, as the user (``MessageParams``).
+        self.on_message = on_message
+        #: ``ui/open-link`` (``OpenLinkParams``).
+        self.on_open_link = on_open_link
+        #: ``ui/download-file`` (``DownloadFileParams``).
+        self.on_download_file = on_download_file
+        #: ``ui/update-model-context`` (``UpdateModelContextParams``), after it is stored.
+        self.on_update_model_context = on_update_model_context
+        #: ``ui/request-display-mode`` (``RequestDisplayModeParams``) -> the mode now in
+        #: effect; unset: the current mode stays.
+        self.on_request_display_mode = on_request_display_mode
+        #: ``sampling/createMessage`` (``mcp.CreateMessageRequestParams``) -> a result.
+        self.on_sampling = on_sampling
+        #: ``ui/notifications/size-changed`` (``SizeChangedParams``).
+        self.on_size_changed = on_size_changed
+        #: ``notifications/message`` (``mcp.LoggingMessageNotificationParams``).
+        self.on_log = on_log
+        #: ``ui/notifications/request-teardown``; unset: the bridge tears the view down
+        #: (:meth:`teardown`) and closes.
+        self.on_request_teardown = on_request_teardown
+        self._capabilities = host_capabilities
+        if host_context is not None and not isinstance(host_context, HostContext):
+            host_context = HostContext.model_validate(host_context)
+        self._machine = BridgeMachine(
+            host_info or _default_host_info(),
+            host_context=host_context,
+            id_prefix=f"host-{secrets.token_hex(3)}-",
+        )
+        self._transport = transport
+        self._subscribers = Subscribers()
+        self._context = ModelContext()
+        #: The view's last ``ui/update-model-context`` (``None``: none yet).
+        self.model_context: protocol.UpdateModelContextParams | None = None
+        self._view_tools: dict[str, mcp.Tool] = {}
+        self._in_flight: dict[protocol.RequestId, anyio.CancelScope] = {}
+        self._ended_reason: FrameDisconnected | None = None
+        self._closed = False
+        self._entered = False
+        self._new_event: Callable[[], anyio.Event] = anyio.Event
+        self._initialized: anyio.Event | None = None
+        self._ended: anyio.Event | None = None
+        self._outbox: MemoryObjectSendStream[dict[str, Any]] | None = None
+        self._task_group: TaskGroup | None = None
+        self._exit_stack: AsyncExitStack | None = None
+        self._unsubscribe: list[Unsubscribe] = []
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    async def __aenter__(self) -> AppBridge:
+        if self._entered:
+            raise RuntimeError("An AppBridge can be entered only once")
+        self._entered = True
+        self._machine.host_capabilities = self._capabilities or self._default_capabilities()
+        self._new_event = event_class()
+        self._initialized = anyio.Event()
+        self._ended = anyio.Event()
+        send, receive = anyio.create_memory_object_stream[dict[str, Any]](_SEND_BUFFER)
+        self._outbox = send
+        async with AsyncExitStack() as stack:
+            self._task_group = await stack.enter_async_context(task_group())
+            self._task_group.start_soon(self._write_loop, receive)
+            self._task_group.start_soon(self._receive_loop)
+            self._task_group.start_soon(expire_calls, self._machine.calls)
+            if self.server is not None:
+                self._follow_server(self.server)
+            self._exit_stack = stack.pop_all()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        await self._close(exc_type, exc, tb)
+        return None
+
+    async def aclose(self) -> None:
+        """Stop: cancel the view's requests in flight, fail ours, close the transport."""
+        await self._close(None, None, None)
+
+    async def _close(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            await self._stop()
+        finally:
+            if self._exit_stack is not None:
+                stack, self._exit_stack = self._exit_stack, None
+                await stack.__aexit__(exc_type, exc, tb)
+
+    async def _stop(self) -> None:
+        """Everything closing does but leaving the task group (a task of it may stop)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._lose(FrameDisconnected(f"The bridge of {self.name} was closed", frame=self.name))
+        for unsubscribe in self._unsubscribe:
+            unsubscribe()
+        if self._task_group is not None:
+            self._task_group.cancel_scope.cancel()
+        with anyio.CancelScope(shield=True):
+            await self._transport.aclose()
+
+    @property
+    def state(self) -> BridgeState:
+        """Where the connection is (see :data:`BridgeState`)."""
+        if self._closed:
+            return "closed"
+        if self._ended_reason is not None:
+            return "disconnected"
+        return self._machine.state
+
+    @property
+    def app_info(self) -> mcp.Implementation | None:
+        """The view's ``appInfo`` from ``ui/initialize`` (``None`` before)."""
+        return self._machine.app_info
+
+    @property
+    def app_capabilities(self) -> protocol.AppCapabilities | None:
+        """The view's ``appCapabilities`` from ``ui/initialize`` (``None`` before)."""
+        return self._machine.app_capabilities
+
+    @property
+    def host_capabilities(self) -> HostCapabilities:
+        """What the view is (or will be) told the host offers."""
+        return self._capabilities or self._machine.host_capabilities
+
+    @property
+    def host_context(self) -> HostContext:
+        """The host context as the view knows it (or will, once initialized)."""
+        return self._machine.host_context
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The version agreed on in ``ui/initialize`` (``None`` before)."""
+        return self._machine.protocol_version
+
+    @property
+    def malformed_count(self) -> int:
+        """Received messages that were answered or dropped as malformed."""
+        return self._machine.malformed
+
+    async def wait_initialized(self, timeout: float | None = None) -> None:
+        """Wait until the view sent ``ui/notifications/initialized``.
+
+        Raises :class:`ContextTimeout` (a ``TimeoutError``) after ``timeout`` seconds
+        (default: ``init_timeout``) and :class:`FrameDisconnected` if the connection
+        ends first.
+        """
+        if self._initialized is None or self._ended is None:
+            raise RuntimeError("Enter the bridge (async with) before waiting on it")
+        limit = self.init_timeout if timeout is None else timeout
+        with anyio.move_on_after(limit):
+            async with task_group() as group:  # whichever comes first
+                group.start_soon(_wait_then_cancel, self._initialized, group)
+                group.start_soon(_wait_then_cancel, self._ended, group)
+        if self._machine.state == "initialized" and self._ended_reason is None:
+            return
+        if self._ended_reason is not None:
+            raise self._lost()
+        said = "sent no ui/initialize" if self._machine.state == "new" else "did not confirm"
+        raise ContextTimeout(
+            f"The view {self.name} {said} within {limit:g} s (ui/initialize, then"
+            " ui/notifications/initialized): is it an MCP Apps view (an ext-apps App)?",
+            frame=self.name,
+        )
+
+    async def wait_disconnected(self) -> None:
+        """Wait until the connection has ended (the transport broke, or the bridge closed)."""
+        if self._ended is None:
+            raise RuntimeError("Enter the bridge (async with) before waiting on it")
+        await self._ended.wait()
+
+    # -- what the host tells the view ----------------------------------------------------
+
+    async def send_tool_input(self, arguments: Mapping[str, Any] | None) -> None:
+        """The complete arguments of the tool call the view shows (queued until initialized)."""
+        await self._send(self._machine.send_tool_input(arguments))
+
+    async def send_tool_input_partial(self, arguments: Mapping[str, Any]) -> None:
+        """Arguments still streaming in; ``RuntimeError`` after the complete input."""
+        await self._send(self._machine.send_tool_input_partial(arguments))
+
+    async def send_tool_result(self, result: mcp.CallToolResult | Mapping[str, Any]) -> None:
+        """The tool call's result (a ``CallToolResult`` or its wire form)."""
+        await self._send(self._machine.send_tool_result(result))
+
+    async def send_tool_cancelled(self, reason: str | None = None) -> None:
+        """The tool call was cancelled, perhaps saying why."""
+        await self._send(self._machine.send_tool_cancelled(reason))
+
+    async def set_host_context(self, context: HostContext | Mapping[str, Any]) -> None:
+        """Replace the host context; the view is told the keys whose values changed."""
+        await self._send(self._machine.set_host_context(context))
+
+    async def update_host_context(self, **changes: Any) -> None:
+        """Change some keys of the host context (``theme="dark"``, ``display_mode=...``)."""
+        current = self._machine.host_context.model_dump(exclude_none=True)
+        await self.set_host_context(HostContext.model_validate({**current, **changes}))
+
+    async def send_tool_list_changed(self) -> None:
+        """Tell the view the server's tools changed."""
+        await self._send(self._machine.notify("notifications/tools/list_changed"))
+
+    async def send_resource_list_changed(self) -> None:
+        """Tell the view the server's resources changed."""
+        await self._send(self._machine.notify("notifications/resources/list_changed"))
+
+    async def send_prompt_list_changed(self) -> None:
+        """Tell the view the server's prompts changed."""
+        await self._send(self._machine.notify("notifications/prompts/list_changed"))
+
+    async def teardown(self, timeout: float | None = None) -> bool:
+        """Ask the view to tear down (``ui/resource-teardown``) and wait for its answer.
+
+        ``True`` once it answered (``-32601`` from a view without a teardown handler
+        counts) or when it never initialized (nothing to tear down); ``False`` when it
+        did not answer within ``timeout`` seconds (default: the bridge's), answered with
+        another error, or the connection ended. Close the bridge afterwards.
+        """
+        if self.state in ("new", "disconnected", "closed"):
+            return self.state == "new"
+        try:
+            await self._request(protocol.RESOURCE_TEARDOWN, {}, timeout)
+        except (AssistantFramesError, ProtocolError, TimeoutError) as exc:
+            logger.info("The view %s did not tear down cleanly: %s", self.name, exc)
+            return False
+        return True
+
+    async def list_view_tools(self, timeout: float | None = None) -> list[mcp.Tool]:
+        """The view's own tools (host-to-view ``tools/list``, every page)."""
+        tools: list[mcp.Tool] = []
+        cursor: str | None = None
+        for _ in range(100):  # a view that pages forever is cut off
+            params = {"cursor": cursor} if cursor else {}
+            page: mcp.ListToolsResult = await self._request("tools/list", params, timeout)
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                break
+        return tools
+
+    async def call_view_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, timeout: float | None = None
+    ) -> mcp.CallToolResult:
+        """Call the view's tool ``name`` (host-to-view ``tools/call``); its result as sent.
+
+        Raises :class:`ToolCallError` when the view answers with an error,
+        :class:`ToolCallTimeout` (the view is told to cancel) and
+        :class:`FrameDisconnected` as :meth:`call_tool` does.
+        """
+        params = {"name": name, "arguments": dict(arguments or {})}
+        result: mcp.CallToolResult = await self._request("tools/call", params, timeout, name)
+        return result
+
+    # -- ModelContextProvider ------------------------------------------------------------
+
+    def get_model_context(self) -> ModelContext:
+        """The view's tools and its last model-context update (as ``system``)."""
+        return self._context
+
+    def subscribe(self, callback: Callable[[], None]) -> Unsubscribe:
+        """Call ``callback()`` whenever the view's tools or model context change."""
+        return self._subscribers.add(callback)
+
+    async def call_tool(self, name: str, args: Any = None, *, timeout: float | None = None) -> Any:
+        """Call the view's tool ``name`` and return its value (structured content or text).
+
+        Raises as :meth:`call_view_tool`, and :class:`ToolCallError` for an ``isError``
+        result.
+        """
+        result = await self.call_view_tool(name, args, timeout)
+        try:
+            return from_call_result(result, name)
+        except ToolCallError as exc:
+            exc.frame = self.name
+            raise
+
+    def _set_context(self) -> None:
+        system = _render_model_context(self.model_context)
+        tools = {name: self._remote_tool(spec) for name, spec in self._view_tools.items()}
+        self._context = ModelContext(system=system, tools=tools)
+        self._subscribers.notify()
+
+    def _remote_tool(self, spec: mcp.Tool) -> Tool:
+        name = spec.name
+        call_tool = self.call_tool
+
+        async def invoke(args: Any, context: ToolCallContext) -> Any:
+            return await call_tool(name, args)
+
+        return tool_from_mcp(spec, invoke)
+
+    async def _refresh_view_tools(self) -> None:
+        try:
+            tools = await self.list_view_tools()
+        except (AssistantFramesError, ProtocolError, TimeoutError) as exc:
+            logger.warning("Could not list the tools of the view %s: %s", self.name, exc)
+            return
+        self._view_tools = {tool.name: tool for tool in tools}
+        self._set_context()
+
+    # -- sending -------------------------------------------------------------------------
+
+    async def _send(self, messages: list[dict[str, Any]]) -> None:
+        if not messages:
+            return
+        if self._outbox is None:
+            raise RuntimeError(f"Enter the bridge of {self.name} (async with) first")
+        if self._ended_reason is not None:
+            raise self._lost()
+        with anyio.fail_after(math.inf if self.timeout is None else self.timeout):
+            for message in messages:
+                await self._outbox.send(message)
+
+    def _send_soon(self, messages: list[dict[str, Any]]) -> None:
+        """Send from a callback (no await): in order, by the writer task."""
+        if messages and self._task_group is not None and self._ended_reason is None:
+            self._task_group.start_soon(self._send_quietly, messages)
+
+    async def _send_quietly(self, messages: list[dict[str, Any]]) -> None:
+        with suppress(*_CLOSED, FrameDisconnected, TimeoutError):
+            await self._send(messages)
+
+    async def _write_loop(self, outbox: MemoryObjectReceiveStream[dict[str, Any]]) -> None:
+        send = self._transport.send
+        try:
+            async for message in outbox:
+                await send(message)
+        except _CLOSED as exc:
+            self._transport_ended(exc)
+        except (TypeError, ValueError) as exc:  # a handler's result with no JSON form
+            logger.warning("The bridge of %s could not send a message: %s", self.name, exc)
+            self._lose(FrameDisconnected(f"The bridge of {self.name} failed to send: {exc}"))
+
+    async def _request(
+        self, method: str, params: Any, timeout: float | None, tool: str | None = None
+    ) -> Any:
+        """Send our request to the view and return its typed result."""
+        if self._ended_reason is not None or self._outbox is None:
+            raise self._lost(tool)
+        limit = self.timeout if timeout is None else timeout
+        done = self._new_event()
+        deadline = None if limit is None else anyio.current_time() + limit
+        messages, call = self._machine.request(method, params, deadline=deadline, wake=done.set)
+        try:
+            await self._send(messages)
+            await done.wait()
+        except BaseException:
+            self._machine.calls.discard(call.id)
+            await self._cancel_request(call, "The host gave up")
+            raise
+        return self._outcome(call, limit, tool)
+
+    def _outcome(self, call: PendingCall, limit: float | None, tool: str | None) -> Any:
+        what = f'tool "{tool}"' if tool else call.name
+        if call.timed_out:
+            self._send_soon(self._cancel_message(call, "Timed out"))
+            if tool:
+                raise ToolCallTimeout(tool, limit or 0.0, frame=self.name)
+            raise TimeoutError(f"The view {self.name} did not answer {what} within {limit:g} s")
+        error = call.error
+        if isinstance(error, FrameDisconnected):
+            raise self._lost(tool)
+        if isinstance(error, protocol.ErrorResponse):
+            if tool:
+                failure = error_from_jsonrpc(error.code, error.message, tool)
+                failure.frame = self.name
+                raise failure
+            raise protocol.InvalidRequest(f"The view {self.name} refused {what}: {error.message}")
+        if isinstance(error, ProtocolError):
+            if tool:
+                raise ToolCallError(
+                    f"The view {self.name} answered {what} badly: {error.message}",
+                    tool_name=tool,
+                    frame=self.name,
+                )
+            raise error
+        return call.result
+
+    def _cancel_message(self, call: PendingCall, reason: str) -> list[dict[str, Any]]:
+        if self._machine.state != "initialized":
+            return []
+        params = {"requestId": call.id, "reason": reason}
+        return [protocol.encode_notification("notifications/cancelled", params)]
+
+    async def _cancel_request(self, call: PendingCall, reason: str) -> None:
+        with (
+            anyio.CancelScope(shield=True),
+            anyio.move_on_after(_SHUTDOWN_SEND_TIMEOUT),
+            suppress(*_CLOSED, FrameDisconnected, TimeoutError, RuntimeError),
+        ):
+            await self._send(self._cancel_message(call, reason))
+
+    # -- receiving -----------------------------------------------------------------------
+
+    async def _receive_loop(self) -> None:
+        receive = self._transport.receive
+        try:
+            while True:
+                raw = await receive()
+                was = self._machine.state
+                out = self._machine.receive(raw)
+                await self._apply(out, was)
+        except _CLOSED as exc:
+            self._transport_ended(exc)
+        except Exception as exc:  # a transport failing in its own way
+            logger.warning("Transport of %s failed: %r", self.name, exc)
+            self._lose(FrameDisconnected(f"The transport of {self.name} failed: {exc!r}"))
+
+    async def _apply(self, out: Received, was: str) -> None:
+        for message in out.send:
+            await self._outbox.send(message)  # type: ignore[union-attr]
+        if self._machine.initializations > 1 and was != "new" and out.send:
+            logger.info("The view %s sent ui/initialize again; answered", self.name)
+        if was != "initialized" and self._machine.state == "initialized":
+            self._initialized.set()  # type: ignore[union-attr]
+            capabilities = self._machine.app_capabilities
+            if capabilities is not None and capabilities.tools is not None:
+                self._task_group.start_soon(self._refresh_view_tools)  # type: ignore[union-attr]
+        for request in out.requests:
+            self._start_request(request)
+        for note in out.notifications:
+            await self._notification(note)
+
+    def _start_request(self, request: Request) -> None:
+        if len(self._in_flight) >= self.max_requests or request.id in self._in_flight:
+            reason = (
+                f"Request id {request.id!r} is already in flight"
+                if request.id in self._in_flight
+                else f"Too many requests in flight (at most {self.max_requests})"
+            )
+            error = protocol.encode_error(request.id, protocol.REFUSED, reason)
+            self._send_soon([error])
+            return
+        scope = anyio.CancelScope()
+        self._in_flight[request.id] = scope
+        self._task_group.start_soon(self._serve, request, scope)  # type: ignore[union-attr]
+
+    async def _serve(self, request: Request, scope: anyio.CancelScope) -> None:
+        answer: dict[str, Any] | None = None
+        try:
+            with scope:
+                try:
+                    result = await self._dispatch(request)
+                except ProtocolError as exc:
+                    answer = protocol.encode_error(request.id, exc.jsonrpc_code, exc.message)
+                except Exception as exc:  # a handler failed: the view hears why, not us
+                    logger.debug("Handler of %s failed", request.method, exc_info=True)
+                    message = str(exc) or type(exc).__name__
+                    answer = protocol.encode_error(request.id, _INTERNAL_ERROR, message)
+                else:
+                    answer = protocol.encode_result(request.id, result)
+        finally:
+            self._in_flight.pop(request.id, None)
+        if answer is not None and not scope.cancelled_caught:  # a cancelled request: no answer
+            await self._send_quietly([answer])
+
+    async def _dispatch(self, request: Request) -> Any:
+        method = request.method
+        if method == "ping":
+            return {}
+        if method in _FORWARDED:
+            return await self._forward(request)
+        if method == protocol.UPDATE_MODEL_CONTEXT:
+            self.model_context = request.params
+            self._set_context()
+            if self.on_update_model_context is not None:
+                await _call(self.on_update_model_context, request.params)
+            return {}
+        if method == protocol.REQUEST_DISPLAY_MODE:
+            return await self._display_mode(request.params)
+        handler = self._handlers().get(method)
+        if handler is None:
+            raise protocol.MethodNotFound(
+                f"Method not found: {method} (the host does not offer it)"
+            )
+        result = await _call(handler, request.params)
+        if method == "sampling/createMessage":
+            if result is None:
+                raise protocol.InvalidParams("The host's sampling handler returned nothing")
+            return result
+        return ActionResult() if result is None else result
+
+    def _handlers(self) -> dict[str, Handler | None]:
+        return {
+            protocol.MESSAGE: self.on_message,
+            protocol.OPEN_LINK: self.on_open_link,
+            protocol.DOWNLOAD_FILE: self.on_download_file,
+            "sampling/createMessage": self.on_sampling,
+        }
+
+    async def _display_mode(self, params: protocol.RequestDisplayModeParams) -> Any:
+        current: DisplayMode = self._machine.host_context.display_mode or "inline"
+        if self.on_request_display_mode is None:
+            return {"mode": current}
+        chosen = await _call(self.on_request_display_mode, params)
+        if isinstance(chosen, protocol.RequestDisplayModeResult):
+            chosen = chosen.mode
+        mode = chosen if chosen in ("inline", "fullscreen", "pip") else current
+        if mode != current:  # the view hears of the change as hosts tell it any other
+            await self.update_host_context(display_mode=mode)
+        return {"mode": mode}
+
+    async def _notification(self, note: Notification) -> None:
+        method = note.method
+        try:
+            if method == protocol.SIZE_CHANGED and self.on_size_changed is not None:
+                await _call(self.on_size_changed, note.params)
+            elif method == "notifications/message":
+                logger.debug("Log from the view %s: %s", self.name, note.raw_params)
+                if self.on_log is not None:
+                    await _call(self.on_log, note.params)
+            elif method == "notifications/cancelled":
+                request_id = note.params.request_id
+                scope = self._in_flight.get(request_id) if request_id is not None else None
+                if scope is not None:
+                    scope.cancel()
+            elif method == "notifications/tools/list_changed":
+                capabilities = self._machine.app_capabilities
+                if capabilities is not None and capabilities.tools is not None:
+                    self._task_group.start_soon(self._refresh_view_tools)  # type: ignore[union-attr]
+            elif method == protocol.REQUEST_TEARDOWN:
+                if self.on_request_teardown is not None:
+                    await _call(self.on_request_teardown)
+                else:
+                    self._task_group.start_soon(self._teardown_and_close)  # type: ignore[union-attr]
+        except Exception:
+            logger.exception("A handler of %s for %s raised", self.name, method)
+
+    async def _teardown_and_close(self) -> None:
+        await self.teardown()
+        await self._stop()  # the exit of the bridge's block leaves the task group
+
+    # -- forwarding to the app's server --------------------------------------------------
+
+    async def _forward(self, request: Request) -> Any:
+        server = self.server
+        if server is None:
+            raise protocol.MethodNotFound(
+                f"Method not found: {request.method} (this host has no server for the app)"
+            )
+        method = request.method
+        if method == "tools/call":
+            return await self._forward_tool_call(server, request)
+        if method == "tools/list":
+            tools = _to_mcp_tools(server.get_model_context())
+            return mcp.ListToolsResult(tools=[t for t in tools if BridgeMachine.may_call(t)])
+        try:
+            if method == "resources/read":
+                return await server.read_resource(request.params.uri)
+            if method == "resources/list":
+                return mcp.ListResourcesResult(resources=await server.list_resources())
+            if method == "resources/templates/list":
+                templates = await server.list_resource_templates()
+                return mcp.ListResourceTemplatesResult(resource_templates=templates)
+            return mcp.ListPromptsResult(prompts=await server.list_prompts())
+        except FrameDisconnected as exc:
+            raise Refused(f"The app's server is gone: {exc.message}") from None
+        except TimeoutError:
+            raise Refused(f"The app's server did not answer {method} in time") from None
+        except Exception as exc:
+            code = getattr(exc, "code", None)  # the SDK's MCPError carries the server's code
+            if isinstance(code, int):
+                raise _ServerError(str(exc), code) from None
+            raise
+
+    async def _forward_tool_call(self, server: AppServer, request: Request) -> Any:
+        params: mcp.CallToolRequestParams = request.params
+        name = params.name
+        tool = server.get_model_context().tools.get(name)
+        if tool is None:
+            raise Refused(f'Tool "{name}" is not a tool of the app\'s server')
+        if not BridgeMachine.may_call(tool.meta):
+            shown = list(protocol.visibility(tool.meta))
+            raise Refused(f'Tool "{name}" is not visible to apps (its visibility is {shown})')
+        token = _progress_token(request.raw_params)
+        on_event = None
+        if token is not None:
+
+            def on_event(event: ToolEvent) -> None:
+                if isinstance(event, ToolProgress):
+                    note = {"progressToken": token, "progress": event.progress}
+                    if event.total is not None:
+                        note["total"] = event.total
+                    if event.message is not None:
+                        note["message"] = event.message
+                    self._send_soon([protocol.encode_notification("notifications/progress", note)])
+
+        try:
+            return await server.call_tool_result(name, params.arguments, on_event=on_event)
+        except AssistantFramesError as exc:  # said as our MCP server says it
+            message = exc.message if isinstance(exc, ToolCallError) else str(exc)
+            kind = ERROR_KINDS.get(exc.code) if exc.code is not None else None
+            if kind is not None and not kind.mcp_is_error:
+                raise _ServerError(message, kind.jsonrpc_code) from None
+            return error_result(message)
+
+    def _follow_server(self, server: AppServer) -> None:
+        def tools() -> None:
+            self._send_soon(self._machine.notify("notifications/tools/list_changed"))
+
+        def resources() -> None:
+            self._send_soon(self._machine.notify("notifications/resources/list_changed"))
+
+        def prompts() -> None:
+            self._send_soon(self._machine.notify("notifications/prompts/list_changed"))
+
+        self._unsubscribe = [
+            server.subscribe(tools),
+            server.subscribe_resources(resources),
+            server.subscribe_prompts(prompts),
+        ]
+
+    def _default_capabilities(self) -> HostCapabilities:
+        modalities = ContentModalities(text=Empty(), structured_content=Empty())
+        server = self.server is not None
+        return HostCapabilities(
+            open_links=Empty() if self.on_open_link is not None else None,
+            download_file=Empty() if self.on_download_file is not None else None,
+            server_tools=ListChanged(list_changed=True) if server else None,
+            server_resources=ListChanged(list_changed=True) if server else None,
+            logging=Empty(),
+            update_model_context=modalities,
+            message=modalities if self.on_message is not None else None,
+            sampling=protocol.SamplingCapability() if self.on_sampling is not None else None,
+        )
+
+    # -- the end ---------------------------------------------------------------------------
+
+    def _transport_ended(self, exc: BaseException) -> None:
+        reason = close_reason(exc)
+        message = (
+            f"{self.name} disconnected: {reason.description}"
+            if reason.description
+            else f"{self.name} closed the connection"
+        )
+        self._lose(FrameDisconnected(message, frame=self.name))
+
+    def _lose(self, error: FrameDisconnected) -> None:
+        if self._ended_reason is not None:
+            return
+        error.frame = self.name
+        self._ended_reason = error
+        self._machine.calls.fail_all(error)
+        for scope in self._in_flight.values():
+            scope.cancel()
+        if self._ended is not None:
+            self._ended.set()
+        if self._view_tools or self.model_context is not None:
+            self._view_tools = {}
+            self._context = ModelContext()
+            self._subscribers.notify()
+
+    def _lost(self, tool: str | None = None) -> FrameDisconnected:
+        known = self._ended_reason
+        message = known.message if known is not None else f"{self.name} is not connected"
+        return FrameDisconnected(message, tool_name=tool, frame=self.name)
+
+    def __repr__(self) -> str:
+        return f"<AppBridge {self.name!r} {self.state} tools={len(self._view_tools)}>"
+
+
+_INTERNAL_ERROR = -32603
+_FORWARDED = frozenset(
+    {
+        "tools/call",
+        "tools/list",
+        "resources/read",
+        "resources/list",
+        "resources/templates/list",
+        "prompts/list",
+    }
+)
+
+
+class _ServerError(ProtocolError):
+    """The server's own JSON-RPC error, passed on to the view with its code."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.jsonrpc_code = code
+
+
+def _default_host_info() -> mcp.Implementation:
+    from .. import __version__  # deferred: the package's root imports this layer
+
+    return mcp.Implementation(name="assistant-frames", version=__version__)
+
+
+async def _call(handler: Callable[..., Any], *args: Any) -> Any:
+    result = handler(*args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+async def _wait_then_cancel(event: anyio.Event, group: TaskGroup) -> None:
+    await event.wait()
+    group.cancel_scope.cancel()
+
+
+def _progress_token(params: Mapping[str, Any] | None) -> str | int | None:
+    meta = params.get("_meta") if params else None
+    token = meta.get("progressToken") if isinstance(meta, Mapping) else None
+    valid = isinstance(token, str) or (isinstance(token, int) and not isinstance(token, bool))
+    return token if valid else None
+
+
+def _to_mcp_tools(context: ModelContext) -> list[mcp.Tool]:
+    return [mcp.Tool.model_validate(tool) for tool in to_mcp_tools(context)]
+
+
+def _render_model_context(update: protocol.UpdateModelContextParams | None) -> str | None:
+    """What the view last told the model, as text: its text blocks, then its structured
+    content as JSON (other blocks as their JSON)."""
+    if update is None:
+        return None
+    parts: list[str] = []
+    for block in update.content or ():
+        if isinstance(block, mcp.TextContent):
+            parts.append(block.text)
+        else:
+            parts.append(
+                json.dumps(block.model_dump(mode="json", by_alias=True, exclude_none=True))
+            )
+    if update.structured_content is not None:
+        parts.append(json.dumps(update.structured_content, ensure_ascii=False))
+    return "\n".join(parts) or None

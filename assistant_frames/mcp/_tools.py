@@ -1,0 +1,44 @@
+"""MCP ``Tool`` listings as assistant-frames tools, for whoever consumes an MCP peer.
+
+``MCPFrame`` (an MCP server's tools) and ``AppBridge`` (an MCP Apps view's own tools)
+both turn a listed ``mcp_types.Tool`` into a :class:`~assistant_frames.Tool` whose calls
+go back to that peer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import mcp_types as types
+
+from ..registry.annotations import ToolAnnotations
+from ..registry.tool import Tool, ToolCallContext
+
+__all__ = ["annotations_from_mcp", "tool_from_mcp"]
+
+
+def annotations_from_mcp(spec: types.Tool) -> ToolAnnotations | None:
+    """The tool's annotations, with MCP's ``Tool.title`` as their title.
+
+    MCP has a title in both places; the tool's own wins, as in MCP's display order.
+    """
+    wire = spec.annotations.model_dump(by_alias=True, exclude_none=True) if spec.annotations else {}
+    if spec.title:
+        wire["title"] = spec.title
+    return ToolAnnotations.model_validate(wire) if wire else None
+
+
+def tool_from_mcp(
+    spec: types.Tool, invoke: Callable[[Any, ToolCallContext], Awaitable[Any]]
+) -> Tool:
+    """An assistant-frames tool described by ``spec`` whose calls run ``invoke(args, context)``."""
+    return Tool.from_parts(
+        spec.name,
+        invoke,
+        description=spec.description,
+        parameters=spec.input_schema,
+        annotations=annotations_from_mcp(spec),
+        output_schema=spec.output_schema,
+        meta=spec.meta,
+    )
