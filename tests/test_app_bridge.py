@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 import mcp_types as mcp
 import pytest
+import test_apps_protocol as schema_checks
 from mcp.server.mcpserver import MCPServer
 
 from assistant_frames import (
@@ -32,6 +33,9 @@ from helpers import wait_until
 
 pytestmark = pytest.mark.anyio
 
+schema_defs = schema_checks.schema_defs  # the fixture: ext-apps' schema.json, relaxed as there
+validate = schema_checks.validate
+
 WAIT = 5.0
 QUIET = 0.2  # how long negative checks watch for something that must not happen
 APP_INFO = {"name": "test-view", "version": "1.0.0"}
@@ -43,14 +47,19 @@ class RawView:
     def __init__(self, transport: Any) -> None:
         self.transport = transport
         self.next_id = 0
+        self.received: list[dict[str, Any]] = []  # everything the bridge sent, in order
+        self.sent: dict[Any, str] = {}  # request id -> method, to name the answers
 
     async def send(self, message: dict[str, Any]) -> None:
+        if "method" in message and "id" in message:
+            self.sent[message["id"]] = message["method"]
         await self.transport.send(message)
 
     async def receive(self) -> dict[str, Any]:
         with anyio.fail_after(WAIT):
             message: dict[str, Any] = await self.transport.receive()
-            return message
+        self.received.append(message)
+        return message
 
     async def nothing_within(self, seconds: float = QUIET) -> None:
         with anyio.move_on_after(seconds):
@@ -454,3 +463,94 @@ async def test_the_view_asking_for_teardown_is_torn_down_and_closed() -> None:
         with anyio.fail_after(WAIT):
             await bridge.wait_disconnected()
         assert bridge.state == "closed"
+
+
+# -- everything the bridge sends validates against the shipped SDK's schema ----------------------
+
+
+async def test_every_message_the_bridge_sends_validates_against_the_sdk_schema(
+    schema_defs: dict[str, Any],
+) -> None:
+    async with with_server(
+        host_context={"theme": "dark", "displayMode": "inline", "locale": "en-US"},
+        on_message=lambda params: None,
+        on_request_display_mode=lambda params: params.mode,
+    ) as (bridge, view, _server):
+        await bridge.send_tool_input_partial({"city": "Par"})
+        await bridge.send_tool_input({"city": "Paris"})
+        await bridge.send_tool_result({"content": [{"type": "text", "text": "Sunny"}]})
+        await bridge.send_tool_cancelled("the user left")
+        await view.initialize({"tools": {}})
+        for _ in range(4):  # what was queued, then the bridge asks for the view's tools
+            await view.receive()
+        await answer_tools_list(view, [TOOL])
+        await bridge.update_host_context(theme="light")
+        await view.receive()
+        await bridge.send_tool_list_changed()
+        await bridge.send_resource_list_changed()
+        await bridge.send_prompt_list_changed()
+        for _ in range(3):
+            await view.receive()
+        text = [{"type": "text", "text": "hi"}]
+        await view.request(protocol.MESSAGE, {"role": "user", "content": text})
+        await view.request(protocol.UPDATE_MODEL_CONTEXT, {"content": text})
+        await view.send(protocol.encode_request(50, protocol.REQUEST_DISPLAY_MODE, {"mode": "pip"}))
+        await view.receive()
+        await view.receive()
+        await view.request("tools/call", {"name": "forecast", "arguments": {"city": "Rome"}})
+        await view.request("tools/call", {"name": "delete_everything", "arguments": {}})
+        await view.request("resources/read", {"uri": "ui://weather/view.html"})
+        await view.request(protocol.OPEN_LINK, {"url": "https://example.com"})
+
+        async def view_answers() -> None:
+            call = await view.receive()
+            await view.send(protocol.encode_result(call["id"], {"content": text}))
+            teardown = await view.receive()
+            await view.send(protocol.encode_result(teardown["id"], {}))
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(view_answers)
+            await bridge.call_view_tool("pick_city", {"city": "Oslo"})
+            assert await bridge.teardown(timeout=WAIT)
+
+    kinds: set[str] = set()
+    for message in view.received:
+        mcp.jsonrpc_message_adapter.validate_python(message)  # the JSON-RPC framing
+        if "method" in message:
+            kinds.add(message["method"])
+            name = protocol.METHODS[message["method"]].schema
+            if name is not None:
+                body = {k: v for k, v in message.items() if k in ("method", "params")}
+                validate(schema_defs, name, body)
+            continue
+        method = view.sent[message["id"]]
+        kinds.add(f"{method} {'error' if 'error' in message else 'result'}")
+        result_schema = protocol.METHODS[method].result_schema
+        if result_schema is not None and "result" in message:
+            validate(schema_defs, result_schema, message["result"])
+        elif "result" in message and method in ("tools/call", "resources/read"):
+            spec = protocol.METHODS[method]
+            assert spec.result is not None
+            spec.result.model_validate(message["result"])
+    expected = {
+        protocol.TOOL_INPUT_PARTIAL,
+        protocol.TOOL_INPUT,
+        protocol.TOOL_RESULT,
+        protocol.TOOL_CANCELLED,
+        protocol.HOST_CONTEXT_CHANGED,
+        protocol.RESOURCE_TEARDOWN,
+        "tools/list",
+        "tools/call",
+        "notifications/tools/list_changed",
+        "notifications/resources/list_changed",
+        "notifications/prompts/list_changed",
+        f"{protocol.INITIALIZE} result",
+        f"{protocol.MESSAGE} result",
+        f"{protocol.UPDATE_MODEL_CONTEXT} result",
+        f"{protocol.REQUEST_DISPLAY_MODE} result",
+        "tools/call result",
+        "tools/call error",
+        "resources/read result",
+        f"{protocol.OPEN_LINK} error",
+    }
+    assert expected <= kinds, expected - kinds
