@@ -569,8 +569,10 @@ class AppBridge:
         try:
             while True:
                 raw = await receive()
-                was = self._machine.state
+                was, initializations = self._machine.state, self._machine.initializations
                 out = self._machine.receive(raw)
+                if self._machine.initializations > max(initializations, 1):
+                    logger.info("The view %s sent ui/initialize again; answered", self.name)
                 await self._apply(out, was)
         except _CLOSED as exc:
             self._transport_ended(exc)
@@ -581,8 +583,6 @@ class AppBridge:
     async def _apply(self, out: Received, was: str) -> None:
         for message in out.send:
             await self._outbox.send(message)  # type: ignore[union-attr]
-        if self._machine.initializations > 1 and was != "new" and out.send:
-            logger.info("The view %s sent ui/initialize again; answered", self.name)
         if was != "initialized" and self._machine.state == "initialized":
             self._initialized.set()  # type: ignore[union-attr]
             capabilities = self._machine.app_capabilities
