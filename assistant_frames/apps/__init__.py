@@ -2,7 +2,8 @@
 
 An app is an HTML view that runs in a sandboxed iframe and speaks JSON-RPC 2.0 with its
 host: the ``ui/*`` methods of the extension plus proxied MCP requests. :mod:`.protocol`
-is its sans-I/O codec and :class:`AppBridge` the host side of one view. Needs the ``mcp`` extra (it reuses the ``mcp`` SDK's types).
+is its sans-I/O codec and :class:`AppBridge` the host side of one view. Needs the ``mcp``
+extra (it reuses the ``mcp`` SDK's types).
 """
 
 from __future__ import annotations
