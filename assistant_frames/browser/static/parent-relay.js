@@ -28,6 +28,30 @@
  * (never the relay's own "assistant-frames-relay", even with jsonrpc "2.0"), sent
  * while the socket is not open, or that have no JSON form, are dropped.
  *
+ * MCP Apps views (option app: true). A view is untrusted code from an MCP server:
+ *
+ *   AssistantFramesRelay.parent({
+ *     url: "ws://127.0.0.1:8765/apps/weather", token: "...",
+ *     app: true,
+ *     src: "http://localhost:8765/weather-view.html", // ANOTHER origin than this page
+ *     viewOrigin: "http://localhost:8765",            // optional; default: src's origin
+ *     permissions: { camera: {}, clipboardWrite: {} }, // the resource's _meta.ui.permissions
+ *   });
+ *
+ * In app mode the relay
+ *   - refuses (status "failed", console.error, no socket, no iframe) a view whose src
+ *     or viewOrigin is this page's own origin, or is not http(s): a same-origin
+ *     document with allow-scripts and allow-same-origin could lift its own sandbox;
+ *   - gives the iframe sandbox="allow-scripts allow-same-origin" (option sandbox
+ *     replaces it) and the permissions as its allow attribute ("camera; microphone;
+ *     geolocation; clipboard-write", in that order, as ext-apps' buildAllowAttribute);
+ *   - accepts messages only from that iframe's window AND the view origin, and posts
+ *     only to the view origin (never "*"): if the view navigates elsewhere, nothing
+ *     reaches it and nothing it sends is forwarded;
+ *   - forwards JSON-RPC 2.0 only (option channels adds channels; jsonrpc is always on);
+ *   - reloads the view when the WebSocket reconnects: a new socket is a new host-side
+ *     bridge, and a view initializes (ui/initialize) once per document.
+ *
  * The iframe is created only once the WebSocket is open. Failed connections are
  * retried a bounded number of times with exponential backoff; then the relay
  * gives up: status "failed" (console.error, the data-relay-status attribute,
@@ -41,6 +65,15 @@
   var RELAY_CHANNEL = "assistant-frames-relay";
   var FRAME_CHANNEL = "assistant-ui-frame";
   var MAX_BUFFERED = 1000;
+  // What the MCP Apps spec asks of web hosts for a view iframe.
+  var APP_SANDBOX = "allow-scripts allow-same-origin";
+  // McpUiResourcePermissions -> Permission Policy features, in ext-apps' order.
+  var APP_PERMISSIONS = [
+    ["camera", "camera"],
+    ["microphone", "microphone"],
+    ["geolocation", "geolocation"],
+    ["clipboardWrite", "clipboard-write"],
+  ];
 
   function withToken(url, token) {
     if (token === undefined || token === null || token === "") return url;
@@ -70,6 +103,56 @@
     return channels.indexOf(data.channel) >= 0;
   }
 
+  // The origin of an http(s) URL (relative to this page), or null.
+  function httpOrigin(url) {
+    var parsed;
+    try {
+      parsed = new URL(url, window.location.href);
+    } catch (error) {
+      return null;
+    }
+    if (parsed.protocol !== "http:" && parsed.protocol !== "https:") return null;
+    return parsed.origin;
+  }
+
+  // The iframe allow attribute for a view's permissions ("" for none).
+  function allowAttribute(permissions) {
+    if (permissions === undefined || permissions === null) return "";
+    if (typeof permissions !== "object" || Array.isArray(permissions)) {
+      throw new Error("AssistantFramesRelay.parent: options.permissions must be an object");
+    }
+    var known = APP_PERMISSIONS.map(function (pair) {
+      return pair[0];
+    });
+    Object.keys(permissions).forEach(function (key) {
+      if (known.indexOf(key) < 0) console.warn("[assistant-frames relay] unknown permission ignored: " + key);
+    });
+    return APP_PERMISSIONS.filter(function (pair) {
+      return permissions[pair[0]];
+    })
+      .map(function (pair) {
+        return pair[1];
+      })
+      .join("; ");
+  }
+
+  // Why a view may not be hosted (null when it may), and the origin it runs on.
+  function checkView(options, ownOrigin) {
+    var srcOrigin = httpOrigin(options.src);
+    if (srcOrigin === null) return { reason: "the view src must be an http(s) URL: " + options.src };
+    var viewOrigin = options.viewOrigin === undefined ? srcOrigin : httpOrigin(options.viewOrigin);
+    if (viewOrigin === null) return { reason: "options.viewOrigin must be an http(s) origin: " + options.viewOrigin };
+    if (srcOrigin === ownOrigin || viewOrigin === ownOrigin) {
+      return {
+        reason:
+          "refusing to host an MCP Apps view on this page's own origin (" +
+          ownOrigin +
+          "): with allow-scripts allow-same-origin it could lift its own sandbox; serve it from another origin",
+      };
+    }
+    return { reason: null, origin: viewOrigin };
+  }
+
   function resolveElement(target, fallback) {
     if (!target) return fallback;
     if (typeof target === "string") return document.querySelector(target) || fallback;
@@ -81,11 +164,15 @@
     if (!options.url) throw new Error("AssistantFramesRelay.parent: options.url is required");
     if (!options.src) throw new Error("AssistantFramesRelay.parent: options.src is required");
     var ownOrigin = window.location.origin;
+    var app = options.app === true;
+    var view = app ? checkView(options, ownOrigin) : { reason: null, origin: ownOrigin };
+    var targetOrigin = view.origin; // the only origin we accept from and post to
+    var allow = app ? allowAttribute(options.permissions) : "";
     var maxAttempts = options.maxAttempts || 5;
     var initialDelay = options.initialDelay === undefined ? 250 : options.initialDelay;
     var maxDelay = options.maxDelay === undefined ? 4000 : options.maxDelay;
-    var channels = options.channels || [FRAME_CHANNEL];
-    var jsonrpc = options.jsonrpc !== false;
+    var channels = options.channels || (app ? [] : [FRAME_CHANNEL]);
+    var jsonrpc = app || options.jsonrpc !== false;
     var statusElement = resolveElement(options.statusElement, document.documentElement);
     var socketUrl = withToken(options.url, options.token);
 
@@ -124,7 +211,15 @@
         if (toIframe.length < MAX_BUFFERED) toIframe.push(data);
         return;
       }
-      iframe.contentWindow.postMessage(data, ownOrigin);
+      iframe.contentWindow.postMessage(data, targetOrigin);
+    }
+
+    // A new socket is a new bridge on the Python side: the view must initialize again.
+    function reloadView() {
+      iframeLoaded = false;
+      toIframe = [];
+      iframe.src = iframe.src;
+      setStatus("iframe", { src: iframe.src, reload: true });
     }
 
     function openIframe() {
@@ -137,12 +232,18 @@
         if (options.title) iframe.title = options.title;
         if (options.sandbox !== undefined) iframe.setAttribute("sandbox", options.sandbox);
       }
+      if (app) {
+        // Set before src: sandbox and allow apply to the next navigation.
+        iframe.setAttribute("sandbox", options.sandbox !== undefined ? options.sandbox : APP_SANDBOX);
+        if (allow) iframe.setAttribute("allow", allow);
+        else iframe.removeAttribute("allow");
+      }
       iframe.addEventListener("load", function () {
         iframeLoaded = true;
         var pending = toIframe;
         toIframe = [];
         pending.forEach(function (data) {
-          iframe.contentWindow.postMessage(data, ownOrigin);
+          iframe.contentWindow.postMessage(data, targetOrigin);
         });
       });
       iframe.src = options.src; // loaded only now, so the frame never runs before the socket
@@ -152,7 +253,7 @@
 
     function onWindowMessage(event) {
       if (!iframe || event.source !== iframe.contentWindow) return;
-      if (event.origin !== ownOrigin) return;
+      if (event.origin !== targetOrigin) return;
       if (!allowed(event.data, channels, jsonrpc)) return;
       if (!socket || socket.readyState !== WebSocket.OPEN) return;
       var text = toJson(event.data);
@@ -190,7 +291,8 @@
         opened = true;
         attempts = 0;
         setStatus("open");
-        openIframe();
+        if (app && iframe) reloadView();
+        else openIframe();
       };
       current.onmessage = function (event) {
         if (typeof event.data === "string") postToIframe(event.data);
@@ -204,15 +306,16 @@
       };
     }
 
-    window.addEventListener("message", onWindowMessage);
-    connect();
-
-    return {
+    var handle = {
       get status() {
         return status;
       },
       get iframe() {
         return iframe;
+      },
+      /** The origin messages are accepted from and posted to. */
+      get targetOrigin() {
+        return targetOrigin;
       },
       close: function () {
         stopped = true;
@@ -222,6 +325,15 @@
         setStatus("stopped");
       },
     };
+
+    if (view.reason !== null) {
+      stopped = true;
+      setStatus("failed", { reason: view.reason, refused: true });
+      return handle;
+    }
+    window.addEventListener("message", onWindowMessage);
+    connect();
+    return handle;
   }
 
   var relay = (window.AssistantFramesRelay = window.AssistantFramesRelay || {});
