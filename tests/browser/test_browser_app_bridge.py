@@ -1,0 +1,302 @@
+"""MCP Apps in Chromium: a real ext-apps ``App`` in an iframe, a Python host behind the relay.
+
+The page (``http://127.0.0.1:<port>``) runs the shipped parent relay in app mode; the view
+(``app-view-page.js``, the real ``@modelcontextprotocol/ext-apps`` 2.0.4 ``App``) is served
+from ``http://localhost:<port>``: another origin, as the spec asks of web hosts. The relay
+carries the view's JSON-RPC over the WebSocket to the Python side.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import mcp_types as mcp
+import pytest
+
+from assistant_frames.apps.bridge_machine import BridgeMachine
+from assistant_frames.apps.protocol import HostCapabilities, HostContext
+from assistant_frames.browser import relay_files
+from assistant_frames.transports import WebSocketServer, websocket_server
+
+from browser_support import BrowserPage
+from helpers import wait_until
+
+pytestmark = pytest.mark.anyio
+
+TOKEN = "app-view-token"
+WAIT = 10.0
+HTML = "text/html; charset=utf-8"
+JS = "text/javascript; charset=utf-8"
+
+# The relay page. Its URL fragment says where the view is (`src`) and what it may use.
+PARENT_HTML = b"""<!doctype html>
+<html><head><meta charset="utf-8"><title>app host page</title></head>
+<body>
+<script src="/assistant-frames/parent-relay.js"></script>
+<script>
+  const config = new URLSearchParams(location.hash.slice(1));
+  window.relayLog = [];
+  window.seen = [];  // every JSON-RPC message this page gets, and from where
+  window.addEventListener("message", (event) => {
+    if (event.data && event.data.jsonrpc === "2.0")
+      seen.push({ id: event.data.id ?? null, method: event.data.method ?? null,
+                  origin: event.origin,
+                  bridged: !!relay.iframe && event.source === relay.iframe.contentWindow });
+  });
+  window.relay = AssistantFramesRelay.parent({
+    url: `ws://${location.host}/apps/view`,
+    token: config.get("token"),
+    app: true,
+    src: config.get("src"),
+    permissions: JSON.parse(config.get("permissions") || "{}"),
+    initialDelay: 100,
+    onStatus: (status, info) => relayLog.push({ status, reason: info.reason ?? null }),
+  });
+</script>
+</body></html>
+"""
+
+VIEW_HTML = b"""<!doctype html>
+<html><head><meta charset="utf-8"><title>view</title></head>
+<body><p>view</p><script src="/app-view-page.js"></script></body></html>
+"""
+
+# Posts one JSON-RPC request, named by its query string, to its parent.
+SENDER_HTML = b"""<!doctype html>
+<html><head><meta charset="utf-8"></head><body><script>
+  const id = new URLSearchParams(location.search).get("id");
+  parent.postMessage({ jsonrpc: "2.0", id, method: "ui/message",
+                       params: { role: "user", content: [{ type: "text", text: id }] } }, "*");
+</script></body></html>
+"""
+
+_LOADS = itertools.count()
+HOST_INFO = mcp.Implementation(name="relay-test-host", version="1.2.3")
+
+
+def files(bundles: dict[str, bytes]) -> dict[str, tuple[bytes, str]]:
+    return {
+        **relay_files(),
+        "/app-view-page.js": (bundles["/app-view-page.js"], JS),
+        "/parent.html": (PARENT_HTML, HTML),
+        "/view.html": (VIEW_HTML, HTML),
+        "/sender.html": (SENDER_HTML, HTML),
+    }
+
+
+def page_url(server: WebSocketServer, src: str, **options: str) -> str:
+    fragment = "&".join(f"{k}={v}" for k, v in {"token": TOKEN, "src": src, **options}.items())
+    # A fresh query each time: a new document, not a fragment change of the last one.
+    return f"http://127.0.0.1:{server.port}/parent.html?{next(_LOADS)}#{fragment}"
+
+
+def view_base(server: WebSocketServer) -> str:
+    """The view's origin: the same server, reached as ``localhost`` (another origin)."""
+    return f"http://localhost:{server.port}"
+
+
+# -- the view's frame, reached through Playwright (the page cannot script it: other origin)
+
+
+def _view_frame(page: BrowserPage, origin: str) -> Any:
+    for frame in page._page.frames:
+        if frame.url.startswith(origin + "/view.html"):
+            return frame
+    raise LookupError(f"no view frame from {origin}: {[f.url for f in page._page.frames]}")
+
+
+async def view_eval(page: BrowserPage, origin: str, expression: str, arg: Any = None) -> Any:
+    """Evaluate ``expression`` in the view's frame."""
+    return await page.browser.call(lambda _c: _view_frame(page, origin).evaluate(expression, arg))
+
+
+async def view_wait(page: BrowserPage, origin: str, expression: str, timeout: float = WAIT) -> Any:
+    """Wait (bounded) until ``expression`` is truthy in the view's frame; return its value."""
+
+    def wait(_context: Any) -> Any:
+        # The view's frame appears once the relay's socket is open.
+        for _ in range(int(timeout / 0.05)):
+            try:
+                frame = _view_frame(page, origin)
+                break
+            except LookupError:
+                page._page.wait_for_timeout(50)
+        frame = _view_frame(page, origin)
+        return frame.wait_for_function(expression, timeout=timeout * 1000).json_value()
+
+    with anyio.fail_after(2 * timeout + 5):
+        return await page.browser.call(wait)
+
+
+# -- relay rules, with a hand-driven BridgeMachine on the Python side ---------------------------
+
+
+@dataclass
+class MachineSide:
+    """Each relay connection answered by a ``BridgeMachine`` (handshake only)."""
+
+    server: WebSocketServer
+    machines: list[BridgeMachine] = field(default_factory=list)
+    received: list[Any] = field(default_factory=list)
+    transports: list[Any] = field(default_factory=list)
+
+
+@asynccontextmanager
+async def machine_host(bundles: dict[str, bytes]) -> AsyncIterator[MachineSide]:
+    side: MachineSide
+
+    async def accept(transport: Any) -> None:
+        machine = BridgeMachine(
+            HOST_INFO,
+            host_capabilities=HostCapabilities(open_links={}),
+            host_context=HostContext(theme="dark", display_mode="inline", locale="fr-FR"),
+        )
+        side.machines.append(machine)
+        side.transports.append(transport)
+        async for raw in transport:
+            side.received.append(raw)
+            for message in machine.receive(raw).send:
+                await transport.send(message)
+
+    async with websocket_server(accept, token=TOKEN, http_files=files(bundles)) as server:
+        side = MachineSide(server)
+        yield side
+
+
+VIEW_READY = "window.viewTest && viewTest.state().connected"
+
+
+async def test_view_on_another_origin_is_sandboxed_and_completes_the_handshake(
+    page: BrowserPage, bundles: dict[str, bytes]
+) -> None:
+    async with machine_host(bundles) as side:
+        origin = view_base(side.server)
+        permissions = json.dumps({"clipboardWrite": {}, "camera": {}})
+        await page.goto(page_url(side.server, f"{origin}/view.html", permissions=permissions))
+        await view_wait(page, origin, VIEW_READY)
+        state = await view_eval(page, origin, "viewTest.state()")
+        assert state["origin"] == origin
+        assert state["hostInfo"] == {"name": "relay-test-host", "version": "1.2.3"}
+        assert state["hostCapabilities"] == {"openLinks": {}}
+        assert state["hostContext"] == {"theme": "dark", "displayMode": "inline", "locale": "fr-FR"}
+        machine = side.machines[0]
+        assert machine.state == "initialized"
+        assert machine.app_info is not None
+        assert machine.app_info.name == "view-under-test"
+
+        attributes = await page.evaluate(
+            """() => ({ sandbox: relay.iframe.getAttribute("sandbox"),
+                        allow: relay.iframe.getAttribute("allow"),
+                        target: relay.targetOrigin, status: relay.status })"""
+        )
+        assert attributes == {
+            "sandbox": "allow-scripts allow-same-origin",
+            "allow": "camera; clipboard-write",  # ext-apps' buildAllowAttribute order
+            "target": origin,
+            "status": "iframe",
+        }
+        # The allow attribute is in force in the view: granted features only.
+        granted = await view_eval(
+            page,
+            origin,
+            """["camera", "microphone", "geolocation", "clipboard-write"]
+                 .filter((f) => document.featurePolicy.allowsFeature(f))""",
+        )
+        assert granted == ["camera", "clipboard-write"]
+
+        # Host -> view goes through too, to the view's handlers.
+        for message in machine.send_tool_input({"city": "Paris"}):
+            await side.transports[0].send(message)
+        await view_wait(page, origin, "viewTest.state().toolInput.length === 1")
+        state = await view_eval(page, origin, "viewTest.state()")
+        assert state["toolInput"] == [{"arguments": {"city": "Paris"}}]
+
+
+async def test_relay_drops_messages_from_other_windows_and_origins(
+    page: BrowserPage, bundles: dict[str, bytes]
+) -> None:
+    async with machine_host(bundles) as side:
+        origin = view_base(side.server)
+        await page.goto(page_url(side.server, f"{origin}/view.html"))
+        await view_wait(page, origin, VIEW_READY)
+        # The page itself; a sibling iframe on the VIEW's origin (right origin, wrong window);
+        # the page's origin in a sibling (wrong both).
+        await page.evaluate(
+            """(origin) => {
+              const own = { jsonrpc: "2.0", id: "intruder-page", method: "ui/message" };
+              window.postMessage(own, "*");
+              for (const [base, id] of [[origin, "intruder-view-origin"],
+                                        [location.origin, "intruder-page-origin"]]) {
+                const other = document.createElement("iframe");
+                other.src = `${base}/sender.html?id=${id}`;
+                document.body.appendChild(other);
+              }
+            }""",
+            origin,
+        )
+        await view_eval(
+            page,
+            origin,
+            """viewTest.post({ channel: "assistant-frames-relay", jsonrpc: "2.0",
+                              id: "intruder-relay-channel", method: "ui/message" })""",
+        )
+        intruders = ["intruder-page", "intruder-view-origin", "intruder-page-origin"]
+        await page.wait_for(
+            f"{json.dumps([*intruders, 'intruder-relay-channel'])}"
+            ".every((id) => seen.some((m) => m.id === id))"
+        )
+        # A legitimate message from the view, after them.
+        await view_eval(page, origin, "viewTest.sendSizeChanged(321, 123)")
+        await wait_until(
+            lambda: any(m.get("method") == "ui/notifications/size-changed" for m in side.received),
+            timeout=WAIT,
+        )
+
+        # The bridged iframe navigated to the PAGE's origin: right window, wrong origin.
+        await page.evaluate("relay.iframe.src = '/sender.html?id=intruder-navigated'")
+        seen = await page.wait_for("seen.find((m) => m.id === 'intruder-navigated' && m.bridged)")
+        assert seen["origin"] == f"http://127.0.0.1:{side.server.port}"
+        await anyio.sleep(0.3)
+        received = json.dumps(side.received)
+        assert "size-changed" in received
+        assert "intruder" not in received, received
+
+
+async def test_app_mode_refuses_a_view_on_the_page_origin(
+    page: BrowserPage, bundles: dict[str, bytes]
+) -> None:
+    async with machine_host(bundles) as side:
+        for src in ("/view.html", "data:text/html,<p>view</p>"):
+            await page.goto(page_url(side.server, src))
+            log = await page.wait_for(
+                "relayLog.length && relayLog[relayLog.length - 1].status === 'failed' && relayLog"
+            )
+            assert log[-1]["status"] == "failed"
+            reason = log[-1]["reason"]
+            assert ("own origin" in reason) if src.startswith("/") else ("http(s)" in reason)
+            assert await page.evaluate("relay.iframe") is None
+            assert await page.evaluate("document.documentElement.dataset.relayStatus") == "failed"
+            assert any(reason in line for line in page.console if line.startswith("error"))
+        await anyio.sleep(0.3)
+        assert side.machines == []  # never connected
+
+
+async def test_a_reconnection_reloads_the_view_which_initializes_again(
+    page: BrowserPage, bundles: dict[str, bytes]
+) -> None:
+    async with machine_host(bundles) as side:
+        origin = view_base(side.server)
+        await page.goto(page_url(side.server, f"{origin}/view.html"))
+        await view_wait(page, origin, VIEW_READY)
+        await side.transports[0].aclose()  # the Python side drops the WebSocket
+        await wait_until(lambda: len(side.machines) == 2, timeout=WAIT)
+        await wait_until(lambda: side.machines[1].state == "initialized", timeout=WAIT)
+        await view_wait(page, origin, VIEW_READY)
+        assert side.machines[0].initializations == 1
+        assert side.machines[1].initializations == 1
