@@ -13,7 +13,8 @@
  *   </script>
  *
  * This page must be the iframe's parent and share its origin: the JS frame only
- * talks to its parent window, and by default only to its own origin.
+ * talks to its parent window, and by default only to its own origin. (MCP Apps
+ * views are the opposite: another origin; see app mode below.)
  *
  * What it forwards:
  *   - WebSocket -> iframe: every JSON message, with postMessage(msg, ownOrigin),
