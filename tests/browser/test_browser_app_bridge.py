@@ -18,10 +18,13 @@ from typing import Any
 import anyio
 import mcp_types as mcp
 import pytest
+from mcp.server.mcpserver import MCPServer
 
+from assistant_frames import ModelContextRegistry
 from assistant_frames.apps.bridge_machine import BridgeMachine
 from assistant_frames.apps.protocol import HostCapabilities, HostContext
 from assistant_frames.browser import relay_files
+from assistant_frames.mcp import MCPFrame
 from assistant_frames.transports import WebSocketServer, websocket_server
 
 from browser_support import BrowserPage
@@ -300,3 +303,214 @@ async def test_a_reconnection_reloads_the_view_which_initializes_again(
         await view_wait(page, origin, VIEW_READY)
         assert side.machines[0].initializations == 1
         assert side.machines[1].initializations == 1
+
+
+# -- the real ext-apps App <-> the Python AppBridge ---------------------------------------------
+
+
+@dataclass
+class BridgeSide:
+    """Each relay connection served by an ``AppBridge`` whose provider joins ``parent``."""
+
+    server: WebSocketServer
+    bridges: anyio.abc.ObjectReceiveStream[Any]
+    parent: ModelContextRegistry
+    messages: list[Any] = field(default_factory=list)
+    sizes: list[Any] = field(default_factory=list)
+    teardown_requests: list[None] = field(default_factory=list)
+
+    async def next_bridge(self) -> Any:
+        with anyio.fail_after(WAIT):
+            return await self.bridges.receive()
+
+
+@dataclass
+class Weather:
+    """A real MCP server (the ``mcp`` SDK's ``MCPServer``) in an entered ``MCPFrame``."""
+
+    frame: MCPFrame
+    calls: list[str]
+
+
+@asynccontextmanager
+async def weather_server() -> AsyncIterator[Weather]:
+    server = MCPServer("weather", subscriptions=False)
+    calls: list[str] = []
+
+    @server.tool(meta={"ui": {"visibility": ["app", "model"]}})
+    def forecast(city: str) -> str:
+        """The forecast for a city (the view may call it)."""
+        calls.append(f"forecast {city}")
+        return f"Sunny in {city}"
+
+    @server.tool(meta={"ui": {"visibility": ["model"]}})
+    def secret() -> str:
+        """For the model only: a view must never reach it."""
+        calls.append("secret")
+        return "classified"
+
+    async with MCPFrame(server, timeout=WAIT) as frame:
+        yield Weather(frame, calls)
+
+
+@asynccontextmanager
+async def bridge_host(bundles: dict[str, bytes], weather: Weather) -> AsyncIterator[BridgeSide]:
+    # Imported here: the relay tests above need no AppBridge.
+    from assistant_frames.apps import AppBridge
+
+    send, receive = anyio.create_memory_object_stream[Any](10)
+    done = anyio.Event()
+    side: BridgeSide
+
+    async def accept(transport: Any) -> None:
+        bridge = AppBridge(
+            transport,
+            server=weather.frame,
+            host_info=HOST_INFO,
+            host_context=HostContext(theme="dark", display_mode="inline", locale="fr-FR"),
+            name="weather-app",
+            timeout=WAIT,
+            init_timeout=WAIT,
+        )
+        bridge.on_message = side.messages.append
+        bridge.on_size_changed = side.sizes.append
+        bridge.on_request_teardown = lambda: side.teardown_requests.append(None)
+        async with bridge:
+            await bridge.wait_initialized()
+            side.parent.add_provider(bridge)
+            await send.send(bridge)
+            await done.wait()
+
+    async with (
+        send,
+        receive,
+        websocket_server(accept, token=TOKEN, http_files=files(bundles)) as server,
+    ):
+        side = BridgeSide(server, receive, ModelContextRegistry())
+        try:
+            yield side
+        finally:
+            done.set()
+
+
+async def open_view(page: BrowserPage, side: BridgeSide) -> tuple[Any, str]:
+    origin = view_base(side.server)
+    await page.goto(page_url(side.server, f"{origin}/view.html"))
+    bridge = await side.next_bridge()
+    await view_wait(page, origin, VIEW_READY)
+    return bridge, origin
+
+
+async def test_handshake_and_host_to_view_notifications(
+    page: BrowserPage, bundles: dict[str, bytes]
+) -> None:
+    async with weather_server() as weather, bridge_host(bundles, weather) as side:
+        bridge, origin = await open_view(page, side)
+        assert bridge.state == "initialized"
+        assert bridge.app_info.name == "view-under-test"
+        assert bridge.app_info.version == "0.4.2"
+        state = await view_eval(page, origin, "viewTest.state()")
+        assert state["hostInfo"] == {"name": "relay-test-host", "version": "1.2.3"}
+        assert state["hostContext"] == {"theme": "dark", "displayMode": "inline", "locale": "fr-FR"}
+        # Derived from the handlers and the server we gave it.
+        assert "serverTools" in state["hostCapabilities"]
+        assert "message" in state["hostCapabilities"]
+
+        await bridge.send_tool_input({"city": "Paris"})
+        await bridge.send_tool_result(
+            mcp.CallToolResult(
+                content=[mcp.TextContent(type="text", text="18 C")],
+                structured_content={"temperature": 18},
+            )
+        )
+        await bridge.update_host_context(theme="light")
+        state = await view_wait(
+            page,
+            origin,
+            """(() => { const s = viewTest.state();
+                       return s.toolResult.length && s.contextChanges.length && s; })()""",
+        )
+        assert state["toolInput"] == [{"arguments": {"city": "Paris"}}]
+        [result] = state["toolResult"]
+        assert result["content"] == [{"type": "text", "text": "18 C"}]
+        assert result["structuredContent"] == {"temperature": 18}
+        assert state["contextChanges"] == [{"theme": "light"}]
+        assert state["hostContext"]["theme"] == "light"
+
+
+async def test_view_requests_reach_python_and_the_parent_registry(
+    page: BrowserPage, bundles: dict[str, bytes]
+) -> None:
+    async with weather_server() as weather, bridge_host(bundles, weather) as side:
+        bridge, origin = await open_view(page, side)
+        answer = await view_eval(page, origin, "viewTest.sendMessage('Plan a trip to Paris')")
+        assert "error" not in answer, answer
+        [message] = side.messages
+        assert message.role == "user"
+        assert message.content[0].text == "Plan a trip to Paris"
+
+        answer = await view_eval(
+            page,
+            origin,
+            """viewTest.updateModelContext(
+                 { content: [{ type: "text", text: "The user picked Paris." }] })""",
+        )
+        assert "error" not in answer, answer
+        assert bridge.model_context is not None
+        await wait_until(
+            lambda: "The user picked Paris." in (side.parent.get_model_context().system or ""),
+            timeout=WAIT,
+        )
+
+        await view_eval(page, origin, "viewTest.sendSizeChanged(640, 480)")
+        await wait_until(lambda: bool(side.sizes), timeout=WAIT)
+        assert (side.sizes[0].width, side.sizes[0].height) == (640, 480)
+
+
+async def test_the_view_tools_are_listed_and_called_from_the_parent_registry(
+    page: BrowserPage, bundles: dict[str, bytes]
+) -> None:
+    async with weather_server() as weather, bridge_host(bundles, weather) as side:
+        bridge, origin = await open_view(page, side)
+        tools = await bridge.list_view_tools()
+        assert [tool.name for tool in tools] == ["add"]
+        assert tools[0].input_schema["properties"]["a"]["type"] == "number"
+        await wait_until(lambda: "add" in side.parent.get_model_context().tools, timeout=WAIT)
+        with anyio.fail_after(WAIT):
+            result = await side.parent.get_model_context().call_tool("add", {"a": 2, "b": 3})
+        assert result == {"sum": 5}
+        direct = await bridge.call_view_tool("add", {"a": 20, "b": 22})
+        assert direct.structured_content == {"sum": 42}
+        state = await view_eval(page, origin, "viewTest.state()")
+        assert state["toolCalls"] == [
+            {"name": "add", "a": 2, "b": 3},
+            {"name": "add", "a": 20, "b": 22},
+        ]
+
+
+async def test_view_tool_calls_reach_the_server_only_for_app_visible_tools(
+    page: BrowserPage, bundles: dict[str, bytes]
+) -> None:
+    async with weather_server() as weather, bridge_host(bundles, weather) as side:
+        _bridge, origin = await open_view(page, side)
+        answer = await view_eval(
+            page, origin, "viewTest.callServerTool('forecast', {city: 'Paris'})"
+        )
+        assert "error" not in answer, answer
+        assert answer["result"]["content"][0]["text"] == "Sunny in Paris"
+        refused = await view_eval(page, origin, "viewTest.callServerTool('secret', {})")
+        assert refused["error"]["code"] == -32000, refused
+        assert weather.calls == ["forecast Paris"]  # the model-only tool never ran
+
+
+async def test_teardown_is_awaited_and_a_view_may_ask_for_it(
+    page: BrowserPage, bundles: dict[str, bytes]
+) -> None:
+    async with weather_server() as weather, bridge_host(bundles, weather) as side:
+        bridge, origin = await open_view(page, side)
+        await view_eval(page, origin, "viewTest.requestTeardown()")
+        await wait_until(lambda: bool(side.teardown_requests), timeout=WAIT)
+        with anyio.fail_after(WAIT + 1):
+            assert await bridge.teardown(timeout=WAIT) is True
+        state = await view_eval(page, origin, "viewTest.state()")
+        assert len(state["teardown"]) == 1
