@@ -7,6 +7,7 @@ import * as z from "zod";
 
 const seen = {
   connected: false,
+  connectedAfterMs: null, // from the view's navigation start to a completed handshake
   connectError: null,
   toolInput: [],
   toolInputPartial: [],
@@ -89,6 +90,7 @@ window.viewTest = {
 app.connect(new PostMessageTransport(window.parent, window.parent)).then(
   () => {
     seen.connected = true;
+    seen.connectedAfterMs = performance.now();
   },
   (error) => {
     seen.connectError = String(error && error.message);
