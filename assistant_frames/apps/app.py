@@ -1,0 +1,611 @@
+"""``App``: the view side of an MCP App, in Python.
+
+What the ext-apps ``App`` class is to a view in an iframe, for headless views, tests
+and testing hosts: over any transport of ours (an anyio object stream of JSON dicts) it
+initializes with the host, hears the tool call the view was opened for (input, partial
+input, result, cancellation), follows the host context, answers teardown, makes the
+view's requests (``ui/message``, ``tools/call`` proxied to the server...) and offers
+the tools of a :class:`~assistant_frames.ModelContextProvider` to the host.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack, suppress
+from types import TracebackType
+from typing import Any, Literal, TypeAlias, TypeVar
+
+import anyio
+import mcp_types as mcp
+from anyio.abc import ObjectStream, TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from pydantic import BaseModel, ValidationError
+
+from .._anyio import task_group
+from .._text import describe_validation_error
+from ..calls import PendingCall, PendingCalls
+from ..errors import ERROR_KINDS, AssistantFramesError, ToolCallError
+from ..mcp._results import error_result, tool_result
+from ..registry.context import ModelContext, ModelContextProvider, Unsubscribe
+from ..tool_formats import to_mcp_tools
+from . import protocol
+from .errors import AppDisconnected, AppRequestError, AppTimeout
+
+__all__ = ["App", "AppState"]
+
+logger = logging.getLogger("assistant_frames.apps")
+
+_CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
+_INTERNAL_ERROR = -32603
+_SEND_TIMEOUT = 1.0  # for what goes out on the way down (cancel notices)
+
+AppState: TypeAlias = Literal["new", "initializing", "initialized", "closed"]
+T = TypeVar("T")
+#: A callback: plain or async, given the notification's params.
+Callback: TypeAlias = Callable[[T], Awaitable[object] | object]
+ContentInput: TypeAlias = str | Sequence[mcp.ContentBlock | Mapping[str, Any]]
+
+
+def _content(content: ContentInput) -> list[mcp.ContentBlock]:
+    if isinstance(content, str):
+        return [mcp.TextContent(type="text", text=content)]
+    return [_block(block) for block in content]
+
+
+def _block(block: mcp.ContentBlock | Mapping[str, Any]) -> mcp.ContentBlock:
+    if isinstance(block, BaseModel):
+        return block
+    return protocol.MessageParams.model_validate({"content": [dict(block)]}).content[0]
+
+
+async def _run(callback: Callable[..., Any], *args: Any) -> Any:
+    result = callback(*args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
+
+
+class App:
+    """The view end of an MCP App connection (what ext-apps' ``App`` is in a browser).
+
+    Use it as an async context manager: entering sends ``ui/initialize``, waits for the
+    host's answer (at most ``timeout`` seconds, else :class:`AppTimeout`), stores
+    :attr:`host_info`, :attr:`host_capabilities`, :attr:`host_context` and
+    :attr:`protocol_version`, then sends ``ui/notifications/initialized``.
+
+    What the host sends arrives at the callbacks (attributes or constructor keywords;
+    plain or async callables, run in order, one at a time, on a task of their own so
+    that they may make requests) and in plain state for tests to wait on
+    (:meth:`wait_until`, :meth:`wait_tool_input`, :meth:`wait_tool_result`,
+    :meth:`wait_torn_down`).
+
+    ``registry``'s tools are the view's: the host lists and calls them with
+    ``tools/list`` and ``tools/call``, and hears ``notifications/tools/list_changed``
+    when they change. Each request the App sends is bounded by ``timeout`` and fails
+    with :class:`AppRequestError` when the host answers with an error, and with
+    :class:`AppDisconnected` at once when the connection ends. The App owns
+    ``transport`` and closes it on exit.
+    """
+
+    def __init__(
+        self,
+        transport: ObjectStream[Any],
+        *,
+        app_info: mcp.Implementation | None = None,
+        registry: ModelContextProvider | None = None,
+        capabilities: protocol.AppCapabilities | None = None,
+        timeout: float = 30.0,
+        on_tool_input: Callback[dict[str, Any]] | None = None,
+        on_tool_input_partial: Callback[dict[str, Any]] | None = None,
+        on_tool_result: Callback[mcp.CallToolResult] | None = None,
+        on_tool_cancelled: Callback[str | None] | None = None,
+        on_host_context_changed: Callback[protocol.HostContext] | None = None,
+        on_teardown: Callable[[], Awaitable[object] | object] | None = None,
+    ) -> None:
+        if not timeout > 0:
+            raise ValueError(f"timeout must be positive, not {timeout!r}")
+        self.timeout = timeout
+        self.app_info = app_info or mcp.Implementation(name="assistant-frames-app", version="1")
+        self.registry = registry
+        if capabilities is None:
+            capabilities = protocol.AppCapabilities()
+        if registry is not None and capabilities.tools is None:
+            capabilities = capabilities.model_copy(
+                update={"tools": protocol.ListChanged(list_changed=True)}
+            )
+        self.capabilities = capabilities
+        #: Called with the tool call's arguments (``ui/notifications/tool-input``).
+        self.on_tool_input = on_tool_input
+        #: Called with partial arguments while the model streams them.
+        self.on_tool_input_partial = on_tool_input_partial
+        #: Called with the tool's ``CallToolResult``.
+        self.on_tool_result = on_tool_result
+        #: Called with the reason (or ``None``) when the tool call was cancelled.
+        self.on_tool_cancelled = on_tool_cancelled
+        #: Called with the merged host context after each change.
+        self.on_host_context_changed = on_host_context_changed
+        #: Called (and awaited, within ``timeout``) before ``ui/resource-teardown`` is answered.
+        self.on_teardown = on_teardown
+
+        #: The host's ``hostInfo``, ``hostCapabilities`` and protocol version, once initialized.
+        self.host_info: mcp.Implementation | None = None
+        self.host_capabilities: protocol.HostCapabilities | None = None
+        self.protocol_version: str | None = None
+        #: The host context: the initialize result's, merged with each change.
+        self.host_context = protocol.HostContext()
+        #: The last tool input, partial input, result and cancellation (reason) heard.
+        self.tool_input: dict[str, Any] | None = None
+        self.tool_input_partial: dict[str, Any] | None = None
+        self.tool_result: mcp.CallToolResult | None = None
+        self.tool_cancelled: str | None = None
+        self.cancelled = False
+        #: True once ``ui/resource-teardown`` was answered.
+        self.torn_down = False
+        #: How many received messages could not be handled (answered with an error or dropped).
+        self.rejected = 0
+
+        self._transport = transport
+        self._state: AppState = "new"
+        self._calls = PendingCalls(id_prefix="view-")
+        self._disconnected: str | None = None
+        # Events belong to the running backend: made on entry.
+        self._changed: anyio.Event
+        self._ended: anyio.Event
+        self._list_changed: anyio.Event
+        self._running: dict[protocol.RequestId, anyio.CancelScope] = {}
+        self._task_group: TaskGroup | None = None
+        self._exit_stack: AsyncExitStack | None = None
+        self._callbacks_in: MemoryObjectSendStream[tuple[Callable[..., Any], tuple[Any, ...]]]
+        self._callbacks_out: MemoryObjectReceiveStream[tuple[Callable[..., Any], tuple[Any, ...]]]
+        self._unsubscribe: Unsubscribe | None = None
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    @property
+    def state(self) -> AppState:
+        """``"new"``, ``"initializing"``, ``"initialized"`` or ``"closed"``."""
+        return self._state
+
+    async def __aenter__(self) -> App:
+        if self._state != "new":
+            raise RuntimeError("An App can be entered only once")
+        self._state = "initializing"
+        self._changed = anyio.Event()
+        self._ended = anyio.Event()
+        self._list_changed = anyio.Event()
+        self._callbacks_in, self._callbacks_out = anyio.create_memory_object_stream(math.inf)
+        async with AsyncExitStack() as stack:
+            self._task_group = await stack.enter_async_context(task_group())
+            # Runs before the task group exits: its tasks read forever until cancelled.
+            stack.push_async_callback(self._shut)
+            self._task_group.start_soon(self._receive_loop)
+            self._task_group.start_soon(self._run_callbacks)
+            params = protocol.InitializeParams(
+                protocol_version=protocol.PROTOCOL_VERSION,
+                app_info=self.app_info,
+                app_capabilities=self.capabilities,
+            )
+            result: protocol.InitializeResult = await self.request(protocol.INITIALIZE, params)
+            self.protocol_version = result.protocol_version
+            self.host_info = result.host_info
+            self.host_capabilities = result.host_capabilities
+            self.host_context = result.host_context
+            await self.notify(protocol.INITIALIZED)
+            self._state = "initialized"
+            if self.registry is not None:
+                self._unsubscribe = self.registry.subscribe(self._on_registry_change)
+                self._task_group.start_soon(self._announce_list_changes)
+            self._touch()
+            self._exit_stack = stack.pop_all()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        stack, self._exit_stack = self._exit_stack, None
+        if stack is not None:
+            await stack.__aexit__(exc_type, exc, tb)
+        return None
+
+    async def aclose(self) -> None:
+        """Stop: pending requests fail, the transport is closed."""
+        await self.__aexit__(None, None, None)
+
+    async def _shut(self) -> None:
+        self._state = "closed"
+        self._lost("The App was closed")
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+            self._unsubscribe = None
+        if self._task_group is not None:
+            self._task_group.cancel_scope.cancel()
+        with anyio.CancelScope(shield=True):
+            await self._transport.aclose()
+
+    def _lost(self, reason: str) -> None:
+        if self._disconnected is None:
+            self._disconnected = reason
+        self._calls.fail_all(AppDisconnected(self._disconnected))
+        self._ended.set()
+        self._touch()
+
+    async def wait_disconnected(self) -> None:
+        """Wait until the connection has ended (the host went, or the App was closed)."""
+        if self._state == "new":
+            raise RuntimeError("Enter the App (async with) before waiting on it")
+        await self._ended.wait()
+
+    @property
+    def connected(self) -> bool:
+        """True while the connection is open."""
+        return self._disconnected is None and self._state != "new"
+
+    # -- state for tests -----------------------------------------------------------------
+
+    def _touch(self) -> None:
+        changed, self._changed = self._changed, anyio.Event()
+        changed.set()
+
+    async def wait_until(
+        self, predicate: Callable[[App], bool], *, timeout: float | None = None
+    ) -> None:
+        """Wait until ``predicate(app)`` holds, checked after each message from the host.
+
+        Raises :class:`AppTimeout` after ``timeout`` seconds (default: the App's) and
+        :class:`AppDisconnected` if the connection ends first.
+        """
+        if self._state == "new":
+            raise RuntimeError("Enter the App (async with) before waiting on it")
+        limit = self.timeout if timeout is None else timeout
+        with anyio.move_on_after(limit):
+            while not predicate(self):
+                if self._disconnected is not None:
+                    raise AppDisconnected(self._disconnected)
+                await self._changed.wait()
+            return
+        raise AppTimeout("a host message", limit)
+
+    async def wait_tool_input(self, *, timeout: float | None = None) -> dict[str, Any]:
+        """The tool call's arguments, once they arrived."""
+        await self.wait_until(lambda app: app.tool_input is not None, timeout=timeout)
+        assert self.tool_input is not None
+        return self.tool_input
+
+    async def wait_tool_result(self, *, timeout: float | None = None) -> mcp.CallToolResult:
+        """The tool call's result, once it arrived."""
+        await self.wait_until(lambda app: app.tool_result is not None, timeout=timeout)
+        assert self.tool_result is not None
+        return self.tool_result
+
+    async def wait_torn_down(self, *, timeout: float | None = None) -> None:
+        """Wait until the host's ``ui/resource-teardown`` was answered."""
+        await self.wait_until(lambda app: app.torn_down, timeout=timeout)
+
+    # -- sending -------------------------------------------------------------------------
+
+    async def request(
+        self,
+        method: str,
+        params: BaseModel | Mapping[str, Any] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Any:
+        """Send the request ``method`` and return its typed result.
+
+        Raises :class:`AppRequestError` for an error answer, :class:`AppTimeout` after
+        ``timeout`` seconds (default: the App's; the host is told with
+        ``notifications/cancelled``), :class:`AppDisconnected` when the connection is
+        or goes away, and :class:`~assistant_frames.apps.protocol.InvalidParams` when
+        the result does not match the method's.
+        """
+        if self._disconnected is not None or self._state in ("new", "closed"):
+            raise AppDisconnected(self._disconnected or "The App is not open", method=method)
+        limit = self.timeout if timeout is None else timeout
+        done = anyio.Event()
+        call = self._calls.add(method, wake=done.set)
+        message = protocol.encode_request(call.id, method, params)
+        try:
+            with anyio.move_on_after(limit):
+                await self._send(message, method)
+                call.sent = True
+                await done.wait()
+        except BaseException:
+            await self._abandon(call, "The request was cancelled")
+            raise
+        if not call.settled:
+            await self._abandon(call, "Timed out")
+            raise AppTimeout(method, limit)
+        error = call.error
+        if isinstance(error, AppDisconnected):
+            raise AppDisconnected(error.message, method=method)
+        if isinstance(error, protocol.ErrorResponse):
+            raise AppRequestError(method, error.code, error.message, error.data)
+        return protocol.parse_result(method, call.result)
+
+    async def _abandon(self, call: PendingCall, reason: str) -> None:
+        if self._calls.discard(call.id) is None or not call.sent:
+            return
+        cancel = protocol.encode_notification(
+            "notifications/cancelled", {"requestId": call.id, "reason": reason}
+        )
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_SEND_TIMEOUT):
+            await self._try_send(cancel)
+
+    async def notify(
+        self, method: str, params: BaseModel | Mapping[str, Any] | None = None
+    ) -> None:
+        """Send the notification ``method`` (:class:`AppDisconnected` when closed)."""
+        if self._disconnected is not None or self._state in ("new", "closed"):
+            raise AppDisconnected(self._disconnected or "The App is not open", method=method)
+        await self._send(protocol.encode_notification(method, params), method)
+
+    async def _send(self, message: dict[str, Any], method: str | None = None) -> None:
+        try:
+            await self._transport.send(message)
+        except _CLOSED:
+            self._lost("The host's transport is closed")
+            raise AppDisconnected(self._disconnected or "closed", method=method) from None
+
+    async def _try_send(self, message: dict[str, Any]) -> None:
+        with suppress(*_CLOSED):
+            await self._transport.send(message)
+
+    # -- the view's requests -------------------------------------------------------------
+
+    async def call_server_tool(
+        self, name: str, arguments: Mapping[str, Any] | None = None, *, timeout: float | None = None
+    ) -> mcp.CallToolResult:
+        """Call a tool of the app's MCP server, through the host (``tools/call``)."""
+        params = mcp.CallToolRequestParams(name=name, arguments=dict(arguments or {}))
+        result: mcp.CallToolResult = await self.request("tools/call", params, timeout=timeout)
+        return result
+
+    async def read_server_resource(
+        self, uri: str, *, timeout: float | None = None
+    ) -> mcp.ReadResourceResult:
+        """Read a resource of the app's MCP server, through the host (``resources/read``)."""
+        params = mcp.ReadResourceRequestParams(uri=uri)
+        result: mcp.ReadResourceResult = await self.request(
+            "resources/read", params, timeout=timeout
+        )
+        return result
+
+    async def send_message(self, content: ContentInput) -> protocol.ActionResult:
+        """Add a message to the conversation, as the user (``ui/message``).
+
+        ``content``: a string (one text block) or content blocks (models or wire dicts).
+        """
+        params = protocol.MessageParams(role="user", content=_content(content))
+        result: protocol.ActionResult = await self.request(protocol.MESSAGE, params)
+        return result
+
+    async def update_model_context(
+        self,
+        content: ContentInput | None = None,
+        structured_content: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Tell the model what the view shows now; replaces the previous update."""
+        params = protocol.UpdateModelContextParams(
+            content=None if content is None else _content(content),
+            structured_content=None if structured_content is None else dict(structured_content),
+        )
+        await self.request(protocol.UPDATE_MODEL_CONTEXT, params)
+
+    async def open_link(self, url: str) -> protocol.ActionResult:
+        """Ask the host to open ``url`` outside the sandbox (``ui/open-link``)."""
+        result: protocol.ActionResult = await self.request(
+            protocol.OPEN_LINK, protocol.OpenLinkParams(url=url)
+        )
+        return result
+
+    async def download_file(
+        self, contents: Sequence[mcp.EmbeddedResource | mcp.ResourceLink | Mapping[str, Any]]
+    ) -> protocol.ActionResult:
+        """Offer files to the user (``ui/download-file``)."""
+        params = protocol.DownloadFileParams.model_validate(
+            {"contents": [protocol.to_wire(item) for item in contents]}
+        )
+        result: protocol.ActionResult = await self.request(protocol.DOWNLOAD_FILE, params)
+        return result
+
+    async def request_display_mode(self, mode: protocol.DisplayMode) -> protocol.DisplayMode:
+        """Ask for a display mode; returns the mode now in effect (maybe another)."""
+        result: protocol.RequestDisplayModeResult = await self.request(
+            protocol.REQUEST_DISPLAY_MODE, protocol.RequestDisplayModeParams(mode=mode)
+        )
+        return result.mode
+
+    async def send_log(self, level: mcp.LoggingLevel, data: Any, logger: str | None = None) -> None:
+        """Send a log message to the host (``notifications/message``)."""
+        await self.notify(
+            "notifications/message",
+            mcp.LoggingMessageNotificationParams(level=level, data=data, logger=logger),
+        )
+
+    async def send_size_changed(self, width: float | None, height: float | None) -> None:
+        """Tell the host the view's size (pixels) changed."""
+        await self.notify(
+            protocol.SIZE_CHANGED, protocol.SizeChangedParams(width=width, height=height)
+        )
+
+    async def request_teardown(self) -> None:
+        """Ask the host to close the view (it answers with ``ui/resource-teardown``)."""
+        await self.notify(protocol.REQUEST_TEARDOWN)
+
+    # -- receiving -----------------------------------------------------------------------
+
+    async def _receive_loop(self) -> None:
+        try:
+            while True:
+                raw = await self._transport.receive()
+                if isinstance(raw, dict) and not protocol.is_jsonrpc(raw):
+                    continue  # another channel's message on a shared transport
+                try:
+                    message = protocol.decode(raw)
+                except protocol.ProtocolError as exc:
+                    await self._reject(exc)
+                    continue
+                self._dispatch(message)
+        except _CLOSED:
+            self._lost("The host closed the connection")
+        except Exception as exc:  # a transport failing in its own way
+            logger.warning("The App's transport failed: %r", exc)
+            self._lost(f"The transport failed: {exc!r}")
+
+    async def _reject(self, exc: protocol.ProtocolError) -> None:
+        self.rejected += 1
+        level = logging.WARNING if self.rejected == 1 else logging.DEBUG
+        logger.log(level, "App rejected a message: %s", exc.message)
+        answer = exc.to_wire()
+        if answer is not None and self._task_group is not None:
+            self._task_group.start_soon(self._try_send, answer)
+
+    def _dispatch(self, message: protocol.Message) -> None:
+        if isinstance(message, protocol.Response):
+            self._calls.resolve(str(message.id), result=message.result)
+        elif isinstance(message, protocol.ErrorResponse):
+            if message.id is None:
+                logger.warning("The host reported an error: %s", message.message)
+            else:
+                self._calls.resolve(str(message.id), error=message)
+        elif isinstance(message, protocol.Request):
+            assert self._task_group is not None
+            self._task_group.start_soon(self._answer, message)
+        else:
+            self._on_notification(message)
+
+    def _queue(self, callback: Callable[..., Any] | None, *args: Any) -> None:
+        if callback is not None:
+            self._callbacks_in.send_nowait((callback, args))
+
+    async def _run_callbacks(self) -> None:
+        async for callback, args in self._callbacks_out:
+            try:
+                await _run(callback, *args)
+            except Exception:
+                logger.exception("An App callback failed")
+
+    def _on_notification(self, note: protocol.Notification) -> None:
+        method, params = note.method, note.params
+        if method in (protocol.TOOL_INPUT, protocol.TOOL_INPUT_PARTIAL):
+            arguments = params.arguments or {}
+            if method == protocol.TOOL_INPUT:
+                self.tool_input = arguments
+                self._queue(self.on_tool_input, arguments)
+            else:
+                self.tool_input_partial = arguments
+                self._queue(self.on_tool_input_partial, arguments)
+        elif method == protocol.TOOL_RESULT:
+            self.tool_result = params
+            self._queue(self.on_tool_result, params)
+        elif method == protocol.TOOL_CANCELLED:
+            self.cancelled, self.tool_cancelled = True, params.reason
+            self._queue(self.on_tool_cancelled, params.reason)
+        elif method == protocol.HOST_CONTEXT_CHANGED:
+            # A shallow merge of the keys that changed, as ext-apps' App does.
+            merged = {**protocol.to_wire(self.host_context), **(note.raw_params or {})}
+            self.host_context = protocol.HostContext.model_validate(merged)
+            self._queue(self.on_host_context_changed, self.host_context)
+        elif method == "notifications/cancelled":
+            scope = self._running.get(params.request_id)
+            if scope is not None:
+                scope.cancel()
+        elif protocol.METHODS[method].sender == "view":
+            self.rejected += 1
+            logger.debug("App ignored %s: a notification views send", method)
+        self._touch()
+
+    # -- answering the host's requests ---------------------------------------------------
+
+    async def _answer(self, request: protocol.Request) -> None:
+        method = request.method
+        try:
+            with anyio.CancelScope() as scope:
+                self._running[request.id] = scope
+                result = await self._serve(request)
+        except protocol.ProtocolError as exc:
+            exc.request_id = request.id
+            await self._reject(exc)
+            return
+        except Exception as exc:
+            logger.warning("App failed to answer %s: %r", method, exc)
+            answer = protocol.encode_error(request.id, _INTERNAL_ERROR, str(exc) or repr(exc))
+            await self._try_send(answer)
+            return
+        finally:
+            self._running.pop(request.id, None)
+        if scope.cancelled_caught:
+            return  # the host cancelled it: no answer, as MCP says
+        await self._try_send(protocol.encode_result(request.id, result))
+        if method == protocol.RESOURCE_TEARDOWN:
+            self.torn_down = True
+            self._touch()
+
+    async def _serve(self, request: protocol.Request) -> BaseModel | Mapping[str, Any]:
+        method = request.method
+        if method == "ping":
+            return {}
+        if method == protocol.RESOURCE_TEARDOWN:
+            if self.on_teardown is not None:
+                with anyio.fail_after(self.timeout):
+                    await _run(self.on_teardown)
+            return {}
+        if method in ("tools/list", "tools/call") and self.registry is not None:
+            if method == "tools/list":
+                return self._list_tools()
+            return await self._call_tool(request.params)
+        raise protocol.MethodNotFound(f"Method not found: {method}", method=method)
+
+    def _list_tools(self) -> mcp.ListToolsResult:
+        assert self.registry is not None
+        tools: list[mcp.Tool] = []
+        for name, tool in self.registry.get_model_context().enabled_tools().items():
+            try:
+                (wire,) = to_mcp_tools(ModelContext(tools={name: tool}))
+                tools.append(mcp.Tool.model_validate(wire))
+            except (ValueError, ValidationError) as exc:
+                logger.warning("Tool %r is not offered to the host: %s", name, exc)
+        return mcp.ListToolsResult(tools=tools)
+
+    async def _call_tool(self, params: mcp.CallToolRequestParams) -> mcp.CallToolResult:
+        assert self.registry is not None
+        name = params.name
+        tool = self.registry.get_model_context().tools.get(name)
+        if tool is None or tool.disabled:
+            raise protocol.InvalidParams(f'Tool "{name}" not found', method="tools/call")
+        try:
+            value = await tool.invoke(params.arguments or {})
+        except AssistantFramesError as exc:  # as the error table says MCP says it
+            message = exc.message if isinstance(exc, ToolCallError) else str(exc)
+            kind = ERROR_KINDS.get(exc.code) if exc.code is not None else None
+            if kind is not None and not kind.mcp_is_error:
+                raise protocol.InvalidParams(message, method="tools/call") from None
+            wire = error_result(message)
+        except Exception as exc:
+            logger.debug("Tool %r raised", name, exc_info=True)
+            wire = error_result(str(exc) or type(exc).__name__)
+        else:
+            wire = tool_result(value, modern=False)
+        try:
+            return mcp.CallToolResult.model_validate(wire)
+        except ValidationError as exc:  # pragma: no cover - tool_result builds valid ones
+            raise RuntimeError(describe_validation_error(exc)) from None
+
+    def _on_registry_change(self) -> None:
+        self._list_changed.set()  # a signal: one notification per burst of changes
+
+    async def _announce_list_changes(self) -> None:
+        while True:
+            await self._list_changed.wait()
+            self._list_changed = anyio.Event()
+            await self._try_send(protocol.encode_notification("notifications/tools/list_changed"))
+
+    def __repr__(self) -> str:
+        host = self.host_info.name if self.host_info is not None else None
+        return f"<App {self.app_info.name!r} {self._state} host={host!r}>"
