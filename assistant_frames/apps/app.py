@@ -255,7 +255,8 @@ class App:
     async def wait_until(
         self, predicate: Callable[[App], bool], *, timeout: float | None = None
     ) -> None:
-        """Wait until ``predicate(app)`` holds, checked after each message from the host.
+        """Wait until ``predicate(app)`` holds, checked after each message from the host
+        and each callback.
 
         Raises :class:`AppTimeout` after ``timeout`` seconds (default: the App's) and
         :class:`AppDisconnected` if the connection ends first.
@@ -490,6 +491,7 @@ class App:
                 await _run(callback, *args)
             except Exception:
                 logger.exception("An App callback failed")
+            self._touch()  # what a callback did may be what someone waits for
 
     def _on_notification(self, note: protocol.Notification) -> None:
         method, params = note.method, note.params
