@@ -30,7 +30,7 @@ from browser_support import (
     unavailable,
 )
 
-PAGE_SOURCES = ("frame-page.js", "host-page.js", "app-view-page.js")
+PAGE_SOURCES = ("frame-page.js", "host-page.js", "app-view-page.js", "app-host-page.js")
 NPM_TIMEOUT = 300
 ESBUILD_TIMEOUT = 60
 
