@@ -457,6 +457,13 @@ def weather_registry() -> ModelContextRegistry:
         return {"city": city, "days": days}
 
     @registry.tool
+    def shapes(kind: str) -> Any:
+        """Returns a value of each JSON shape."""
+        return {"text": "plain", "none": None, "list": [1, 2], "set": {1}}[kind]
+
+    registry.add_tool("scalar", lambda: 1, parameters={"type": "string"}, description="Bad.")
+
+    @registry.tool
     def broken() -> None:
         """Always fails."""
         raise ValueError("it broke")
@@ -469,7 +476,8 @@ async def test_the_host_lists_and_calls_the_registry_tools() -> None:
     async with open_app(registry=registry) as (_app, host):
         listing = await host.ask(1, "tools/list", {})
         tools = mcp.ListToolsResult.model_validate(listing["result"]).tools
-        assert [tool.name for tool in tools] == ["forecast", "broken"]
+        # "scalar" has a schema MCP cannot carry: left out, the others listed.
+        assert [tool.name for tool in tools] == ["forecast", "shapes", "broken"]
         forecast = tools[0]
         assert forecast.description == "The forecast for a city."
         assert forecast.meta == {"ui": {"visibility": ["app"]}}
@@ -486,6 +494,20 @@ async def test_the_host_lists_and_calls_the_registry_tools() -> None:
         result = mcp.CallToolResult.model_validate(answer["result"])
         assert result.is_error
         assert "it broke" in result.content[0].text
+
+        shapes: dict[str, Any] = {}
+        for n, kind in enumerate(("text", "none", "list")):
+            answer = await host.ask(
+                100 + n, "tools/call", {"name": "shapes", "arguments": {"kind": kind}}
+            )
+            shapes[kind] = answer["result"]
+            assert shapes[kind]["isError"] is False
+            assert "structuredContent" not in shapes[kind]
+        assert shapes["text"]["content"] == [{"type": "text", "text": "plain"}]
+        assert shapes["none"]["content"] == []
+        assert shapes["list"]["content"] == [{"type": "text", "text": "[1,2]"}]
+        answer = await host.ask(110, "tools/call", {"name": "shapes", "arguments": {"kind": "set"}})
+        assert answer["result"]["content"] == [{"type": "text", "text": "[1]"}]
 
         answer = await host.ask(3, "tools/call", {"name": "nope", "arguments": {}})
         assert answer["error"]["code"] == protocol.INVALID_PARAMS

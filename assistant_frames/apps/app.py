@@ -11,6 +11,7 @@ the tools of a :class:`~assistant_frames.ModelContextProvider` to the host.
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -22,15 +23,14 @@ import anyio
 import mcp_types as mcp
 from anyio.abc import ObjectStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .._anyio import task_group
-from .._text import describe_validation_error
 from ..calls import PendingCall, PendingCalls
 from ..errors import ERROR_KINDS, AssistantFramesError, ToolCallError
-from ..mcp._results import error_result, tool_result
-from ..registry.context import ModelContext, ModelContextProvider, Unsubscribe
-from ..tool_formats import to_mcp_tools
+from ..registry.context import ModelContextProvider, Unsubscribe
+from ..registry.tool import Tool
 from . import protocol
 from .errors import AppDisconnected, AppRequestError, AppTimeout
 
@@ -59,6 +59,60 @@ def _block(block: mcp.ContentBlock | Mapping[str, Any]) -> mcp.ContentBlock:
     if isinstance(block, BaseModel):
         return block
     return protocol.MessageParams.model_validate({"content": [dict(block)]}).content[0]
+
+
+# -- the registry's tools as MCP sees them (apps build on the registry, not on mcp/) ---------
+
+
+def _mcp_tool(name: str, tool: Tool) -> mcp.Tool:
+    """A registry tool as an MCP ``Tool``: name, description, schema, annotations, _meta."""
+    schema = {key: value for key, value in dict(tool.parameters).items() if key != "$schema"}
+    if schema.setdefault("type", "object") != "object":
+        raise ValueError(f"its parameters schema has type {schema['type']!r}, not 'object'")
+    annotations = tool.annotations.to_wire() if tool.annotations is not None else None
+    wire: dict[str, Any] = {"name": name, "inputSchema": schema}
+    if tool.description:
+        wire["description"] = tool.description
+    if annotations:
+        wire["annotations"] = annotations
+        if isinstance(annotations.get("title"), str):
+            wire["title"] = annotations["title"]
+    output = tool.output_schema
+    if output is not None and output.get("type") == "object":
+        wire["outputSchema"] = dict(output)
+    if tool.meta is not None:
+        wire["_meta"] = dict(tool.meta)
+    return mcp.Tool.model_validate(wire)
+
+
+def _text_block(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _error_result(message: str) -> mcp.CallToolResult:
+    """A failed call, said to the model as MCP says it: ``isError`` and the message."""
+    return mcp.CallToolResult.model_validate({"content": [_text_block(message)], "isError": True})
+
+
+def _tool_result(value: Any) -> mcp.CallToolResult:
+    """A tool's return value as a ``CallToolResult``, as assistant-frames' MCP server says it.
+
+    A string is one text block and ``None`` no content; an object is
+    ``structuredContent`` with its JSON as the text block; other JSON values are text.
+    """
+    try:
+        value = to_jsonable_python(value, inf_nan_mode="null")
+    except (PydanticSerializationError, ValueError, TypeError, RecursionError) as exc:
+        return _error_result(f"The tool's result has no JSON form: {exc}")
+    if value is None:
+        return mcp.CallToolResult(content=[])
+    if isinstance(value, str):
+        return mcp.CallToolResult.model_validate({"content": [_text_block(value)]})
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    wire: dict[str, Any] = {"content": [_text_block(text)]}
+    if isinstance(value, dict):
+        wire["structuredContent"] = value
+    return mcp.CallToolResult.model_validate(wire)
 
 
 async def _run(callback: Callable[..., Any], *args: Any) -> Any:
@@ -569,9 +623,8 @@ class App:
         tools: list[mcp.Tool] = []
         for name, tool in self.registry.get_model_context().enabled_tools().items():
             try:
-                (wire,) = to_mcp_tools(ModelContext(tools={name: tool}))
-                tools.append(mcp.Tool.model_validate(wire))
-            except (ValueError, ValidationError) as exc:
+                tools.append(_mcp_tool(name, tool))
+            except (TypeError, ValueError) as exc:  # a schema MCP cannot carry
                 logger.warning("Tool %r is not offered to the host: %s", name, exc)
         return mcp.ListToolsResult(tools=tools)
 
@@ -588,16 +641,11 @@ class App:
             kind = ERROR_KINDS.get(exc.code) if exc.code is not None else None
             if kind is not None and not kind.mcp_is_error:
                 raise protocol.InvalidParams(message, method="tools/call") from None
-            wire = error_result(message)
+            return _error_result(message)
         except Exception as exc:
             logger.debug("Tool %r raised", name, exc_info=True)
-            wire = error_result(str(exc) or type(exc).__name__)
-        else:
-            wire = tool_result(value, modern=False)
-        try:
-            return mcp.CallToolResult.model_validate(wire)
-        except ValidationError as exc:  # pragma: no cover - tool_result builds valid ones
-            raise RuntimeError(describe_validation_error(exc)) from None
+            return _error_result(str(exc) or type(exc).__name__)
+        return _tool_result(value)
 
     def _on_registry_change(self) -> None:
         self._list_changed.set()  # a signal: one notification per burst of changes
