@@ -614,3 +614,21 @@ async def test_bad_input_is_answered_and_never_kills_the_app() -> None:
         assert app.host_context.theme == "dark"
         assert app.rejected >= 4
         assert app.connected
+
+
+async def test_every_method_with_bad_params_is_answered_or_dropped() -> None:
+    junk_params: list[Any] = [{"x": [1]}, {"arguments": 5, "mode": 3, "name": 4, "uri": []}]
+    async with open_app(registry=weather_registry()) as (app, host):
+        next_id = 1000
+        for method in sorted(protocol.METHODS):
+            for params in junk_params:
+                next_id += 1
+                answer = await host.ask(next_id, method, params)
+                assert ("result" in answer) != ("error" in answer), answer
+                await host.notify(method, params)
+            await host.send({"jsonrpc": "2.0", "id": "bad", "method": method, "params": [1]})
+            assert (await host.recv())["error"]["code"] == protocol.INVALID_REQUEST
+        answer = await host.ask(1, "ping")
+        assert answer["result"] == {}
+        assert app.connected
+        assert app.host_context.theme == "dark"  # open keys merged, known ones kept
