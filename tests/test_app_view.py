@@ -169,6 +169,7 @@ async def test_no_answer_to_initialize_is_a_timeout_and_closes() -> None:
             async with App(view_end, timeout=0.2):
                 pytest.fail("entered without an answer")
     assert caught.value.method == protocol.INITIALIZE
+    assert "MCP Apps host" in str(caught.value)
     assert isinstance(caught.value, TimeoutError)
     assert isinstance(caught.value, AssistantFramesError)
     first = await host_end.receive()
@@ -199,6 +200,26 @@ async def test_an_initialize_refused_by_the_host_is_a_typed_error() -> None:
         "no",
         {"why": "test"},
     )
+
+
+async def test_an_initialize_result_missing_a_field_is_refused_as_the_js_app_does() -> None:
+    view_end, host_end = memory_pair()
+
+    async def answer_badly() -> None:
+        init = await host_end.receive()
+        await host_end.send(
+            protocol.encode_result(
+                init["id"],
+                {"protocolVersion": protocol.PROTOCOL_VERSION, "hostInfo": HOST_INFO.model_dump()},
+            )
+        )
+
+    with anyio.fail_after(LIMIT):
+        async with anyio.create_task_group() as group:
+            group.start_soon(answer_badly)
+            with pytest.raises(protocol.InvalidParams, match="hostCapabilities"):
+                async with App(view_end):
+                    pass
 
 
 async def test_a_host_that_goes_away_during_initialize_fails_it_at_once() -> None:

@@ -195,6 +195,7 @@ class App:
         self.tool_input_partial: dict[str, Any] | None = None
         self.tool_result: mcp.CallToolResult | None = None
         self.tool_cancelled: str | None = None
+        #: True once the host said the tool call was cancelled.
         self.cancelled = False
         #: True once ``ui/resource-teardown`` was answered.
         self.torn_down = False
@@ -242,7 +243,15 @@ class App:
                 app_info=self.app_info,
                 app_capabilities=self.capabilities,
             )
-            result: protocol.InitializeResult = await self.request(protocol.INITIALIZE, params)
+            try:
+                result: protocol.InitializeResult = await self.request(protocol.INITIALIZE, params)
+            except AppTimeout as exc:
+                exc.message = (
+                    f"{exc.message}: is the other end an MCP Apps host (an ext-apps AppBridge"
+                    " or assistant-frames' AppBridge)?"
+                )
+                exc.args = (exc.message,)
+                raise
             self.protocol_version = result.protocol_version
             self.host_info = result.host_info
             self.host_capabilities = result.host_capabilities
