@@ -11,6 +11,7 @@ const log = {
   logs: [],
   serverCalls: [],
   teardownRequests: 0,
+  toolListChanges: 0,
   errors: [],
   relay: [],
 };
@@ -53,6 +54,9 @@ bridge.oncalltool = async (params) => {
   return { content: [{ type: "text", text: `server ran ${params.name}` }] };
 };
 bridge.onerror = (error) => log.errors.push(String(error));
+bridge.setNotificationHandler("notifications/tools/list_changed", () => {
+  log.toolListChanges += 1;
+});
 
 document.body.appendChild(iframe);
 const connected = bridge.connect(new PostMessageTransport(iframe.contentWindow, iframe.contentWindow));

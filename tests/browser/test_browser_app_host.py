@@ -157,6 +157,15 @@ async def test_the_js_host_lists_and_calls_the_python_tools(
         failed = await page.evaluate("appHostTest.callTool('fail', { reason: 'on purpose' })")
         assert failed["isError"] is True
         assert "on purpose" in failed["content"][0]["text"]
+        # A change of the Python registry: the JS host hears list_changed and sees it.
+        side.registry.add_tool("added", lambda: "here", description="Added later.")
+        await page.wait_for("appHostTest.log.toolListChanges >= 1")
+        listing = await page.evaluate("appHostTest.listTools()")
+        assert "added" in [tool["name"] for tool in listing["tools"]]
+        assert await page.evaluate("appHostTest.callTool('added', {})") == {
+            "content": [{"type": "text", "text": "here"}],
+            "isError": False,
+        }
         # An unknown tool: the JS call rejects with the JSON-RPC error.
         message = await page.evaluate(
             "appHostTest.callTool('nope', {}).then(() => 'resolved', (e) => String(e.message))"
