@@ -1,12 +1,14 @@
-"""The Python ``App`` (view side of MCP Apps) over ``memory_pair``, against a scripted host.
+"""The Python ``App`` (view side of MCP Apps) over ``memory_pair``.
 
-The host end here is written with the protocol's own encoders, message by message, so
-each test sees exactly what the App sends and when; everything the App sends is
-checked against ext-apps' ``schema.json`` where it has a definition.
+Most tests drive a scripted host written with the protocol's own encoders, message by
+message, so each sees exactly what the App sends and when; everything the App sends is
+checked against ext-apps' ``schema.json`` where it has a definition. The last ones pair
+the App with the Python ``AppBridge``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 from collections.abc import AsyncIterator
@@ -17,11 +19,13 @@ import anyio
 import anyio.lowlevel
 import mcp_types as mcp
 import pytest
+import trio
 from test_apps_protocol import SCHEMA, _relax, validate
 
 from assistant_frames import ModelContextRegistry
 from assistant_frames.apps import (
     App,
+    AppBridge,
     AppDisconnected,
     AppRequestError,
     AppTimeout,
@@ -30,6 +34,8 @@ from assistant_frames.apps import (
 from assistant_frames.errors import AssistantFramesError
 from assistant_frames.transports import memory_pair
 from assistant_frames.transports.memory import MemoryTransport
+
+from helpers import wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -653,3 +659,160 @@ async def test_every_method_with_bad_params_is_answered_or_dropped() -> None:
         assert answer["result"] == {}
         assert app.connected
         assert app.host_context.theme == "dark"  # open keys merged, known ones kept
+
+
+# -- against the Python AppBridge ----------------------------------------------------------------
+
+
+@asynccontextmanager
+async def paired(
+    registry: ModelContextRegistry | None = None,
+    app_options: dict[str, Any] | None = None,
+    **bridge_options: Any,
+) -> AsyncIterator[tuple[AppBridge, App]]:
+    """The Python AppBridge and App over one memory_pair, both initialized."""
+    view_end, host_end = memory_pair()
+    bridge_options.setdefault("host_info", HOST_INFO)
+    bridge_options.setdefault(
+        "host_context", {"theme": "dark", "displayMode": "inline", "locale": "en-GB"}
+    )
+    bridge = AppBridge(
+        host_end, name="weather-app", timeout=LIMIT, init_timeout=LIMIT, **bridge_options
+    )
+    async with (
+        bridge,
+        App(
+            view_end, app_info=APP_INFO, registry=registry, timeout=LIMIT, **(app_options or {})
+        ) as app,
+    ):
+        await bridge.wait_initialized()
+        yield bridge, app
+
+
+async def test_bridge_and_app_see_each_other() -> None:
+    async with paired(registry=weather_registry()) as (bridge, app):
+        assert bridge.state == "initialized"
+        assert bridge.app_info == APP_INFO
+        assert bridge.app_capabilities is not None
+        assert bridge.app_capabilities.tools == protocol.ListChanged(list_changed=True)
+        assert app.host_info == HOST_INFO
+        assert app.protocol_version == protocol.PROTOCOL_VERSION
+        assert app.host_context.theme == "dark"
+        assert app.host_context.locale == "en-GB"
+
+
+async def test_bridge_tool_call_reaches_the_app() -> None:
+    heard: list[Any] = []
+    async with paired(app_options={"on_tool_input": heard.append}) as (bridge, app):
+        await bridge.send_tool_input_partial({"city": "Pa"})
+        await bridge.send_tool_input({"city": "Paris"})
+        assert await app.wait_tool_input() == {"city": "Paris"}
+        assert app.tool_input_partial == {"city": "Pa"}
+        await bridge.send_tool_result(
+            mcp.CallToolResult(
+                content=[mcp.TextContent(text="sunny")], structured_content={"t": 21}
+            )
+        )
+        assert (await app.wait_tool_result()).structured_content == {"t": 21}
+        await bridge.send_tool_cancelled("user")
+        await app.wait_until(lambda a: a.cancelled)
+        assert app.tool_cancelled == "user"
+        await app.wait_until(lambda _: heard == [{"city": "Paris"}])
+
+
+async def test_bridge_host_context_changes_are_merged_by_the_app() -> None:
+    async with paired() as (bridge, app):
+        await bridge.update_host_context(theme="light")
+        await app.wait_until(lambda a: a.host_context.theme == "light")
+        assert app.host_context.locale == "en-GB"
+        assert app.host_context.display_mode == "inline"
+
+
+async def test_bridge_lists_and_calls_the_app_tools_and_federates_them() -> None:
+    registry = weather_registry()
+    async with paired(registry=registry) as (bridge, _app):
+        tools = await bridge.list_view_tools()
+        assert [tool.name for tool in tools] == ["forecast", "shapes", "broken"]
+        result = await bridge.call_view_tool("forecast", {"city": "Oslo", "days": 2})
+        assert result.structured_content == {"city": "Oslo", "days": 2}
+        failed = await bridge.call_view_tool("broken", {})
+        assert failed.is_error
+
+        parent = ModelContextRegistry()
+        parent.add_provider(bridge)
+        await wait_until(lambda: "forecast" in parent.get_model_context().tools, LIMIT)
+        with anyio.fail_after(LIMIT):
+            value = await parent.get_model_context().call_tool("forecast", {"city": "Rome"})
+        assert value == {"city": "Rome", "days": 1}
+
+        registry.add_tool("added", lambda: "here", description="Added later.")
+        await wait_until(lambda: "added" in parent.get_model_context().tools, LIMIT)
+        assert await parent.get_model_context().call_tool("added", {}) == "here"
+
+
+async def test_bridge_answers_and_refuses_the_app_requests() -> None:
+    messages: list[protocol.MessageParams] = []
+
+    async def on_message(params: protocol.MessageParams) -> None:
+        messages.append(params)
+
+    async with paired(on_message=on_message) as (bridge, app):
+        assert (await app.send_message("hi")).is_error in (None, False)
+        assert [block.text for block in messages[0].content] == ["hi"]  # type: ignore[union-attr]
+
+        with pytest.raises(AppRequestError) as caught:
+            await app.open_link("https://example.com/")  # no handler on the bridge
+        assert caught.value.jsonrpc_code == protocol.METHOD_NOT_FOUND
+        assert caught.value.method == protocol.OPEN_LINK
+
+        with pytest.raises(AppRequestError) as caught:
+            await app.call_server_tool("anything", {})  # the bridge has no server
+        assert caught.value.jsonrpc_code == protocol.METHOD_NOT_FOUND
+
+        assert await app.request_display_mode("fullscreen") == "inline"  # the current mode
+
+        await app.update_model_context("showing Oslo", {"city": "Oslo"})
+        assert bridge.model_context is not None
+        assert bridge.model_context.structured_content == {"city": "Oslo"}
+        assert "showing Oslo" in (bridge.get_model_context().system or "")
+
+
+async def test_bridge_teardown_runs_the_app_callback() -> None:
+    ran: list[str] = []
+    async with paired(app_options={"on_teardown": lambda: ran.append("teardown")}) as (
+        bridge,
+        app,
+    ):
+        assert await bridge.teardown(timeout=LIMIT) is True
+        assert ran == ["teardown"]
+        await app.wait_torn_down()
+
+
+async def test_app_asks_for_teardown_and_the_host_tears_it_down() -> None:
+    asked = anyio.Event()
+    ran: list[str] = []
+    async with paired(
+        on_request_teardown=asked.set, app_options={"on_teardown": lambda: ran.append("app")}
+    ) as (bridge, app):
+        await app.request_teardown()
+        with anyio.fail_after(LIMIT):
+            await asked.wait()
+        assert await bridge.teardown(timeout=LIMIT) is True
+        await app.wait_torn_down()
+        assert ran == ["app"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=(asyncio.CancelledError, trio.Cancelled),
+    reason="AppBridge without on_request_teardown closes itself by cancelling its task"
+    " group, whose scope holds the caller's `async with` block: the cancellation escapes",
+)
+async def test_a_bridge_that_tears_down_by_itself_leaves_its_caller_running() -> None:
+    reached: list[str] = []
+    async with paired() as (_, app):
+        await app.request_teardown()  # no on_request_teardown: the bridge does it itself
+        await app.wait_torn_down()
+        await app.wait_disconnected()
+        reached.append("after")
+    assert reached == ["after"]
