@@ -643,7 +643,9 @@ async def test_bad_input_is_answered_and_never_kills_the_app() -> None:
         assert app.connected
 
 
-async def test_every_method_with_bad_params_is_answered_or_dropped() -> None:
+async def test_every_method_with_bad_params_is_answered_or_dropped(
+    schema_defs: dict[str, Any],
+) -> None:
     junk_params: list[Any] = [{"x": [1]}, {"arguments": 5, "mode": 3, "name": 4, "uri": []}]
     async with open_app(registry=weather_registry()) as (app, host):
         next_id = 1000
@@ -659,6 +661,8 @@ async def test_every_method_with_bad_params_is_answered_or_dropped() -> None:
         assert answer["result"] == {}
         assert app.connected
         assert app.host_context.theme == "dark"  # open keys merged, known ones kept
+    # Every answer, error or not, is a valid JSON-RPC message (and the handshake's valid ui/*).
+    assert check_schema(schema_defs, host.received) == 2
 
 
 # -- against the Python AppBridge ----------------------------------------------------------------
