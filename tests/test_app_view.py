@@ -8,7 +8,6 @@ the App with the Python ``AppBridge``.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import AsyncIterator
@@ -19,7 +18,6 @@ import anyio
 import anyio.lowlevel
 import mcp_types as mcp
 import pytest
-import trio
 from test_apps_protocol import SCHEMA, _relax, validate
 
 from assistant_frames import ModelContextRegistry
@@ -806,12 +804,6 @@ async def test_app_asks_for_teardown_and_the_host_tears_it_down() -> None:
         assert ran == ["app"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=(asyncio.CancelledError, trio.Cancelled),
-    reason="AppBridge without on_request_teardown closes itself by cancelling its task"
-    " group, whose scope holds the caller's `async with` block: the cancellation escapes",
-)
 async def test_a_bridge_that_tears_down_by_itself_leaves_its_caller_running() -> None:
     reached: list[str] = []
     async with paired() as (_, app):

@@ -254,19 +254,26 @@ class AppBridge:
         try:
             await self._stop()
         finally:
+            if self._task_group is not None:  # also when stopped from within before
+                self._task_group.cancel_scope.cancel()
             if self._exit_stack is not None:
                 stack, self._exit_stack = self._exit_stack, None
                 await stack.__aexit__(exc_type, exc, tb)
 
-    async def _stop(self) -> None:
-        """Everything closing does but leaving the task group (a task of it may stop)."""
+    async def _stop(self, *, cancel_tasks: bool = True) -> None:
+        """Everything closing does but leaving the task group (a task of it may stop).
+
+        The task group's scope encloses the caller's ``async with`` block, so only the
+        caller's own close cancels it; stopping from within leaves the tasks to end with
+        the transport, or with the block.
+        """
         if self._closed:
             return
         self._closed = True
         self._lose(FrameDisconnected(f"The bridge of {self.name} was closed", frame=self.name))
         for unsubscribe in self._unsubscribe:
             unsubscribe()
-        if self._task_group is not None:
+        if cancel_tasks and self._task_group is not None:
             self._task_group.cancel_scope.cancel()
         with anyio.CancelScope(shield=True):
             await self._transport.aclose()
@@ -700,7 +707,7 @@ class AppBridge:
 
     async def _teardown_and_close(self) -> None:
         await self.teardown()
-        await self._stop()  # the exit of the bridge's block leaves the task group
+        await self._stop(cancel_tasks=False)
 
     # -- forwarding to the app's server --------------------------------------------------
 
