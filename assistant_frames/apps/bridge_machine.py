@@ -122,7 +122,9 @@ class BridgeMachine:
         except ProtocolError as exc:
             self.malformed += 1
             answer = exc.to_wire()
-            if answer is not None:
+            # A bad response is never answered: two peers doing so would bounce errors
+            # back and forth for ever (JSON-RPC answers requests only).
+            if answer is not None and not (isinstance(raw, dict) and "method" not in raw):
                 out.send.append(answer)
             return out
         if isinstance(message, Request):
