@@ -70,6 +70,7 @@ logger = logging.getLogger("assistant_frames.apps")
 _CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 _SEND_BUFFER = 256  # messages waiting for the writer task before senders wait
 _SHUTDOWN_SEND_TIMEOUT = 1.0
+_MAX_REFRESHES = 1000  # listings in a row while the view keeps announcing changes
 
 BridgeState = Literal["new", "initializing", "initialized", "disconnected", "closed"]
 """``new``: no ``ui/initialize`` yet; ``initializing``: answered, awaiting
@@ -209,6 +210,9 @@ class AppBridge:
         self._task_group: TaskGroup | None = None
         self._exit_stack: AsyncExitStack | None = None
         self._unsubscribe: list[Unsubscribe] = []
+        self._refreshing = False  # a listing of the view's tools is under way
+        self._refresh_again = False  # the view announced a change since it started
+        self._tearing_down = False
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -468,6 +472,24 @@ class AppBridge:
 
         return tool_from_mcp(spec, invoke)
 
+    def _want_view_tools(self) -> None:
+        """List the view's tools again: one listing at a time, and one more after it for
+        changes announced meanwhile (a view flooding list-changed holds one request)."""
+        self._refresh_again = True
+        if not self._refreshing:
+            self._refreshing = True
+            self._task_group.start_soon(self._refresh_loop)  # type: ignore[union-attr]
+
+    async def _refresh_loop(self) -> None:
+        try:
+            for _ in range(_MAX_REFRESHES):  # bounded, though each waits for the view
+                if not self._refresh_again:
+                    break
+                self._refresh_again = False
+                await self._refresh_view_tools()
+        finally:
+            self._refreshing = False
+
     async def _refresh_view_tools(self) -> None:
         try:
             tools = await self.list_view_tools()
@@ -594,21 +616,23 @@ class AppBridge:
             self._initialized.set()  # type: ignore[union-attr]
             capabilities = self._machine.app_capabilities
             if capabilities is not None and capabilities.tools is not None:
-                self._task_group.start_soon(self._refresh_view_tools)  # type: ignore[union-attr]
+                self._want_view_tools()
         for request in out.requests:
-            self._start_request(request)
+            await self._start_request(request)
         for note in out.notifications:
             await self._notification(note)
 
-    def _start_request(self, request: Request) -> None:
+    async def _start_request(self, request: Request) -> None:
         if len(self._in_flight) >= self.max_requests or request.id in self._in_flight:
             reason = (
                 f"Request id {request.id!r} is already in flight"
                 if request.id in self._in_flight
                 else f"Too many requests in flight (at most {self.max_requests})"
             )
+            # Sent by the reader itself, not a task per refusal: a view flooding without
+            # reading then stops being read (backpressure) instead of piling up tasks.
             error = protocol.encode_error(request.id, protocol.REFUSED, reason)
-            self._send_soon([error])
+            await self._outbox.send(error)  # type: ignore[union-attr]
             return
         scope = anyio.CancelScope()
         self._in_flight[request.id] = scope
@@ -628,10 +652,12 @@ class AppBridge:
                     answer = protocol.encode_error(request.id, _INTERNAL_ERROR, message)
                 else:
                     answer = protocol.encode_result(request.id, result)
+            if answer is not None and not scope.cancelled_caught:  # cancelled: no answer
+                await self._send_quietly([answer])
         finally:
+            # Counted until its answer is queued, so max_requests also bounds the answers
+            # waiting for a view that does not read.
             self._in_flight.pop(request.id, None)
-        if answer is not None and not scope.cancelled_caught:  # a cancelled request: no answer
-            await self._send_quietly([answer])
 
     async def _dispatch(self, request: Request) -> Any:
         method = request.method
@@ -696,11 +722,12 @@ class AppBridge:
             elif method == "notifications/tools/list_changed":
                 capabilities = self._machine.app_capabilities
                 if capabilities is not None and capabilities.tools is not None:
-                    self._task_group.start_soon(self._refresh_view_tools)  # type: ignore[union-attr]
+                    self._want_view_tools()
             elif method == protocol.REQUEST_TEARDOWN:
                 if self.on_request_teardown is not None:
                     await _call(self.on_request_teardown)
-                else:
+                elif not self._tearing_down:  # one teardown, however often it is asked
+                    self._tearing_down = True
                     self._task_group.start_soon(self._teardown_and_close)  # type: ignore[union-attr]
         except Exception:
             logger.exception("A handler of %s for %s raised", self.name, method)
