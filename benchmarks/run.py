@@ -17,6 +17,11 @@ It prints one table, measured in one run on one machine:
 * MCP interop, in-process: (i) ``mcp.Client`` on a plain ``MCPServer``, (j) on
   ``MCPContextServer`` serving the same tool, (k) the ``MCPServer``'s tool called through
   an ``MCPFrame`` in a parent registry;
+* MCP Apps, in-process: (l) a view's ``tools/call`` (raw JSON-RPC over ``memory_pair()``)
+  through an ``AppBridge`` to an ``MCPFrame`` on an ``MCPServer``, measured in blocks
+  alternating with (m), the same call made through the same ``MCPFrame`` directly; (n)
+  ``mcp.Client`` on that server; and the handshake of a new bridge (``ui/initialize`` to
+  ``wait_initialized()``);
 * burst: how many context messages reach a connected host for 1,000 synchronous
   ``registry.add_tool`` calls;
 * propagation: time from one change in a 1,000-tool registry to the host's subscriber;
@@ -105,6 +110,7 @@ class Config:
     mcp_stdio_calls: int  # the same for mcp over stdio (some 10x slower), warm-up included
     spawns: int  # worker starts measured per kind of child
     import_runs: int  # runs of each import-time measurement
+    handshakes: int  # AppBridge handshakes measured, over all repeats
 
 
 FULL = Config(
@@ -122,6 +128,7 @@ FULL = Config(
     mcp_stdio_calls=200,
     spawns=10,
     import_runs=7,
+    handshakes=700,
 )
 QUICK = Config(
     mode="quick",
@@ -138,6 +145,7 @@ QUICK = Config(
     mcp_stdio_calls=60,
     spawns=5,
     import_runs=3,
+    handshakes=150,
 )
 
 
@@ -544,6 +552,180 @@ async def bench_mcp_interop(config: Config, log: Callable[[str], None]) -> dict[
                     targets[key], config.sequential_calls // 2
                 )
     return results
+
+
+# -- MCP Apps --------------------------------------------------------------------------------
+
+
+def _apps_server() -> Any:
+    """An ``MCPServer`` whose ``add`` has a view (``_meta.ui.resourceUri``): an app's tool."""
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("bench-app", log_level="WARNING")
+
+    @server.tool(meta={"ui": {"resourceUri": "ui://bench/view.html"}})
+    async def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    return server
+
+
+class RawView:
+    """The view end of a bridge as raw JSON-RPC dicts: what a view's ``App`` sends."""
+
+    def __init__(self, transport: ObjectStream[Any]) -> None:
+        from assistant_frames.apps import protocol as apps_protocol  # needs the mcp extra
+
+        self.protocol = apps_protocol
+        self.transport = transport
+        self.next_id = 0
+
+    async def request(self, method: str, params: Any) -> dict[str, Any]:
+        self.next_id += 1
+        await self.transport.send(self.protocol.encode_request(self.next_id, method, params))
+        answer: dict[str, Any] = await self.transport.receive()
+        if answer.get("id") != self.next_id:
+            raise RuntimeError(f"the view expected the answer to {self.next_id}, got {answer}")
+        return answer
+
+    async def initialize(self) -> None:
+        protocol = self.protocol
+        params = {
+            "protocolVersion": protocol.PROTOCOL_VERSION,
+            "appInfo": {"name": "bench-view", "version": "1.0.0"},
+            "appCapabilities": {},
+        }
+        await self.request(protocol.INITIALIZE, params)
+        await self.transport.send(protocol.encode_notification(protocol.INITIALIZED))
+
+
+@dataclass
+class AppsResult:
+    calls: dict[str, CallResult]
+    handshake_ns: list[int] = field(default_factory=list)
+    skipped: str | None = None
+
+    @property
+    def handshake_us(self) -> float:
+        return statistics.median(self.handshake_ns) / 1000
+
+    @property
+    def handshake_p90_us(self) -> float:
+        return _quantile(self.handshake_ns, 0.9) / 1000
+
+    def summary(self) -> dict[str, Any]:
+        calls = {key: result.summary() for key, result in self.calls.items()}
+        if self.skipped:
+            return {"skipped": self.skipped, "calls": calls}
+        return {
+            "calls": calls,
+            "handshake_median_us": round(self.handshake_us, 2),
+            "handshake_p90_us": round(self.handshake_p90_us, 2),
+            "handshakes": len(self.handshake_ns),
+        }
+
+
+@asynccontextmanager
+async def app_view_target(frame: Any) -> AsyncIterator[Call]:
+    """(l): a raw view's ``tools/call`` -> ``AppBridge`` -> ``frame`` -> its server."""
+    from assistant_frames.apps import AppBridge
+
+    host_end, view_end = memory_pair()
+    async with AppBridge(host_end, server=frame, name="bench-view") as bridge:
+        view = RawView(view_end)
+        await view.initialize()
+        await bridge.wait_initialized(timeout=TIMEOUT_SECONDS)
+        request = view.request
+        params = {"name": "add", "arguments": {"a": 1, "b": 2}}
+
+        async def call() -> object:
+            answer = await request("tools/call", params)
+            return _structured_result_dict(answer["result"])
+
+        yield call
+
+
+def _structured_result_dict(result: dict[str, Any]) -> object:
+    structured = result.get("structuredContent")
+    return structured.get("result") if isinstance(structured, dict) else structured
+
+
+async def measure_handshakes(frame: Any, n: int) -> list[int]:
+    """Nanoseconds from a new view's ``ui/initialize`` to ``wait_initialized()`` returning,
+    for ``n`` bridges in turn (entering and leaving each is not counted)."""
+    from assistant_frames.apps import AppBridge
+
+    clock = time.perf_counter_ns
+    samples: list[int] = []
+    for _ in range(n):
+        host_end, view_end = memory_pair()
+        async with AppBridge(host_end, server=frame, name="bench-view") as bridge:
+            view = RawView(view_end)
+            start = clock()
+            await view.initialize()
+            await bridge.wait_initialized(timeout=TIMEOUT_SECONDS)
+            samples.append(clock() - start)
+    return samples
+
+
+async def bench_apps(config: Config, log: Callable[[str], None]) -> AppsResult:
+    """(l) a view's ``tools/call`` through an ``AppBridge``, measured in blocks alternating
+    with (m), the same call made through the same ``MCPFrame`` directly; (n) ``mcp.Client``
+    on the same server; and the handshake of a new bridge."""
+    results = {
+        "app_view": CallResult("app_view", "(l) view -> AppBridge -> MCPFrame"),
+        "app_frame": CallResult("app_frame", "(m) MCPFrame.call_tool_result"),
+        "app_mcp": CallResult("app_mcp", "(n) mcp.Client -> MCPServer"),
+    }
+    if mcp_version() is None:
+        for result in results.values():
+            result.skipped = "mcp is not installed"
+        return AppsResult(results, skipped="mcp is not installed")
+    from assistant_frames.mcp import MCPFrame
+
+    server = _apps_server()
+    apps = AppsResult(results)
+    async with AsyncExitStack() as stack:
+        frame = await stack.enter_async_context(MCPFrame(server, name="bench-app"))
+        frame_call_result = frame.call_tool_result
+
+        async def frame_call() -> object:
+            result = await frame_call_result("add", {"a": 1, "b": 2})
+            return _structured_result(result)
+
+        targets: dict[str, Call] = {
+            "app_view": await stack.enter_async_context(app_view_target(frame)),
+            "app_frame": frame_call,
+            "app_mcp": await stack.enter_async_context(mcp_client_target(server)),
+        }
+        for key, call in targets.items():
+            await _check(results[key].label, call)
+            await measure_sequential(call, config.warmup_calls)
+        await measure_handshakes(frame, max(1, config.handshakes // 10))
+
+        keys = ["app_view", "app_mcp"]  # (m) is measured paired with (l)
+        for repeat in range(config.repeats):
+            log(f"apps: repeat {repeat + 1}/{config.repeats}")
+            shift = repeat % len(keys)
+            for key in keys[shift:] + keys[:shift]:
+                gc.collect()
+                if key == "app_view":
+                    samples, reference = await measure_paired(
+                        targets["app_view"], frame_call, config.sequential_calls // 2
+                    )
+                    results["app_view"].latency_samples_ns += samples
+                    results["app_view"].reference_samples_ns += reference
+                    results["app_frame"].latency_samples_ns += reference
+                else:
+                    results[key].latency_samples_ns += await measure_sequential(
+                        targets[key], config.sequential_calls // 2
+                    )
+            gc.collect()
+            apps.handshake_ns += await measure_handshakes(
+                frame, max(1, config.handshakes // config.repeats)
+            )
+    return apps
 
 
 # -- burst and propagation -----------------------------------------------------------------
@@ -1276,6 +1458,7 @@ def targets_for(
     burst: BurstResult,
     propagation: PropagationResult,
     cross: CrossProcess,
+    apps: AppsResult,
 ) -> list[Target]:
     floor, af, mcp = calls["floor"], calls["af"], calls["mcp"]
     out = [
@@ -1337,6 +1520,13 @@ def targets_for(
             calls["mcp_plain"],
             "<= 1.1x",
             lambda r: r <= 1.1,
+        ),
+        _ratio_target(
+            "(l)/(m) app view tools/call (x the MCPFrame itself)",
+            apps.calls["app_view"],
+            apps.calls["app_frame"],
+            "<= 1.2x",
+            lambda r: r <= 1.2,
         ),
     ]
     out += [
@@ -1419,6 +1609,7 @@ def render(
     burst: BurstResult,
     propagation: PropagationResult,
     cross: CrossProcess,
+    apps: AppsResult,
     targets: list[Target],
     elapsed_s: float,
 ) -> str:
@@ -1465,6 +1656,7 @@ def render(
             f"{result.label:<38}{result.latency_us:>20.1f}{result.latency_p90_us:>10.1f}"
             f"{result.latency_us / plain.latency_us:>23.2f}x"
         )
+    lines += ["", *render_apps(apps)]
     lines += [
         "",
         *render_cross_process(cross),
@@ -1502,6 +1694,34 @@ def render(
         f"asyncio loop in a thread; worker start = {config.spawns} interleaved starts each",
     ]
     return "\n".join(lines)
+
+
+def render_apps(apps: AppsResult) -> list[str]:
+    lines = [
+        f"{'MCP Apps, in-process':<38}{'sequential µs/call':>20}{'p90 µs':>10}"
+        f"{'x (m)   x (n)':>24}",
+    ]
+    frame, mcp = apps.calls["app_frame"], apps.calls["app_mcp"]
+    for key in ("app_view", "app_frame", "app_mcp"):
+        result = apps.calls[key]
+        if result.skipped:
+            lines.append(f"{result.label:<38}{'skipped: ' + result.skipped}")
+            continue
+        ratios = (
+            f"{result.latency_us / _reference_latency_us(result, frame):.2f}x "
+            f"{result.latency_us / mcp.latency_us:>6.2f}x"
+        )
+        lines.append(
+            f"{result.label:<38}{result.latency_us:>20.1f}{result.latency_p90_us:>10.1f}"
+            f"{ratios:>24}"
+        )
+    if not apps.skipped:
+        label = "handshake: ui/initialize -> initialized"
+        lines.append(
+            f"{label:<38}{apps.handshake_us:>20.1f}{apps.handshake_p90_us:>10.1f}"
+            f"{f'{len(apps.handshake_ns)} bridges':>24}"
+        )
+    return lines
 
 
 def render_cross_process(cross: CrossProcess) -> list[str]:
@@ -1559,6 +1779,7 @@ def to_json(
     burst: BurstResult,
     propagation: PropagationResult,
     cross: CrossProcess,
+    apps: AppsResult,
     targets: list[Target],
     elapsed_s: float,
 ) -> dict[str, Any]:
@@ -1585,6 +1806,7 @@ def to_json(
         "calls": {key: result.summary() for key, result in calls.items()},
         "burst": asdict(burst),
         "propagation": asdict(propagation),
+        "apps": apps.summary(),
         "transports": {key: result.summary() for key, result in cross.transports.items()},
         "worker_start": {key: result.summary() for key, result in cross.starts.items()},
         "import": asdict(cross.imports),
@@ -1615,6 +1837,8 @@ async def run(config: Config, backend: str) -> tuple[str, dict[str, Any]]:
     gc.collect()
     calls.update(await bench_mcp_interop(config, log))
     gc.collect()
+    apps = await bench_apps(config, log)
+    gc.collect()
     log("burst")
     burst = await bench_burst(config)
     gc.collect()
@@ -1624,9 +1848,10 @@ async def run(config: Config, backend: str) -> tuple[str, dict[str, Any]]:
     cross = await bench_cross_process(config, backend, log)
     elapsed = time.perf_counter() - started
 
-    targets = targets_for(calls, burst, propagation, cross)
-    text = render(config, backend, calls, burst, propagation, cross, targets, elapsed)
-    return text, to_json(config, backend, calls, burst, propagation, cross, targets, elapsed)
+    targets = targets_for(calls, burst, propagation, cross, apps)
+    text = render(config, backend, calls, burst, propagation, cross, apps, targets, elapsed)
+    data = to_json(config, backend, calls, burst, propagation, cross, apps, targets, elapsed)
+    return text, data
 
 
 def main(argv: Sequence[str] | None = None) -> int:
