@@ -50,9 +50,9 @@ class RawView:
         self.received: list[dict[str, Any]] = []  # everything the bridge sent, in order
         self.sent: dict[Any, str] = {}  # request id -> method, to name the answers
 
-    async def send(self, message: dict[str, Any]) -> None:
-        if "method" in message and "id" in message:
-            self.sent[message["id"]] = message["method"]
+    async def send(self, message: Any) -> None:
+        if isinstance(message, dict) and isinstance(message.get("id"), int | str):
+            self.sent[message["id"]] = message.get("method", "")
         await self.transport.send(message)
 
     async def receive(self) -> dict[str, Any]:
