@@ -30,15 +30,23 @@ from typing import Any
 import pytest
 
 from .frames import AssistantFrameHost
+from .testing import connect_app as _connect_app
 from .testing import connect_frame as _connect_frame
 
-__all__ = ["connect_frame", "frame_host"]
+__all__ = ["connect_app", "connect_frame", "frame_host"]
 
 
 @pytest.fixture
 def connect_frame() -> Any:
     """:func:`assistant_frames.testing.connect_frame`, as a fixture."""
     return _connect_frame
+
+
+@pytest.fixture
+def connect_app() -> Any:
+    """:func:`assistant_frames.testing.connect_app` (an ``AppBridge`` and an ``App``, paired),
+    as a fixture."""
+    return _connect_app
 
 
 @pytest.fixture
@@ -67,7 +75,7 @@ def pytest_runtest_makereport(
     report: pytest.TestReport = outcome.get_result()
     if not report.failed or call.excinfo is None:
         return
-    if not {"frame_host", "connect_frame"} & set(getattr(item, "fixturenames", ())):
+    if not {"frame_host", "connect_frame", "connect_app"} & set(getattr(item, "fixturenames", ())):
         return
     callspec = getattr(item, "callspec", None)
     backend = callspec.params.get("anyio_backend") if callspec is not None else None

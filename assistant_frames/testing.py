@@ -1,4 +1,4 @@
-"""Helpers for testing frames: connect a provider to a host over :func:`memory_pair`.
+"""Helpers for testing frames and apps: both ends over one :func:`memory_pair`.
 
 ::
 
@@ -13,13 +13,17 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
 
 from ._anyio import task_group
 from .frames import AssistantFrameHost, AssistantFrameProvider
 from .registry import ModelContextProvider
 from .transports import memory_pair
 
-__all__ = ["connect_frame"]
+if TYPE_CHECKING:
+    from .apps import App, AppBridge, AppServer
+
+__all__ = ["connect_app", "connect_frame"]
 
 
 @asynccontextmanager
@@ -46,3 +50,44 @@ async def connect_frame(
                 await host.wait_for_context(timeout)
             yield host
         tasks.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def connect_app(
+    registry: ModelContextProvider | None = None,
+    *,
+    server: AppServer | None = None,
+    timeout: float = 5.0,
+    name: str | None = None,
+    **bridge_options: Any,
+) -> AsyncIterator[tuple[AppBridge, App]]:
+    """An :class:`~assistant_frames.apps.AppBridge` and a Python
+    :class:`~assistant_frames.apps.App` over a fresh :func:`memory_pair`, both initialized.
+
+    ::
+
+        async with connect_app(view_registry, server=frame) as (bridge, app):
+            await bridge.send_tool_input({"city": "Paris"})
+            assert await app.wait_tool_input() == {"city": "Paris"}
+
+    ``registry`` holds the view's own tools (listed into the bridge's context before
+    this yields); ``server`` is the app's MCP server (an entered ``MCPFrame``).
+    ``timeout`` bounds the handshake and every request either side sends; other
+    keywords go to the bridge (``host_context``, handlers...). Needs the ``mcp`` extra.
+    """
+    from .apps import App, AppBridge  # the mcp extra, only when used
+
+    host_side, view_side = memory_pair()
+    bridge = AppBridge(
+        host_side,
+        server=server,
+        name=name or "app",
+        timeout=timeout,
+        init_timeout=timeout,
+        **bridge_options,
+    )
+    async with bridge, App(view_side, registry=registry, timeout=timeout) as app:
+        await bridge.wait_initialized()
+        if registry is not None:
+            await bridge.refresh_view_tools()
+        yield bridge, app

@@ -812,3 +812,19 @@ async def test_a_bridge_that_tears_down_by_itself_leaves_its_caller_running() ->
         await app.wait_disconnected()
         reached.append("after")
     assert reached == ["after"]
+
+
+async def test_connect_app_pairs_a_bridge_and_an_app_in_one_line(connect_app: Any) -> None:
+    parent = ModelContextRegistry()
+    async with connect_app(weather_registry(), host_context={"theme": "dark"}) as (bridge, app):
+        parent.add_provider(bridge, namespace="view")
+        assert app.host_context.theme == "dark"
+        assert bridge.app_capabilities is not None
+        assert bridge.app_capabilities.tools is not None
+        # every tool of the registry but "scalar", whose schema is not an object
+        tools = set(parent.get_model_context().tools)
+        assert tools == {"view_forecast", "view_shapes", "view_broken"}
+        await bridge.send_tool_input({"city": "Paris"})
+        assert await app.wait_tool_input() == {"city": "Paris"}
+    assert bridge.state == "closed"
+    assert not parent.get_model_context().tools

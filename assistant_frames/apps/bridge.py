@@ -492,12 +492,20 @@ class AppBridge:
 
     async def _refresh_view_tools(self) -> None:
         try:
-            tools = await self.list_view_tools()
+            await self.refresh_view_tools()
         except (AssistantFramesError, ProtocolError, TimeoutError) as exc:
             logger.warning("Could not list the tools of the view %s: %s", self.name, exc)
-            return
+
+    async def refresh_view_tools(self, timeout: float | None = None) -> list[mcp.Tool]:
+        """List the view's tools now and offer them, as its ``tools/list_changed`` does.
+
+        The bridge does this by itself once the view is initialized (when it declares
+        the ``tools`` capability); await it to know the tools are in the context.
+        """
+        tools = await self.list_view_tools(timeout)
         self._view_tools = {tool.name: tool for tool in tools}
         self._set_context()
+        return tools
 
     # -- sending -------------------------------------------------------------------------
 
@@ -508,9 +516,15 @@ class AppBridge:
             raise RuntimeError(f"Enter the bridge of {self.name} (async with) first")
         if self._ended_reason is not None:
             raise self._lost()
-        with anyio.fail_after(math.inf if self.timeout is None else self.timeout):
-            for message in messages:
-                await self._outbox.send(message)
+        outbox = self._outbox
+        for index, message in enumerate(messages):
+            try:
+                outbox.send_nowait(message)  # room in the queue: no scope, no switch
+            except anyio.WouldBlock:
+                with anyio.fail_after(math.inf if self.timeout is None else self.timeout):
+                    for rest in messages[index:]:
+                        await outbox.send(rest)
+                return
 
     def _send_soon(self, messages: list[dict[str, Any]]) -> None:
         """Send from a callback (no await): in order, by the writer task."""
