@@ -462,6 +462,20 @@ def test_visibility(meta: dict[str, Any] | None, expected: tuple[str, ...]) -> N
     assert p.visibility(meta) == expected
 
 
+def test_model_visible_hides_app_only_tools_of_a_listing() -> None:
+    def tool(name: str, meta: dict[str, Any] | None) -> mcp.Tool:
+        return mcp.Tool(name=name, input_schema={"type": "object"}, _meta=meta)
+
+    listing = [
+        tool("plain", None),
+        tool("both", {"ui": {"resourceUri": "ui://w", "visibility": ["model", "app"]}}),
+        tool("view_only", {"ui": {"visibility": ["app"]}}),
+        tool("model_only", {"ui": {"visibility": ["model"]}}),
+        tool("nobody", {"ui": {"visibility": []}}),
+    ]
+    assert [t.name for t in p.model_visible(listing)] == ["plain", "both", "model_only"]
+
+
 def test_resource_uri_reads_both_forms() -> None:
     assert p.resource_uri({"ui": {"resourceUri": "ui://clock/app.html"}}) == "ui://clock/app.html"
     assert p.resource_uri({"ui/resourceUri": "ui://legacy"}) == "ui://legacy"

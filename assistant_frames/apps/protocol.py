@@ -25,7 +25,7 @@ channel (see :mod:`assistant_frames.transports.multiplex`).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
 
@@ -126,6 +126,7 @@ __all__ = [
     "encode_request",
     "encode_result",
     "is_jsonrpc",
+    "model_visible",
     "parse_result",
     "resource_uri",
     "to_wire",
@@ -829,6 +830,12 @@ def visibility(meta: Mapping[str, Any] | None) -> tuple[Visibility, ...]:
         elif entry == "app" and "app" not in seen:
             seen.append("app")
     return tuple(seen)
+
+
+def model_visible(tools: Iterable[mcp.Tool]) -> list[mcp.Tool]:
+    """The tools of a server's listing that a model may be offered: those whose
+    visibility includes ``"model"`` (the default); app-only tools are left out."""
+    return [tool for tool in tools if "model" in visibility(tool.meta)]
 
 
 def resource_uri(meta: Mapping[str, Any] | None) -> str | None:
