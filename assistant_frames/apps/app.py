@@ -11,7 +11,6 @@ the tools of a :class:`~assistant_frames.ModelContextProvider` to the host.
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -24,13 +23,14 @@ import mcp_types as mcp
 from anyio.abc import ObjectStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import BaseModel
-from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .._anyio import task_group
 from ..calls import PendingCall, PendingCalls
-from ..errors import ERROR_KINDS, AssistantFramesError, ToolCallError
-from ..registry.context import ModelContextProvider, Unsubscribe
+from ..errors import AssistantFramesError
+from ..mcp._results import error_result, failure, tool_result
+from ..registry.context import ModelContext, ModelContextProvider, Unsubscribe
 from ..registry.tool import Tool
+from ..tool_formats import to_mcp_tools
 from . import protocol
 from .errors import AppDisconnected, AppRequestError, AppTimeout
 
@@ -61,58 +61,17 @@ def _block(block: mcp.ContentBlock | Mapping[str, Any]) -> mcp.ContentBlock:
     return protocol.MessageParams.model_validate({"content": [dict(block)]}).content[0]
 
 
-# -- the registry's tools as MCP sees them (apps build on the registry, not on mcp/) ---------
+# -- the registry's tools as MCP sees them, as assistant-frames' MCP server says them ------
 
 
 def _mcp_tool(name: str, tool: Tool) -> mcp.Tool:
-    """A registry tool as an MCP ``Tool``: name, description, schema, annotations, _meta."""
-    schema = {key: value for key, value in dict(tool.parameters).items() if key != "$schema"}
-    if schema.setdefault("type", "object") != "object":
-        raise ValueError(f"its parameters schema has type {schema['type']!r}, not 'object'")
-    annotations = tool.annotations.to_wire() if tool.annotations is not None else None
-    wire: dict[str, Any] = {"name": name, "inputSchema": schema}
-    if tool.description:
-        wire["description"] = tool.description
-    if annotations:
-        wire["annotations"] = annotations
-        if isinstance(annotations.get("title"), str):
-            wire["title"] = annotations["title"]
-    output = tool.output_schema
-    if output is not None and output.get("type") == "object":
-        wire["outputSchema"] = dict(output)
-    if tool.meta is not None:
-        wire["_meta"] = dict(tool.meta)
+    """A registry tool as an MCP ``Tool`` (``ValueError``: its schema is not an object)."""
+    (wire,) = to_mcp_tools(ModelContext(tools={name: tool}))
     return mcp.Tool.model_validate(wire)
 
 
-def _text_block(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def _error_result(message: str) -> mcp.CallToolResult:
-    """A failed call, said to the model as MCP says it: ``isError`` and the message."""
-    return mcp.CallToolResult.model_validate({"content": [_text_block(message)], "isError": True})
-
-
 def _tool_result(value: Any) -> mcp.CallToolResult:
-    """A tool's return value as a ``CallToolResult``, as assistant-frames' MCP server says it.
-
-    A string is one text block and ``None`` no content; an object is
-    ``structuredContent`` with its JSON as the text block; other JSON values are text.
-    """
-    try:
-        value = to_jsonable_python(value, inf_nan_mode="null")
-    except (PydanticSerializationError, ValueError, TypeError, RecursionError) as exc:
-        return _error_result(f"The tool's result has no JSON form: {exc}")
-    if value is None:
-        return mcp.CallToolResult(content=[])
-    if isinstance(value, str):
-        return mcp.CallToolResult.model_validate({"content": [_text_block(value)]})
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    wire: dict[str, Any] = {"content": [_text_block(text)]}
-    if isinstance(value, dict):
-        wire["structuredContent"] = value
-    return mcp.CallToolResult.model_validate(wire)
+    return mcp.CallToolResult.model_validate(tool_result(value, modern=False))
 
 
 async def _run(callback: Callable[..., Any], *args: Any) -> Any:
@@ -645,15 +604,13 @@ class App:
             raise protocol.InvalidParams(f'Tool "{name}" not found', method="tools/call")
         try:
             value = await tool.invoke(params.arguments or {})
-        except AssistantFramesError as exc:  # as the error table says MCP says it
-            message = exc.message if isinstance(exc, ToolCallError) else str(exc)
-            kind = ERROR_KINDS.get(exc.code) if exc.code is not None else None
-            if kind is not None and not kind.mcp_is_error:
+        except Exception as exc:  # as the error table says MCP says it
+            if not isinstance(exc, AssistantFramesError):
+                logger.debug("Tool %r raised", name, exc_info=True)
+            code, message = failure(exc)
+            if code is not None:
                 raise protocol.InvalidParams(message, method="tools/call") from None
-            return _error_result(message)
-        except Exception as exc:
-            logger.debug("Tool %r raised", name, exc_info=True)
-            return _error_result(str(exc) or type(exc).__name__)
+            return mcp.CallToolResult.model_validate(error_result(message))
         return _tool_result(value)
 
     def _on_registry_change(self) -> None:

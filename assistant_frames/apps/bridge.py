@@ -32,7 +32,6 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from .._anyio import event_class, expire_calls, task_group
 from ..calls import PendingCall
 from ..errors import (
-    ERROR_KINDS,
     AssistantFramesError,
     ContextTimeout,
     FrameDisconnected,
@@ -40,7 +39,7 @@ from ..errors import (
     ToolCallTimeout,
     error_from_jsonrpc,
 )
-from ..mcp._results import error_result, from_call_result
+from ..mcp._results import error_result, failure, from_call_result
 from ..mcp._tools import tool_from_mcp
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.events import ToolEvent, ToolProgress
@@ -808,10 +807,9 @@ class AppBridge:
         try:
             return await server.call_tool_result(name, params.arguments, on_event=on_event)
         except AssistantFramesError as exc:  # said as our MCP server says it
-            message = exc.message if isinstance(exc, ToolCallError) else str(exc)
-            kind = ERROR_KINDS.get(exc.code) if exc.code is not None else None
-            if kind is not None and not kind.mcp_is_error:
-                raise _ServerError(message, kind.jsonrpc_code) from None
+            code, message = failure(exc)
+            if code is not None:
+                raise _ServerError(message, code) from None
             return error_result(message)
 
     def _follow_server(self, server: AppServer) -> None:

@@ -18,10 +18,10 @@ from typing import Any
 
 import mcp_types as types
 
-from ..errors import error_from_wire
+from ..errors import ERROR_KINDS, AssistantFramesError, ToolCallError, error_from_wire
 from ..frames.protocol import RESULT_NOT_SENDABLE, NotJSONSerializable, to_json_value
 
-__all__ = ["error_result", "from_call_result", "tool_result"]
+__all__ = ["error_result", "failure", "from_call_result", "tool_result"]
 
 
 def _text(text: str) -> dict[str, Any]:
@@ -31,6 +31,18 @@ def _text(text: str) -> dict[str, Any]:
 def error_result(message: str) -> dict[str, Any]:
     """A ``CallToolResult`` (wire form) reporting a failed call to the model."""
     return {"content": [_text(message)], "isError": True, "resultType": "complete"}
+
+
+def failure(exc: Exception) -> tuple[int | None, str]:
+    """How MCP says a failed call, as the error table says: ``(code, message)`` for a
+    JSON-RPC error, ``(None, message)`` for an ``isError`` result the model can read."""
+    if isinstance(exc, AssistantFramesError):
+        message = exc.message if isinstance(exc, ToolCallError) else str(exc)
+        kind = ERROR_KINDS.get(exc.code) if exc.code is not None else None
+        if kind is not None and not kind.mcp_is_error:
+            return kind.jsonrpc_code, message
+        return None, message
+    return None, str(exc) or type(exc).__name__
 
 
 def tool_result(value: Any, *, modern: bool) -> dict[str, Any]:

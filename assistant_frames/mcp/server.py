@@ -31,11 +31,11 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .._anyio import task_group
-from ..errors import ERROR_KINDS, AssistantFramesError, ToolCallError
+from ..errors import AssistantFramesError
 from ..registry.context import ModelContext, ModelContextProvider
 from ..registry.events import ToolEvent, ToolLog, ToolProgress
 from ..tool_formats import MCPTool, to_mcp_tools
-from ._results import error_result, tool_result
+from ._results import error_result, failure, tool_result
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
@@ -295,15 +295,13 @@ class MCPContextServer:
                 result = await tool.invoke(params.arguments or {}, on_event=events.put)
             finally:
                 await events.finish()  # what the tool reported goes before its result
-        except AssistantFramesError as exc:  # said as the error table says MCP says it
-            message = exc.message if isinstance(exc, ToolCallError) else str(exc)
-            kind = ERROR_KINDS.get(exc.code) if exc.code is not None else None
-            if kind is not None and not kind.mcp_is_error:
-                raise MCPError(kind.jsonrpc_code, message) from None
+        except Exception as exc:  # said as the error table says MCP says it
+            if not isinstance(exc, AssistantFramesError):
+                logger.debug("Tool %r raised", name, exc_info=True)
+            code, message = failure(exc)
+            if code is not None:
+                raise MCPError(code, message) from None
             return error_result(message)
-        except Exception as exc:
-            logger.debug("Tool %r raised", name, exc_info=True)
-            return error_result(str(exc) or type(exc).__name__)
         return tool_result(result, modern=ctx.protocol_version in MODERN_PROTOCOL_VERSIONS)
 
     async def _track_session(
