@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from . import protocol
 from .app import App
-from .bridge import AppBridge, AppServer
+from .bridge import AppBridge
 from .errors import AppDisconnected, AppError, AppRequestError, AppTimeout
+from .forwarding import AppServer
 
 __all__ = [
     "App",

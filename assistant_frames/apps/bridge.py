@@ -22,7 +22,7 @@ import secrets
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack, suppress
 from types import TracebackType
-from typing import Any, Literal, Protocol, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 import anyio
 import mcp_types as mcp
@@ -39,15 +39,14 @@ from ..errors import (
     ToolCallTimeout,
     error_from_jsonrpc,
 )
-from ..mcp._results import error_result, failure, from_call_result
+from ..mcp._results import from_call_result
 from ..mcp._tools import tool_from_mcp
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
-from ..registry.events import ToolEvent, ToolProgress
 from ..registry.tool import Tool, ToolCallContext
-from ..tool_formats import to_mcp_tools
 from ..transports.contract import close_reason
 from . import protocol
 from .bridge_machine import BridgeMachine, Received
+from .forwarding import FORWARDED, AppServer, forward
 from .protocol import (
     ActionResult,
     ContentModalities,
@@ -58,11 +57,10 @@ from .protocol import (
     ListChanged,
     Notification,
     ProtocolError,
-    Refused,
     Request,
 )
 
-__all__ = ["AppBridge", "AppServer", "BridgeState", "Handler"]
+__all__ = ["AppBridge", "BridgeState", "Handler"]
 
 logger = logging.getLogger("assistant_frames.apps")
 
@@ -78,36 +76,6 @@ BridgeState = Literal["new", "initializing", "initialized", "disconnected", "clo
 
 #: A handler: called with the request's typed params; plain or async.
 Handler: TypeAlias = Callable[[Any], Any]
-
-
-class AppServer(Protocol):
-    """The MCP server an app came from, as the bridge uses it (an
-    :class:`~assistant_frames.mcp.MCPFrame` is one)."""
-
-    def get_model_context(self) -> ModelContext: ...
-
-    def subscribe(self, callback: Callable[[], None]) -> Unsubscribe: ...
-
-    def subscribe_resources(self, callback: Callable[[], None]) -> Unsubscribe: ...
-
-    def subscribe_prompts(self, callback: Callable[[], None]) -> Unsubscribe: ...
-
-    async def call_tool_result(
-        self,
-        name: str,
-        args: Any = None,
-        *,
-        timeout: float | None = None,
-        on_event: Callable[[ToolEvent], object] | None = None,
-    ) -> mcp.CallToolResult: ...
-
-    async def read_resource(self, uri: str) -> mcp.ReadResourceResult: ...
-
-    async def list_resources(self) -> list[mcp.Resource]: ...
-
-    async def list_resource_templates(self) -> list[mcp.ResourceTemplate]: ...
-
-    async def list_prompts(self) -> list[mcp.Prompt]: ...
 
 
 class AppBridge:
@@ -676,8 +644,8 @@ class AppBridge:
         method = request.method
         if method == "ping":
             return {}
-        if method in _FORWARDED:
-            return await self._forward(request)
+        if method in FORWARDED:
+            return await forward(self.server, request, self._send_soon)
         if method == protocol.UPDATE_MODEL_CONTEXT:
             self.model_context = request.params
             self._set_context()
@@ -749,68 +717,7 @@ class AppBridge:
         await self.teardown()
         await self._stop(cancel_tasks=False)
 
-    # -- forwarding to the app's server --------------------------------------------------
-
-    async def _forward(self, request: Request) -> Any:
-        server = self.server
-        if server is None:
-            raise protocol.MethodNotFound(
-                f"Method not found: {request.method} (this host has no server for the app)"
-            )
-        method = request.method
-        if method == "tools/call":
-            return await self._forward_tool_call(server, request)
-        if method == "tools/list":
-            tools = _to_mcp_tools(server.get_model_context())
-            return mcp.ListToolsResult(tools=[t for t in tools if BridgeMachine.may_call(t)])
-        try:
-            if method == "resources/read":
-                return await server.read_resource(request.params.uri)
-            if method == "resources/list":
-                return mcp.ListResourcesResult(resources=await server.list_resources())
-            if method == "resources/templates/list":
-                templates = await server.list_resource_templates()
-                return mcp.ListResourceTemplatesResult(resource_templates=templates)
-            return mcp.ListPromptsResult(prompts=await server.list_prompts())
-        except FrameDisconnected as exc:
-            raise Refused(f"The app's server is gone: {exc.message}") from None
-        except TimeoutError:
-            raise Refused(f"The app's server did not answer {method} in time") from None
-        except Exception as exc:
-            code = getattr(exc, "code", None)  # the SDK's MCPError carries the server's code
-            if isinstance(code, int):
-                raise _ServerError(str(exc), code) from None
-            raise
-
-    async def _forward_tool_call(self, server: AppServer, request: Request) -> Any:
-        params: mcp.CallToolRequestParams = request.params
-        name = params.name
-        tool = server.get_model_context().tools.get(name)
-        if tool is None:
-            raise Refused(f'Tool "{name}" is not a tool of the app\'s server')
-        if not BridgeMachine.may_call(tool.meta):
-            shown = list(protocol.visibility(tool.meta))
-            raise Refused(f'Tool "{name}" is not visible to apps (its visibility is {shown})')
-        token = _progress_token(request.raw_params)
-        on_event = None
-        if token is not None:
-
-            def on_event(event: ToolEvent) -> None:
-                if isinstance(event, ToolProgress):
-                    note = {"progressToken": token, "progress": event.progress}
-                    if event.total is not None:
-                        note["total"] = event.total
-                    if event.message is not None:
-                        note["message"] = event.message
-                    self._send_soon([protocol.encode_notification("notifications/progress", note)])
-
-        try:
-            return await server.call_tool_result(name, params.arguments, on_event=on_event)
-        except AssistantFramesError as exc:  # said as our MCP server says it
-            code, message = failure(exc)
-            if code is not None:
-                raise _ServerError(message, code) from None
-            return error_result(message)
+    # -- the app's server ------------------------------------------------------------------
 
     def _follow_server(self, server: AppServer) -> None:
         def tools() -> None:
@@ -878,24 +785,6 @@ class AppBridge:
 
 
 _INTERNAL_ERROR = -32603
-_FORWARDED = frozenset(
-    {
-        "tools/call",
-        "tools/list",
-        "resources/read",
-        "resources/list",
-        "resources/templates/list",
-        "prompts/list",
-    }
-)
-
-
-class _ServerError(ProtocolError):
-    """The server's own JSON-RPC error, passed on to the view with its code."""
-
-    def __init__(self, message: str, code: int) -> None:
-        super().__init__(message)
-        self.jsonrpc_code = code
 
 
 def _default_host_info() -> mcp.Implementation:
@@ -914,17 +803,6 @@ async def _call(handler: Callable[..., Any], *args: Any) -> Any:
 async def _wait_then_cancel(event: anyio.Event, group: TaskGroup) -> None:
     await event.wait()
     group.cancel_scope.cancel()
-
-
-def _progress_token(params: Mapping[str, Any] | None) -> str | int | None:
-    meta = params.get("_meta") if params else None
-    token = meta.get("progressToken") if isinstance(meta, Mapping) else None
-    valid = isinstance(token, str) or (isinstance(token, int) and not isinstance(token, bool))
-    return token if valid else None
-
-
-def _to_mcp_tools(context: ModelContext) -> list[mcp.Tool]:
-    return [mcp.Tool.model_validate(tool) for tool in to_mcp_tools(context)]
 
 
 def _render_model_context(update: protocol.UpdateModelContextParams | None) -> str | None:
