@@ -1,10 +1,11 @@
 """``AppBridge``: the host side of one MCP Apps view, over any transport of ours.
 
 The protocol's rules live in :class:`~assistant_frames.apps.bridge_machine.BridgeMachine`;
-this is its anyio driver. One task reads the transport and feeds the machine, one writes
-what is to be sent (in order: receiving never waits for a send), one times out our
-requests, and each request of the view runs in a task of its own, so a slow handler
-holds up no one.
+this is its anyio driver. One task reads the transport and feeds the machine, one times
+out our requests, and each request of the view runs in a task of its own, so a slow
+handler holds up no one. A message goes straight to the transport when nothing is
+queued and the transport promises not to wait; otherwise it is queued for a writer
+task, which keeps the order (and receiving never waits for a send).
 
 It decides what a view may do: the requests it forwards to the MCP server the app came
 from are checked against the tool's visibility first. And it is a
@@ -43,7 +44,7 @@ from ..mcp._results import from_call_result
 from ..mcp._tools import tool_from_mcp
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.tool import Tool, ToolCallContext
-from ..transports.contract import close_reason
+from ..transports.contract import TransportAttribute, close_reason
 from . import protocol
 from .bridge_machine import BridgeMachine, Received
 from .forwarding import FORWARDED, AppServer, forward
@@ -174,6 +175,9 @@ class AppBridge:
         self._initialized: anyio.Event | None = None
         self._ended: anyio.Event | None = None
         self._outbox: MemoryObjectSendStream[dict[str, Any]] | None = None
+        self._queued = 0  # messages in the outbox or being written by the writer task
+        self._writing = anyio.Lock(fast_acquire=True)  # who is in transport.send
+        self._send_would_wait = transport.extra(TransportAttribute.send_would_wait, None)
         self._task_group: TaskGroup | None = None
         self._exit_stack: AsyncExitStack | None = None
         self._unsubscribe: list[Unsubscribe] = []
@@ -476,21 +480,44 @@ class AppBridge:
 
     # -- sending -------------------------------------------------------------------------
 
-    async def _send(self, messages: list[dict[str, Any]]) -> None:
+    async def _send(self, messages: list[dict[str, Any]], *, bounded: bool = True) -> None:
+        """Send in order: straight to the transport when that cannot wait, else queued.
+
+        ``bounded``: wait at most :attr:`timeout` for room in the queue (else as long as
+        it takes: the reader's own answers, so a view that does not read is not read).
+        """
         if not messages:
             return
         if self._outbox is None:
             raise RuntimeError(f"Enter the bridge of {self.name} (async with) first")
         if self._ended_reason is not None:
             raise self._lost()
+        would_wait = self._send_would_wait
+        if (
+            self._queued == 0
+            and would_wait is not None
+            and not self._writing.locked()
+            and not would_wait()
+        ):
+            # The common case, without the writer task's hop: nothing is ahead of these
+            # messages and the transport has room. The lock orders a writer that starts
+            # meanwhile (its messages were queued after these).
+            async with self._writing:
+                await self._write(messages[0])
+            messages = messages[1:]
+            if not messages:
+                return
         outbox = self._outbox
         for index, message in enumerate(messages):
             try:
                 outbox.send_nowait(message)  # room in the queue: no scope, no switch
+                self._queued += 1
             except anyio.WouldBlock:
-                with anyio.fail_after(math.inf if self.timeout is None else self.timeout):
+                limit = math.inf if self.timeout is None or not bounded else self.timeout
+                with anyio.fail_after(limit):
                     for rest in messages[index:]:
                         await outbox.send(rest)
+                        self._queued += 1
                 return
 
     def _send_soon(self, messages: list[dict[str, Any]]) -> None:
@@ -503,10 +530,19 @@ class AppBridge:
             await self._send(messages)
 
     async def _write_loop(self, outbox: MemoryObjectReceiveStream[dict[str, Any]]) -> None:
-        send = self._transport.send
+        async for message in outbox:
+            try:
+                async with self._writing:
+                    await self._write(message)
+            finally:
+                self._queued -= 1
+
+    async def _write(self, message: dict[str, Any]) -> None:
+        """Send one message; a transport that fails ends the connection (not the caller)."""
+        if self._ended_reason is not None:
+            return  # what was queued dies with the connection
         try:
-            async for message in outbox:
-                await send(message)
+            await self._transport.send(message)
         except _CLOSED as exc:
             self._transport_ended(exc)
         except (TypeError, ValueError) as exc:  # a handler's result with no JSON form
@@ -575,6 +611,11 @@ class AppBridge:
     # -- receiving -----------------------------------------------------------------------
 
     async def _receive_loop(self) -> None:
+        """Read the view's messages until one is a request, then serve that one here.
+
+        The task that read a request serves it, after handing reading on to a new task:
+        the answer then goes out without waiting for a task of its own to be scheduled.
+        """
         receive = self._transport.receive
         try:
             while True:
@@ -583,27 +624,45 @@ class AppBridge:
                 out = self._machine.receive(raw)
                 if self._machine.initializations > max(initializations, 1):
                     logger.info("The view %s sent ui/initialize again; answered", self.name)
-                await self._apply(out, was)
+                admitted = await self._apply(out, was)
+                if admitted:
+                    break
         except _CLOSED as exc:
             self._transport_ended(exc)
+            return
+        except FrameDisconnected:  # lost while answering: already said why
+            return
         except Exception as exc:  # a transport failing in its own way
             logger.warning("Transport of %s failed: %r", self.name, exc)
             self._lose(FrameDisconnected(f"The transport of {self.name} failed: {exc!r}"))
+            return
+        group = self._task_group
+        assert group is not None
+        group.start_soon(self._receive_loop)
+        *others, (request, scope) = admitted
+        for other, other_scope in others:
+            group.start_soon(self._serve, other, other_scope)
+        await self._serve(request, scope)
 
-    async def _apply(self, out: Received, was: str) -> None:
-        for message in out.send:
-            await self._outbox.send(message)  # type: ignore[union-attr]
+    async def _apply(self, out: Received, was: str) -> list[tuple[Request, anyio.CancelScope]]:
+        """Act on what the machine made of a message; the requests admitted to be served."""
+        await self._send(out.send, bounded=False)
         if was != "initialized" and self._machine.state == "initialized":
             self._initialized.set()  # type: ignore[union-attr]
             capabilities = self._machine.app_capabilities
             if capabilities is not None and capabilities.tools is not None:
                 self._want_view_tools()
+        admitted = []
         for request in out.requests:
-            await self._start_request(request)
+            scope = await self._admit(request)
+            if scope is not None:
+                admitted.append((request, scope))
         for note in out.notifications:
             await self._notification(note)
+        return admitted
 
-    async def _start_request(self, request: Request) -> None:
+    async def _admit(self, request: Request) -> anyio.CancelScope | None:
+        """Count a request in flight (its scope cancels it), or refuse it (``None``)."""
         if len(self._in_flight) >= self.max_requests or request.id in self._in_flight:
             reason = (
                 f"Request id {request.id!r} is already in flight"
@@ -612,12 +671,13 @@ class AppBridge:
             )
             # Sent by the reader itself, not a task per refusal: a view flooding without
             # reading then stops being read (backpressure) instead of piling up tasks.
-            error = protocol.encode_error(request.id, protocol.REFUSED, reason)
-            await self._outbox.send(error)  # type: ignore[union-attr]
-            return
+            await self._send(
+                [protocol.encode_error(request.id, protocol.REFUSED, reason)], bounded=False
+            )
+            return None
         scope = anyio.CancelScope()
         self._in_flight[request.id] = scope
-        self._task_group.start_soon(self._serve, request, scope)  # type: ignore[union-attr]
+        return scope
 
     async def _serve(self, request: Request, scope: anyio.CancelScope) -> None:
         answer: dict[str, Any] | None = None
