@@ -172,7 +172,8 @@ class AppBridge:
         self._closed = False
         self._entered = False
         self._new_event: Callable[[], anyio.Event] = anyio.Event
-        self._initialized: anyio.Event | None = None
+        # Set when the view confirmed initialization or the connection ended.
+        self._init_settled: anyio.Event | None = None
         self._ended: anyio.Event | None = None
         self._outbox: MemoryObjectSendStream[dict[str, Any]] | None = None
         self._queued = 0  # messages in the outbox or being written by the writer task
@@ -193,7 +194,7 @@ class AppBridge:
         self._entered = True
         self._machine.host_capabilities = self._capabilities or self._default_capabilities()
         self._new_event = event_class()
-        self._initialized = anyio.Event()
+        self._init_settled = anyio.Event()
         self._ended = anyio.Event()
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](_SEND_BUFFER)
         self._outbox = send
@@ -299,13 +300,11 @@ class AppBridge:
         (default: ``init_timeout``) and :class:`FrameDisconnected` if the connection
         ends first.
         """
-        if self._initialized is None or self._ended is None:
+        if self._init_settled is None:
             raise RuntimeError("Enter the bridge (async with) before waiting on it")
         limit = self.init_timeout if timeout is None else timeout
         with anyio.move_on_after(limit):
-            async with task_group() as group:  # whichever comes first
-                group.start_soon(_wait_then_cancel, self._initialized, group)
-                group.start_soon(_wait_then_cancel, self._ended, group)
+            await self._init_settled.wait()
         if self._machine.state == "initialized" and self._ended_reason is None:
             return
         if self._ended_reason is not None:
@@ -648,7 +647,7 @@ class AppBridge:
         """Act on what the machine made of a message; the requests admitted to be served."""
         await self._send(out.send, bounded=False)
         if was != "initialized" and self._machine.state == "initialized":
-            self._initialized.set()  # type: ignore[union-attr]
+            self._init_settled.set()  # type: ignore[union-attr]
             capabilities = self._machine.app_capabilities
             if capabilities is not None and capabilities.tools is not None:
                 self._want_view_tools()
@@ -830,6 +829,8 @@ class AppBridge:
             scope.cancel()
         if self._ended is not None:
             self._ended.set()
+        if self._init_settled is not None:
+            self._init_settled.set()
         if self._view_tools or self.model_context is not None:
             self._view_tools = {}
             self._context = ModelContext()
@@ -858,11 +859,6 @@ async def _call(handler: Callable[..., Any], *args: Any) -> Any:
     if inspect.isawaitable(result):
         result = await result
     return result
-
-
-async def _wait_then_cancel(event: anyio.Event, group: TaskGroup) -> None:
-    await event.wait()
-    group.cancel_scope.cancel()
 
 
 def _render_model_context(update: protocol.UpdateModelContextParams | None) -> str | None:
