@@ -16,6 +16,7 @@ import anyio
 import mcp_types as mcp
 import pytest
 import test_apps_protocol as schema_checks
+from anyio.streams.stapled import StapledObjectStream
 from mcp.server.mcpserver import MCPServer
 
 from assistant_frames import (
@@ -25,7 +26,7 @@ from assistant_frames import (
     ToolCallError,
     ToolCallTimeout,
 )
-from assistant_frames.apps import AppBridge, protocol
+from assistant_frames.apps import AppBridge, AppRequestError, AppTimeout, protocol
 from assistant_frames.mcp import MCPFrame
 from assistant_frames.transports import memory_pair
 
@@ -333,6 +334,56 @@ async def test_a_view_tool_call_times_out_with_a_cancel_and_errors_are_typed() -
             with pytest.raises(ToolCallError, match="Unknown tool") as caught:
                 await bridge.call_tool("nope", {})
         assert caught.value.frame == "view"
+
+
+async def test_our_other_requests_fail_with_typed_app_errors() -> None:
+    async with pair(timeout=0.2) as (bridge, view):
+        await view.initialize()
+
+        async def refuse() -> None:
+            request = await view.receive()
+            error = protocol.encode_error(request["id"], -32601, "No tools here")
+            error["error"]["data"] = {"why": "none"}
+            await view.send(error)
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(refuse)
+            with pytest.raises(AppRequestError) as refused:
+                await bridge.list_view_tools()
+        assert (refused.value.method, refused.value.jsonrpc_code) == ("tools/list", -32601)
+        assert (refused.value.message, refused.value.data) == ("No tools here", {"why": "none"})
+
+        with pytest.raises(AppTimeout) as silent:  # a TimeoutError, and the view is told
+            await bridge.list_view_tools()
+        assert isinstance(silent.value, TimeoutError)
+        assert silent.value.method == "tools/list"
+        request = await view.receive()
+        cancelled = await view.receive()
+        assert cancelled["method"] == "notifications/cancelled"
+        assert cancelled["params"]["requestId"] == request["id"]
+
+
+async def fill(bridge: AppBridge, messages: int) -> None:
+    for _ in range(messages):
+        await bridge.send_tool_list_changed()
+
+
+async def test_a_view_tool_call_that_cannot_even_be_queued_times_out_as_a_tool_call() -> None:
+    # A transport whose send waits until the view reads (no buffer), and a view that
+    # stops reading after the handshake: the bridge's queue fills, then a call waits.
+    to_view, view_reads = anyio.create_memory_object_stream[Any](0)
+    view_writes, to_host = anyio.create_memory_object_stream[Any](0)
+    host_side = StapledObjectStream(to_view, to_host)
+    view = RawView(StapledObjectStream(view_writes, view_reads))
+    async with AppBridge(host_side, name="view", timeout=0.2) as bridge:
+        await view.initialize()
+        await bridge.wait_initialized(timeout=WAIT)
+        with pytest.raises(TimeoutError):  # the queue is full within 300 messages
+            await fill(bridge, 300)
+        with anyio.fail_after(WAIT), pytest.raises(ToolCallTimeout) as caught:
+            await bridge.call_view_tool("pick_city", {})
+        assert caught.value.tool_name == "pick_city"
+        assert bridge.state == "initialized"  # the connection itself is fine
 
 
 async def test_a_pending_view_tool_call_fails_at_once_when_the_view_goes() -> None:

@@ -23,7 +23,7 @@ import secrets
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack, suppress
 from types import TracebackType
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, NoReturn, TypeAlias
 
 import anyio
 import mcp_types as mcp
@@ -47,6 +47,7 @@ from ..registry.tool import Tool, ToolCallContext
 from ..transports.contract import TransportAttribute, close_reason
 from . import protocol
 from .bridge_machine import BridgeMachine, Received
+from .errors import AppRequestError, AppTimeout
 from .forwarding import FORWARDED, AppServer, forward
 from .protocol import (
     ActionResult,
@@ -379,7 +380,13 @@ class AppBridge:
         return True
 
     async def list_view_tools(self, timeout: float | None = None) -> list[mcp.Tool]:
-        """The view's own tools (host-to-view ``tools/list``, every page)."""
+        """The view's own tools (host-to-view ``tools/list``, every page).
+
+        Raises :class:`~assistant_frames.apps.AppRequestError` when the view answers
+        with an error, :class:`~assistant_frames.apps.AppTimeout` (a ``TimeoutError``)
+        after ``timeout`` seconds (default: the bridge's) and :class:`FrameDisconnected`
+        when the connection ends.
+        """
         tools: list[mcp.Tool] = []
         cursor: str | None = None
         for _ in range(100):  # a view that pages forever is cut off
@@ -559,7 +566,11 @@ class AppBridge:
         deadline = None if limit is None else anyio.current_time() + limit
         messages, call = self._machine.request(method, params, deadline=deadline, wake=done.set)
         try:
-            await self._send(messages)
+            try:
+                await self._send(messages)
+            except TimeoutError:  # no room to queue it within the bridge's timeout: unsent
+                self._machine.calls.discard(call.id)
+                return self._timed_out(call, limit, tool)
             await done.wait()
         except BaseException:
             self._machine.calls.discard(call.id)
@@ -567,13 +578,16 @@ class AppBridge:
             raise
         return self._outcome(call, limit, tool)
 
+    def _timed_out(self, call: PendingCall, limit: float | None, tool: str | None) -> NoReturn:
+        if tool:
+            raise ToolCallTimeout(tool, limit or 0.0, frame=self.name)
+        raise AppTimeout(call.name, limit or 0.0)
+
     def _outcome(self, call: PendingCall, limit: float | None, tool: str | None) -> Any:
         what = f'tool "{tool}"' if tool else call.name
         if call.timed_out:
             self._send_soon(self._cancel_message(call, "Timed out"))
-            if tool:
-                raise ToolCallTimeout(tool, limit or 0.0, frame=self.name)
-            raise TimeoutError(f"The view {self.name} did not answer {what} within {limit:g} s")
+            self._timed_out(call, limit, tool)
         error = call.error
         if isinstance(error, FrameDisconnected):
             raise self._lost(tool)
@@ -582,7 +596,7 @@ class AppBridge:
                 failure = error_from_jsonrpc(error.code, error.message, tool)
                 failure.frame = self.name
                 raise failure
-            raise protocol.InvalidRequest(f"The view {self.name} refused {what}: {error.message}")
+            raise AppRequestError(call.name, error.code, error.message, error.data)
         if isinstance(error, ProtocolError):
             if tool:
                 raise ToolCallError(
