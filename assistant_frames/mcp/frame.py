@@ -51,6 +51,7 @@ from ..registry.events import (
 )
 from ..registry.tool import Tool, ToolCallContext
 from ..transports.contract import CloseReason
+from ._client import list_all, progress_callback
 from ._resources import READ_RESOURCE, read_resource_tool
 from ._results import from_call_result
 from ._stdio import describe_exit, server_process
@@ -70,7 +71,6 @@ _Listing = Literal["resources", "resource_templates", "prompts"]
 _T = TypeVar("_T")
 
 _EMPTY_CONTEXT = ModelContext()
-_MAX_PAGES = 1000  # a server that keeps returning cursors is not followed forever
 # The SDK's own HTTP client timeouts: a server may hold a response stream open.
 _HTTP_TIMEOUT = 30.0
 _HTTP_READ_TIMEOUT = 300.0
@@ -492,29 +492,10 @@ class MCPFrame:
         if (capabilities.prompts if kind == "prompts" else capabilities.resources) is None:
             return []  # the server has none: nothing to ask
         changes = self._listing_changes
-        items = await self._request(kind.replace("_", " "), lambda: self._list_all(kind))
+        items = await self._request(kind.replace("_", " "), lambda: list_all(self._client, kind))
         if changes == self._listing_changes:  # else it may be older than the change
             self._listings[kind] = items
         return list(items)
-
-    async def _list_all(self, kind: _Listing) -> list[Any]:
-        client = self._client
-        items: list[Any] = []
-        cursor: str | None = None
-        for _ in range(_MAX_PAGES):
-            if kind == "resources":
-                page: Any = await client.list_resources(cursor=cursor, cache_mode="bypass")
-                items.extend(page.resources)
-            elif kind == "resource_templates":
-                page = await client.list_resource_templates(cursor=cursor, cache_mode="bypass")
-                items.extend(page.resource_templates)
-            else:
-                page = await client.list_prompts(cursor=cursor, cache_mode="bypass")
-                items.extend(page.prompts)
-            cursor = page.next_cursor
-            if not cursor:
-                break
-        return items
 
     def _lists_changed(self, *kinds: _Listing) -> None:
         self._listing_changes += 1
@@ -556,14 +537,13 @@ class MCPFrame:
     ) -> ProgressFnT:
         events = self._events
 
-        async def progress(progress: float, total: float | None, message: str | None) -> None:
-            event = ToolProgress(progress, total, message, call_id, name)
+        def deliver(event: ToolProgress) -> None:
             if on_event is not None:
                 deliver_event(on_event, event)
             if events:
                 events(event)
 
-        return progress
+        return progress_callback(call_id, name, deliver)
 
     async def _on_log(self, params: types.LoggingMessageNotificationParams) -> None:
         if not self._events:
@@ -720,13 +700,7 @@ class MCPFrame:
         client = self._client
         tools: list[types.Tool] = []
         if client.server_capabilities.tools is not None:
-            cursor: str | None = None
-            for _ in range(_MAX_PAGES):
-                page = await client.list_tools(cursor=cursor)
-                tools.extend(page.tools)
-                cursor = page.next_cursor
-                if not cursor:
-                    break
+            tools = await list_all(client, "tools")
         reader = await self._resource_tool() if self.resource_tool else None
         if self._state != "connected":
             return
