@@ -527,9 +527,23 @@ class AppBridge:
                 return
 
     def _send_soon(self, messages: list[dict[str, Any]]) -> None:
-        """Send from a callback (no await): in order, by the writer task."""
-        if messages and self._task_group is not None and self._ended_reason is None:
-            self._task_group.start_soon(self._send_quietly, messages)
+        """Send from a callback (no await): in order, by the writer task.
+
+        Queued at once while there is room, so a call's progress goes before its answer
+        (a task per message would race: trio runs new tasks in no set order). Only a
+        full queue leaves the rest to a task.
+        """
+        if not messages or self._outbox is None or self._ended_reason is not None:
+            return
+        for index, message in enumerate(messages):
+            try:
+                self._outbox.send_nowait(message)
+            except anyio.WouldBlock:
+                if self._task_group is not None:
+                    self._task_group.start_soon(self._send_quietly, messages[index:])
+                return
+            except _CLOSED:
+                return
 
     async def _send_quietly(self, messages: list[dict[str, Any]]) -> None:
         with suppress(*_CLOSED, FrameDisconnected, TimeoutError):
