@@ -21,6 +21,8 @@ from .registry import ModelContextProvider
 from .transports import memory_pair
 
 if TYPE_CHECKING:
+    from mcp import Client
+
     from .apps import App, AppBridge, AppServer
 
 __all__ = ["connect_app", "connect_frame"]
@@ -56,7 +58,7 @@ async def connect_frame(
 async def connect_app(
     registry: ModelContextProvider | None = None,
     *,
-    server: AppServer | None = None,
+    server: AppServer | Client | None = None,
     timeout: float = 5.0,
     name: str | None = None,
     **bridge_options: Any,
@@ -71,7 +73,8 @@ async def connect_app(
             assert await app.wait_tool_input() == {"city": "Paris"}
 
     ``registry`` holds the view's own tools (listed into the bridge's context before
-    this yields); ``server`` is the app's MCP server (an entered ``MCPFrame``).
+    this yields); ``server`` is the app's MCP server (an entered ``MCPFrame`` or
+    ``mcp.Client``).
     ``timeout`` bounds the handshake and every request either side sends; other
     keywords go to the bridge (``host_context``, handlers...). Needs the ``mcp`` extra.
     """

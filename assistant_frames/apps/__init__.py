@@ -11,6 +11,7 @@ from __future__ import annotations
 from . import protocol
 from .app import App
 from .bridge import AppBridge
+from .client_server import ClientServer
 from .errors import AppDisconnected, AppError, AppRequestError, AppTimeout
 from .forwarding import AppServer
 
@@ -22,5 +23,6 @@ __all__ = [
     "AppRequestError",
     "AppServer",
     "AppTimeout",
+    "ClientServer",
     "protocol",
 ]

@@ -29,6 +29,7 @@ import anyio
 import mcp_types as mcp
 from anyio.abc import ObjectStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from mcp import Client
 
 from .._anyio import event_class, expire_calls, task_group
 from ..calls import PendingCall
@@ -47,6 +48,7 @@ from ..registry.tool import Tool, ToolCallContext
 from ..transports.contract import TransportAttribute, close_reason
 from . import protocol
 from .bridge_machine import BridgeMachine, Received
+from .client_server import ClientServer
 from .errors import AppRequestError, AppTimeout
 from .forwarding import FORWARDED, AppServer, forward
 from .protocol import (
@@ -86,8 +88,10 @@ class AppBridge:
     ``transport`` carries the view's JSON-RPC messages (a :func:`memory_pair` end, a
     WebSocket through the shipped browser relay, a :class:`Multiplexer` sub-stream...);
     the bridge owns it and closes it on exit. ``server`` is the MCP server the app came
-    from: the view's ``tools/call``, ``resources/*`` and ``prompts/list`` go there, a
-    ``tools/call`` only for a tool whose visibility includes ``"app"``.
+    from: an entered ``MCPFrame`` or ``mcp.Client`` (wrapped in a :class:`ClientServer`),
+    or any :class:`AppServer`. The view's ``tools/call``, ``resources/*`` and
+    ``prompts/list`` go there, a ``tools/call`` only for a tool whose visibility
+    includes ``"app"``.
 
     ``host_info``, ``host_capabilities`` and ``host_context`` are what the view is told
     when it initializes (capabilities default to what the handlers and ``server``
@@ -105,7 +109,7 @@ class AppBridge:
         self,
         transport: ObjectStream[Any],
         *,
-        server: AppServer | None = None,
+        server: AppServer | Client | None = None,
         host_info: mcp.Implementation | None = None,
         host_capabilities: HostCapabilities | None = None,
         host_context: HostContext | Mapping[str, Any] | None = None,
@@ -130,7 +134,10 @@ class AppBridge:
         if max_requests < 1:
             raise ValueError(f"max_requests must be at least 1, not {max_requests!r}")
         self.name = name or "app"
-        self.server = server
+        #: The app's server (an ``mcp.Client`` passed in, wrapped in a ``ClientServer``).
+        self.server: AppServer | None = (
+            ClientServer(server) if isinstance(server, Client) else server
+        )
         self.timeout = timeout
         self.init_timeout = init_timeout
         self.max_requests = max_requests

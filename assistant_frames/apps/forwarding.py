@@ -1,10 +1,11 @@
 """What an MCP Apps view may ask of the app's MCP server, and how the host passes it on.
 
 The view's ``tools/call``, ``tools/list``, ``resources/*`` and ``prompts/list`` go to the
-server the app came from (an :class:`AppServer`, e.g. an ``MCPFrame``). Visibility is
-enforced here, before anything reaches the server: a view may call only the tools whose
-``_meta.ui.visibility`` includes ``"app"`` (the ext-apps ``AppBridge`` leaves this to
-each host).
+server the app came from (an :class:`AppServer`: an ``MCPFrame``, or an ``mcp.Client``
+through a :class:`~.client_server.ClientServer`). Visibility is enforced here, before
+anything reaches the server: a view may call only the tools whose ``_meta.ui.visibility``
+includes ``"app"`` (the ext-apps ``AppBridge`` leaves this to each host), as the server's
+:meth:`~AppServer.wait_for_context` has them at that moment.
 """
 
 from __future__ import annotations
@@ -28,9 +29,14 @@ __all__ = ["FORWARDED", "AppServer", "forward"]
 
 class AppServer(Protocol):
     """The MCP server an app came from, as the bridge uses it (an
-    :class:`~assistant_frames.mcp.MCPFrame` is one)."""
+    :class:`~assistant_frames.mcp.MCPFrame` is one, a
+    :class:`~.client_server.ClientServer` another).
 
-    def get_model_context(self) -> ModelContext: ...
+    :meth:`wait_for_context` gives the tools that decide what a view may call: it raises
+    :class:`~assistant_frames.FrameDisconnected` once the server is gone.
+    """
+
+    async def wait_for_context(self, timeout: float | None = None) -> ModelContext: ...
 
     def subscribe(self, callback: Callable[[], None]) -> Unsubscribe: ...
 
@@ -83,12 +89,12 @@ async def forward(
             f"Method not found: {request.method} (this host has no server for the app)"
         )
     method = request.method
-    if method == "tools/call":
-        return await _forward_tool_call(server, request, send_soon)
-    if method == "tools/list":
-        tools = _to_mcp_tools(server.get_model_context())
-        return mcp.ListToolsResult(tools=[t for t in tools if BridgeMachine.may_call(t)])
     try:
+        if method == "tools/call":
+            return await _forward_tool_call(server, request, send_soon)
+        if method == "tools/list":
+            tools = _to_mcp_tools(await server.wait_for_context())
+            return mcp.ListToolsResult(tools=[t for t in tools if BridgeMachine.may_call(t)])
         if method == "resources/read":
             return await server.read_resource(request.params.uri)
         if method == "resources/list":
@@ -101,10 +107,12 @@ async def forward(
         raise Refused(f"The app's server is gone: {exc.message}") from None
     except TimeoutError:
         raise Refused(f"The app's server did not answer {method} in time") from None
+    except ProtocolError:
+        raise
     except Exception as exc:
         code = getattr(exc, "code", None)  # the SDK's MCPError carries the server's code
-        if isinstance(code, int):
-            raise _ServerError(str(exc), code) from None
+        if isinstance(code, int) and not isinstance(code, bool):
+            raise _ServerError(getattr(exc, "message", None) or str(exc), code) from None
         raise
 
 
@@ -113,7 +121,8 @@ async def _forward_tool_call(
 ) -> Any:
     params: mcp.CallToolRequestParams = request.params
     name = params.name
-    tool = server.get_model_context().tools.get(name)
+    # Asked at each call, not remembered: a tool may have come, gone or changed since.
+    tool = (await server.wait_for_context()).tools.get(name)
     if tool is None:
         raise Refused(f'Tool "{name}" is not a tool of the app\'s server')
     if not BridgeMachine.may_call(tool.meta):
@@ -134,7 +143,7 @@ async def _forward_tool_call(
 
     try:
         return await server.call_tool_result(name, params.arguments, on_event=on_event)
-    except AssistantFramesError as exc:  # said as our MCP server says it
+    except AssistantFramesError as exc:  # said as our MCP server says it (a gone one too)
         code, message = failure(exc)
         if code is not None:
             raise _ServerError(message, code) from None
