@@ -518,20 +518,25 @@ class AppBridge:
             async with self._writing:
                 await self._write(messages[0])
             messages = messages[1:]
-            if not messages:
-                return
+        rest = self._queue(messages)
+        if rest:
+            limit = math.inf if self.timeout is None or not bounded else self.timeout
+            with anyio.fail_after(limit):
+                for message in rest:
+                    await self._outbox.send(message)
+                    self._queued += 1
+
+    def _queue(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Queue for the writer what fits without waiting; the rest (the queue is full)."""
         outbox = self._outbox
+        assert outbox is not None
         for index, message in enumerate(messages):
             try:
-                outbox.send_nowait(message)  # room in the queue: no scope, no switch
-                self._queued += 1
+                outbox.send_nowait(message)
             except anyio.WouldBlock:
-                limit = math.inf if self.timeout is None or not bounded else self.timeout
-                with anyio.fail_after(limit):
-                    for rest in messages[index:]:
-                        await outbox.send(rest)
-                        self._queued += 1
-                return
+                return messages[index:]
+            self._queued += 1
+        return []
 
     def _send_soon(self, messages: list[dict[str, Any]]) -> None:
         """Send from a callback (no await): in order, by the writer task.
@@ -542,15 +547,10 @@ class AppBridge:
         """
         if not messages or self._outbox is None or self._ended_reason is not None:
             return
-        for index, message in enumerate(messages):
-            try:
-                self._outbox.send_nowait(message)
-            except anyio.WouldBlock:
-                if self._task_group is not None:
-                    self._task_group.start_soon(self._send_quietly, messages[index:])
-                return
-            except _CLOSED:
-                return
+        with suppress(*_CLOSED):
+            rest = self._queue(messages)
+            if rest and self._task_group is not None:
+                self._task_group.start_soon(self._send_quietly, rest)
 
     async def _send_quietly(self, messages: list[dict[str, Any]]) -> None:
         with suppress(*_CLOSED, FrameDisconnected, TimeoutError):
