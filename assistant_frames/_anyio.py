@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import sniffio
@@ -12,7 +14,14 @@ from anyio.abc import TaskGroup
 
 from .calls import PendingCalls
 
-__all__ = ["cancelled_here", "event_class", "expire_calls", "running_asyncio", "task_group"]
+__all__ = [
+    "call_maybe_async",
+    "cancelled_here",
+    "event_class",
+    "expire_calls",
+    "running_asyncio",
+    "task_group",
+]
 
 
 def running_asyncio() -> bool:
@@ -61,6 +70,14 @@ async def task_group() -> AsyncIterator[TaskGroup]:
         if len(errors.exceptions) == 1:
             raise errors.exceptions[0] from None
         raise
+
+
+async def call_maybe_async(callback: Callable[..., Any], *args: Any) -> Any:
+    """Call a user's callback, plain or async, and return what it returned."""
+    result = callback(*args)
+    if inspect.isawaitable(result):
+        result = await result
+    return result
 
 
 async def expire_calls(calls: PendingCalls) -> None:

@@ -10,7 +10,6 @@ the tools of a :class:`~assistant_frames.ModelContextProvider` to the host.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -24,13 +23,12 @@ from anyio.abc import ObjectStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import BaseModel
 
-from .._anyio import task_group
+from .._anyio import call_maybe_async, task_group
 from ..calls import PendingCall, PendingCalls
 from ..errors import AssistantFramesError
 from ..mcp._results import error_result, failure, tool_result
+from ..mcp._tools import mcp_tools
 from ..registry.context import ModelContext, ModelContextProvider, Unsubscribe
-from ..registry.tool import Tool
-from ..tool_formats import to_mcp_tools
 from . import protocol
 from .errors import AppDisconnected, AppRequestError, AppTimeout
 
@@ -64,21 +62,8 @@ def _block(block: mcp.ContentBlock | Mapping[str, Any]) -> mcp.ContentBlock:
 # -- the registry's tools as MCP sees them, as assistant-frames' MCP server says them ------
 
 
-def _mcp_tool(name: str, tool: Tool) -> mcp.Tool:
-    """A registry tool as an MCP ``Tool`` (``ValueError``: its schema is not an object)."""
-    (wire,) = to_mcp_tools(ModelContext(tools={name: tool}))
-    return mcp.Tool.model_validate(wire)
-
-
 def _tool_result(value: Any) -> mcp.CallToolResult:
     return mcp.CallToolResult.model_validate(tool_result(value, modern=False))
-
-
-async def _run(callback: Callable[..., Any], *args: Any) -> Any:
-    result = callback(*args)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
 
 
 class App:
@@ -510,7 +495,7 @@ class App:
     async def _run_callbacks(self) -> None:
         async for callback, args in self._callbacks_out:
             try:
-                await _run(callback, *args)
+                await call_maybe_async(callback, *args)
             except Exception:
                 logger.exception("An App callback failed")
             self._touch()  # what a callback did may be what someone waits for
@@ -578,7 +563,7 @@ class App:
         if method == protocol.RESOURCE_TEARDOWN:
             if self.on_teardown is not None:
                 with anyio.fail_after(self.timeout):
-                    await _run(self.on_teardown)
+                    await call_maybe_async(self.on_teardown)
             return {}
         if method in ("tools/list", "tools/call") and self.registry is not None:
             if method == "tools/list":
@@ -591,7 +576,7 @@ class App:
         tools: list[mcp.Tool] = []
         for name, tool in self.registry.get_model_context().enabled_tools().items():
             try:
-                tools.append(_mcp_tool(name, tool))
+                tools.extend(mcp_tools(ModelContext(tools={name: tool})))
             except (TypeError, ValueError) as exc:  # a schema MCP cannot carry
                 logger.warning("Tool %r is not offered to the host: %s", name, exc)
         return mcp.ListToolsResult(tools=tools)

@@ -15,7 +15,6 @@ told the model (``ui/update-model-context``) join a parent registry like a frame
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import math
@@ -31,7 +30,7 @@ from anyio.abc import ObjectStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import Client
 
-from .._anyio import event_class, expire_calls, task_group
+from .._anyio import call_maybe_async, event_class, expire_calls, task_group
 from ..calls import PendingCall
 from ..errors import (
     AssistantFramesError,
@@ -744,7 +743,7 @@ class AppBridge:
             self.model_context = request.params
             self._set_context()
             if self.on_update_model_context is not None:
-                await _call(self.on_update_model_context, request.params)
+                await call_maybe_async(self.on_update_model_context, request.params)
             return {}
         if method == protocol.REQUEST_DISPLAY_MODE:
             return await self._display_mode(request.params)
@@ -753,7 +752,7 @@ class AppBridge:
             raise protocol.MethodNotFound(
                 f"Method not found: {method} (the host does not offer it)"
             )
-        result = await _call(handler, request.params)
+        result = await call_maybe_async(handler, request.params)
         if method == "sampling/createMessage":
             if result is None:
                 raise protocol.InvalidParams("The host's sampling handler returned nothing")
@@ -772,7 +771,7 @@ class AppBridge:
         current: DisplayMode = self._machine.host_context.display_mode or "inline"
         if self.on_request_display_mode is None:
             return {"mode": current}
-        chosen = await _call(self.on_request_display_mode, params)
+        chosen = await call_maybe_async(self.on_request_display_mode, params)
         if isinstance(chosen, protocol.RequestDisplayModeResult):
             chosen = chosen.mode
         mode = chosen if chosen in ("inline", "fullscreen", "pip") else current
@@ -784,11 +783,11 @@ class AppBridge:
         method = note.method
         try:
             if method == protocol.SIZE_CHANGED and self.on_size_changed is not None:
-                await _call(self.on_size_changed, note.params)
+                await call_maybe_async(self.on_size_changed, note.params)
             elif method == "notifications/message":
                 logger.debug("Log from the view %s: %s", self.name, note.raw_params)
                 if self.on_log is not None:
-                    await _call(self.on_log, note.params)
+                    await call_maybe_async(self.on_log, note.params)
             elif method == "notifications/cancelled":
                 request_id = note.params.request_id
                 scope = self._in_flight.get(request_id) if request_id is not None else None
@@ -800,7 +799,7 @@ class AppBridge:
                     self._want_view_tools()
             elif method == protocol.REQUEST_TEARDOWN:
                 if self.on_request_teardown is not None:
-                    await _call(self.on_request_teardown)
+                    await call_maybe_async(self.on_request_teardown)
                 elif not self._tearing_down:  # one teardown, however often it is asked
                     self._tearing_down = True
                     self._task_group.start_soon(self._teardown_and_close)  # type: ignore[union-attr]
@@ -887,13 +886,6 @@ def _default_host_info() -> mcp.Implementation:
     from .. import __version__  # deferred: the package's root imports this layer
 
     return mcp.Implementation(name="assistant-frames", version=__version__)
-
-
-async def _call(handler: Callable[..., Any], *args: Any) -> Any:
-    result = handler(*args)
-    if inspect.isawaitable(result):
-        result = await result
-    return result
 
 
 def _render_model_context(update: protocol.UpdateModelContextParams | None) -> str | None:

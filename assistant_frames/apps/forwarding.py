@@ -17,9 +17,9 @@ import mcp_types as mcp
 
 from ..errors import AssistantFramesError, FrameDisconnected
 from ..mcp._results import error_result, failure
+from ..mcp._tools import mcp_tools
 from ..registry.context import ModelContext, Unsubscribe
 from ..registry.events import ToolEvent, ToolProgress
-from ..tool_formats import to_mcp_tools
 from . import protocol
 from .bridge_machine import BridgeMachine
 from .protocol import ProtocolError, Refused, Request
@@ -93,7 +93,7 @@ async def forward(
         if method == "tools/call":
             return await _forward_tool_call(server, request, send_soon)
         if method == "tools/list":
-            tools = _to_mcp_tools(await server.wait_for_context())
+            tools = mcp_tools(await server.wait_for_context())
             return mcp.ListToolsResult(tools=[t for t in tools if BridgeMachine.may_call(t)])
         if method == "resources/read":
             return await server.read_resource(request.params.uri)
@@ -163,7 +163,3 @@ def _progress_token(params: Mapping[str, Any] | None) -> str | int | None:
     token = meta.get("progressToken") if isinstance(meta, Mapping) else None
     valid = isinstance(token, str) or (isinstance(token, int) and not isinstance(token, bool))
     return token if valid else None
-
-
-def _to_mcp_tools(context: ModelContext) -> list[mcp.Tool]:
-    return [mcp.Tool.model_validate(tool) for tool in to_mcp_tools(context)]

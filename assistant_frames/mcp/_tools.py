@@ -1,8 +1,8 @@
-"""MCP ``Tool`` listings as assistant-frames tools, for whoever consumes an MCP peer.
+"""MCP ``Tool`` listings as assistant-frames tools, and back.
 
 ``MCPFrame`` (an MCP server's tools) and ``AppBridge`` (an MCP Apps view's own tools)
 both turn a listed ``mcp_types.Tool`` into a :class:`~assistant_frames.Tool` whose calls
-go back to that peer.
+go back to that peer; the apps layer lists a context's tools as typed ``mcp_types.Tool``.
 """
 
 from __future__ import annotations
@@ -13,9 +13,19 @@ from typing import Any
 import mcp_types as types
 
 from ..registry.annotations import ToolAnnotations
+from ..registry.context import ModelContext
 from ..registry.tool import Tool, ToolCallContext
+from ..tool_formats import to_mcp_tools
 
-__all__ = ["annotations_from_mcp", "tool_from_mcp"]
+__all__ = ["annotations_from_mcp", "mcp_tools", "tool_from_mcp"]
+
+
+def mcp_tools(context: ModelContext) -> list[types.Tool]:
+    """The context's tools as typed MCP ``Tool`` listings, as our MCP server lists them.
+
+    Raises ``ValueError`` for a tool whose schema MCP cannot carry (not an object).
+    """
+    return [types.Tool.model_validate(tool) for tool in to_mcp_tools(context)]
 
 
 def annotations_from_mcp(spec: types.Tool) -> ToolAnnotations | None:
