@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
+from types import TracebackType
 from typing import Any
 
 import anyio
@@ -15,6 +16,7 @@ from anyio.abc import TaskGroup
 from .calls import PendingCalls
 
 __all__ = [
+    "HeldTaskGroup",
     "call_maybe_async",
     "cancelled_here",
     "event_class",
@@ -70,6 +72,47 @@ async def task_group() -> AsyncIterator[TaskGroup]:
         if len(errors.exceptions) == 1:
             raise errors.exceptions[0] from None
         raise
+
+
+class HeldTaskGroup:
+    """A task group held open from its owner's ``__aenter__`` to its ``__aexit__``.
+
+    For objects whose background tasks run while their caller's block does (connections,
+    bridges, federations): ``async with held.open() as group:`` in ``__aenter__`` (an
+    error before the block ends leaves the group again), ``await held.close(*exc_info)``
+    in ``__aexit__``. The block's exception is passed in: the task group must see a
+    cancellation or a ``KeyboardInterrupt``, or it would swallow it.
+    """
+
+    def __init__(self) -> None:
+        #: The group, once opened.
+        self.group: TaskGroup | None = None
+        self._stack: AsyncExitStack | None = None
+
+    @asynccontextmanager
+    async def open(self) -> AsyncIterator[TaskGroup]:
+        """Enter the group; it stays open after this block unless the block fails."""
+        if self.group is not None:
+            raise RuntimeError("The task group was opened already")
+        async with AsyncExitStack() as stack:
+            self.group = await stack.enter_async_context(task_group())
+            yield self.group
+            self._stack = stack.pop_all()
+
+    async def close(
+        self,
+        exc_type: type[BaseException] | None = None,
+        exc: BaseException | None = None,
+        tb: TracebackType | None = None,
+        *,
+        cancel: bool = True,
+    ) -> None:
+        """Leave the group, after cancelling its tasks (``cancel``); idempotent."""
+        if cancel and self.group is not None:
+            self.group.cancel_scope.cancel()
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.__aexit__(exc_type, exc, tb)
 
 
 async def call_maybe_async(callback: Callable[..., Any], *args: Any) -> Any:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from contextlib import AsyncExitStack, suppress
+from contextlib import suppress
 from types import TracebackType
 from typing import Any, Literal, TypeAlias, TypeVar
 
@@ -23,7 +23,7 @@ from anyio.abc import ObjectStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import BaseModel
 
-from .._anyio import call_maybe_async, task_group
+from .._anyio import HeldTaskGroup, call_maybe_async
 from ..calls import PendingCall, PendingCalls
 from ..errors import AssistantFramesError
 from ..mcp._results import error_result, failure, tool_result
@@ -156,7 +156,7 @@ class App:
         self._list_changed: anyio.Event
         self._running: dict[protocol.RequestId, anyio.CancelScope] = {}
         self._task_group: TaskGroup | None = None
-        self._exit_stack: AsyncExitStack | None = None
+        self._tasks = HeldTaskGroup()
         self._callbacks_in: MemoryObjectSendStream[tuple[Callable[..., Any], tuple[Any, ...]]]
         self._callbacks_out: MemoryObjectReceiveStream[tuple[Callable[..., Any], tuple[Any, ...]]]
         self._unsubscribe: Unsubscribe | None = None
@@ -176,38 +176,43 @@ class App:
         self._ended = anyio.Event()
         self._list_changed = anyio.Event()
         self._callbacks_in, self._callbacks_out = anyio.create_memory_object_stream(math.inf)
-        async with AsyncExitStack() as stack:
-            self._task_group = await stack.enter_async_context(task_group())
-            # Runs before the task group exits: its tasks read forever until cancelled.
-            stack.push_async_callback(self._shut)
-            self._task_group.start_soon(self._receive_loop)
-            self._task_group.start_soon(self._run_callbacks)
-            params = protocol.InitializeParams(
-                protocol_version=protocol.PROTOCOL_VERSION,
-                app_info=self.app_info,
-                app_capabilities=self.capabilities,
-            )
+        async with self._tasks.open() as group:
+            self._task_group = group
+            group.start_soon(self._receive_loop)
+            group.start_soon(self._run_callbacks)
             try:
-                result: protocol.InitializeResult = await self.request(protocol.INITIALIZE, params)
-            except AppTimeout as exc:
-                exc.message = (
-                    f"{exc.message}: is the other end an MCP Apps host (an ext-apps AppBridge"
-                    " or assistant-frames' AppBridge)?"
-                )
-                exc.args = (exc.message,)
+                await self._initialize()
+            except BaseException:
+                await self._shut()  # before the group is left: its tasks read until cancelled
                 raise
-            self.protocol_version = result.protocol_version
-            self.host_info = result.host_info
-            self.host_capabilities = result.host_capabilities
-            self.host_context = result.host_context
-            await self.notify(protocol.INITIALIZED)
-            self._state = "initialized"
-            if self.registry is not None:
-                self._unsubscribe = self.registry.subscribe(self._on_registry_change)
-                self._task_group.start_soon(self._announce_list_changes)
-            self._touch()
-            self._exit_stack = stack.pop_all()
         return self
+
+    async def _initialize(self) -> None:
+        params = protocol.InitializeParams(
+            protocol_version=protocol.PROTOCOL_VERSION,
+            app_info=self.app_info,
+            app_capabilities=self.capabilities,
+        )
+        try:
+            result: protocol.InitializeResult = await self.request(protocol.INITIALIZE, params)
+        except AppTimeout as exc:
+            exc.message = (
+                f"{exc.message}: is the other end an MCP Apps host (an ext-apps AppBridge"
+                " or assistant-frames' AppBridge)?"
+            )
+            exc.args = (exc.message,)
+            raise
+        self.protocol_version = result.protocol_version
+        self.host_info = result.host_info
+        self.host_capabilities = result.host_capabilities
+        self.host_context = result.host_context
+        await self.notify(protocol.INITIALIZED)
+        self._state = "initialized"
+        if self.registry is not None:
+            self._unsubscribe = self.registry.subscribe(self._on_registry_change)
+            assert self._task_group is not None
+            self._task_group.start_soon(self._announce_list_changes)
+        self._touch()
 
     async def __aexit__(
         self,
@@ -215,9 +220,12 @@ class App:
         exc: BaseException | None,
         tb: TracebackType | None,
     ) -> bool | None:
-        stack, self._exit_stack = self._exit_stack, None
-        if stack is not None:
-            await stack.__aexit__(exc_type, exc, tb)
+        if self._state in ("new", "closed"):
+            return None
+        try:
+            await self._shut()
+        finally:
+            await self._tasks.close(exc_type, exc, tb)
         return None
 
     async def aclose(self) -> None:

@@ -20,7 +20,7 @@ import logging
 import math
 import secrets
 from collections.abc import Callable, Mapping
-from contextlib import AsyncExitStack, suppress
+from contextlib import suppress
 from types import TracebackType
 from typing import Any, Literal, NoReturn, TypeAlias
 
@@ -30,7 +30,7 @@ from anyio.abc import ObjectStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import Client
 
-from .._anyio import call_maybe_async, event_class, expire_calls, task_group
+from .._anyio import HeldTaskGroup, call_maybe_async, event_class, expire_calls
 from ..calls import PendingCall
 from ..errors import (
     AssistantFramesError,
@@ -187,7 +187,7 @@ class AppBridge:
         self._writing = anyio.Lock(fast_acquire=True)  # who is in transport.send
         self._send_would_wait = transport.extra(TransportAttribute.send_would_wait, None)
         self._task_group: TaskGroup | None = None
-        self._exit_stack: AsyncExitStack | None = None
+        self._tasks = HeldTaskGroup()
         self._unsubscribe: list[Unsubscribe] = []
         self._refreshing = False  # a listing of the view's tools is under way
         self._refresh_again = False  # the view announced a change since it started
@@ -205,14 +205,13 @@ class AppBridge:
         self._ended = anyio.Event()
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](_SEND_BUFFER)
         self._outbox = send
-        async with AsyncExitStack() as stack:
-            self._task_group = await stack.enter_async_context(task_group())
-            self._task_group.start_soon(self._write_loop, receive)
-            self._task_group.start_soon(self._receive_loop)
-            self._task_group.start_soon(expire_calls, self._machine.calls)
+        async with self._tasks.open() as group:
+            self._task_group = group
+            group.start_soon(self._write_loop, receive)
+            group.start_soon(self._receive_loop)
+            group.start_soon(expire_calls, self._machine.calls)
             if self.server is not None:
                 self._follow_server(self.server)
-            self._exit_stack = stack.pop_all()
         return self
 
     async def __aexit__(
@@ -236,12 +235,8 @@ class AppBridge:
     ) -> None:
         try:
             await self._stop()
-        finally:
-            if self._task_group is not None:  # also when stopped from within before
-                self._task_group.cancel_scope.cancel()
-            if self._exit_stack is not None:
-                stack, self._exit_stack = self._exit_stack, None
-                await stack.__aexit__(exc_type, exc, tb)
+        finally:  # the tasks are cancelled also when stopped from within before
+            await self._tasks.close(exc_type, exc, tb)
 
     async def _stop(self, *, cancel_tasks: bool = True) -> None:
         """Everything closing does but leaving the task group (a task of it may stop).

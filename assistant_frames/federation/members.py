@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from os import PathLike
@@ -12,7 +11,7 @@ from typing import Any, Literal, TypeAlias
 import anyio
 import anyio.abc
 
-from .._anyio import task_group
+from .._anyio import HeldTaskGroup
 from ..frames import ReconnectingHost
 from ..registry import ModelContext, ModelContextRegistry, ProviderHandle
 from ..registry.context import Unsubscribe
@@ -89,16 +88,15 @@ class Federation:
         self._max_attempts = max_attempts
         self._members: dict[str, _Member] = {}
         self._tasks: anyio.abc.TaskGroup | None = None
-        self._exit_stack: contextlib.AsyncExitStack | None = None
+        self._held = HeldTaskGroup()
 
     # -- lifecycle -----------------------------------------------------------------------
 
     async def __aenter__(self) -> Federation:
-        if self._exit_stack is not None:
+        if self._held.group is not None:
             raise RuntimeError("The federation is already open")
-        async with contextlib.AsyncExitStack() as stack:
-            self._tasks = await stack.enter_async_context(task_group())
-            self._exit_stack = stack.pop_all()
+        async with self._held.open() as tasks:
+            self._tasks = tasks
         return self
 
     async def __aexit__(
@@ -112,11 +110,7 @@ class Federation:
                 for member in reversed(list(self._members.values())):
                     await self._close(member)
         finally:
-            stack, self._exit_stack = self._exit_stack, None
-            if self._tasks is not None:
-                self._tasks.cancel_scope.cancel()
-            if stack is not None:
-                await stack.__aexit__(exc_type, exc, tb)
+            await self._held.close(exc_type, exc, tb)
 
     async def aclose(self) -> None:
         """Close every member, the last added first (idempotent)."""

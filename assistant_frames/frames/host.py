@@ -12,14 +12,14 @@ import logging
 import math
 import secrets
 from collections.abc import Callable
-from contextlib import AsyncExitStack, suppress
+from contextlib import suppress
 from types import TracebackType
 from typing import Any
 
 import anyio
 from anyio.abc import ObjectStream, TaskGroup
 
-from .._anyio import event_class, expire_calls, task_group
+from .._anyio import HeldTaskGroup, event_class, expire_calls
 from ..calls import PendingCall
 from ..errors import ContextTimeout, FrameDisconnected, ToolArgumentsError
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
@@ -74,7 +74,7 @@ class AssistantFrameHost:
         self._ready: anyio.Event | None = None
         self._ended: anyio.Event | None = None
         self._new_event: Callable[[], anyio.Event] = anyio.Event  # the backend's, once entered
-        self._exit_stack: AsyncExitStack | None = None
+        self._tasks = HeldTaskGroup()
         self._task_group: TaskGroup | None = None
         self._send_would_wait = transport.extra(TransportAttribute.send_would_wait, None)
 
@@ -86,16 +86,15 @@ class AssistantFrameHost:
         self._ready = anyio.Event()
         self._ended = anyio.Event()
         self._new_event = event_class()
-        async with AsyncExitStack() as stack:
-            self._task_group = await stack.enter_async_context(task_group())
+        async with self._tasks.open() as group:
+            self._task_group = group
             request = self._machine.open()
-            self._task_group.start_soon(self._receive_loop)
-            self._task_group.start_soon(expire_calls, self._machine.calls)
+            group.start_soon(self._receive_loop)
+            group.start_soon(expire_calls, self._machine.calls)
             try:
                 await self._transport.send(request)
             except _CLOSED:
                 self._disconnect("The frame's transport was already closed")
-            self._exit_stack = stack.pop_all()
         return self
 
     async def __aexit__(
@@ -135,11 +134,7 @@ class AssistantFrameHost:
             with anyio.CancelScope(shield=True):
                 await self._transport.aclose()
         finally:
-            if self._exit_stack is not None:
-                # The task group must see the exception the block raised (a
-                # KeyboardInterrupt, a cancellation) or it would swallow it.
-                stack, self._exit_stack = self._exit_stack, None
-                await stack.__aexit__(exc_type, exc, tb)
+            await self._tasks.close(exc_type, exc, tb)
 
     async def wait_disconnected(self) -> None:
         """Wait until the connection has ended (the transport broke, or the host closed)."""

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from .._anyio import task_group
+from .._anyio import HeldTaskGroup
 from ..errors import AssistantFramesError, ContextTimeout, FrameDisconnected, HandshakeRejected
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.events import ToolEventCallback, ToolEventSubscribers
@@ -71,16 +71,13 @@ class ReconnectingHost:
         self._changed: anyio.Event | None = None
         self._last_error: BaseException | None = None
         self.connections = 0  # how many times it has connected
-        self._exit_stack: AsyncExitStack | None = None
+        self._tasks = HeldTaskGroup()
 
     async def __aenter__(self) -> ReconnectingHost:
         self._changed = anyio.Event()
-        async with AsyncExitStack() as stack:
-            tasks = await stack.enter_async_context(task_group())
-            stack.callback(tasks.cancel_scope.cancel)
+        async with self._tasks.open() as tasks:
             self._state = "connecting"
             tasks.start_soon(self._run)
-            self._exit_stack = stack.pop_all()
         return self
 
     async def __aexit__(
@@ -91,9 +88,7 @@ class ReconnectingHost:
     ) -> None:
         self._state = "closed"
         self._signal()
-        if self._exit_stack is not None:
-            stack, self._exit_stack = self._exit_stack, None
-            await stack.__aexit__(exc_type, exc, tb)  # the task group must see it
+        await self._tasks.close(exc_type, exc, tb)
         self._subscribers.notify()  # whatever the frame offered is gone
 
     async def aclose(self) -> None:

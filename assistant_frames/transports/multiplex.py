@@ -26,14 +26,14 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import Callable, Mapping
-from contextlib import AsyncExitStack, suppress
+from contextlib import suppress
 from types import TracebackType
 from typing import Any
 
 import anyio
 from anyio.abc import ObjectStream
 
-from .._anyio import event_class, task_group
+from .._anyio import HeldTaskGroup, event_class
 from .contract import TransportAttribute
 
 __all__ = [
@@ -252,7 +252,7 @@ class Multiplexer:
         self._unclaimed = 0
         self._claim_errors = 0
         self._reader_scope = anyio.CancelScope()
-        self._exit_stack: AsyncExitStack | None = None
+        self._tasks = HeldTaskGroup()
         self._new_event: Callable[[], anyio.Event] = anyio.Event
 
     @property
@@ -295,10 +295,8 @@ class Multiplexer:
             raise anyio.ClosedResourceError
         self._entered = True
         self._new_event = event_class()
-        async with AsyncExitStack() as stack:
-            group = await stack.enter_async_context(task_group())
+        async with self._tasks.open() as group:
             group.start_soon(self._read)
-            self._exit_stack = stack.pop_all()
         return self
 
     async def __aexit__(
@@ -309,12 +307,8 @@ class Multiplexer:
     ) -> None:
         try:
             await self.aclose()
-        finally:
-            # The task group must see the exception the block raised (a cancellation,
-            # a KeyboardInterrupt) or it would swallow it.
-            stack, self._exit_stack = self._exit_stack, None
-            if stack is not None:
-                await stack.__aexit__(exc_type, exc, tb)
+        finally:  # the reader ends with the transport
+            await self._tasks.close(exc_type, exc, tb, cancel=False)
 
     async def aclose(self) -> None:
         """Stop reading, close every sub-stream and close the transport (idempotent).
