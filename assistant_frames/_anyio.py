@@ -93,11 +93,15 @@ class HeldTaskGroup:
     async def open(self) -> AsyncIterator[TaskGroup]:
         """Enter the group; it stays open after this block unless the block fails."""
         if self.group is not None:
-            raise RuntimeError("The task group was opened already")
-        async with AsyncExitStack() as stack:
-            self.group = await stack.enter_async_context(task_group())
-            yield self.group
-            self._stack = stack.pop_all()
+            raise RuntimeError("The task group is open already")
+        try:
+            async with AsyncExitStack() as stack:
+                self.group = await stack.enter_async_context(task_group())
+                yield self.group
+                self._stack = stack.pop_all()
+        except BaseException:
+            self.group = None
+            raise
 
     async def close(
         self,
@@ -107,9 +111,13 @@ class HeldTaskGroup:
         *,
         cancel: bool = True,
     ) -> None:
-        """Leave the group, after cancelling its tasks (``cancel``); idempotent."""
-        if cancel and self.group is not None:
-            self.group.cancel_scope.cancel()
+        """Leave the group, after cancelling its tasks (``cancel``); idempotent.
+
+        The group can then be opened again.
+        """
+        group, self.group = self.group, None
+        if cancel and group is not None:
+            group.cancel_scope.cancel()
         stack, self._stack = self._stack, None
         if stack is not None:
             await stack.__aexit__(exc_type, exc, tb)
