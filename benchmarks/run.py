@@ -21,7 +21,9 @@ It prints one table, measured in one run on one machine:
   through an ``AppBridge`` to an ``MCPFrame`` on an ``MCPServer``, measured in blocks
   alternating with (m), the same call made through the same ``MCPFrame`` directly; (n)
   ``mcp.Client`` on that server; and the handshake of a new bridge (``ui/initialize`` to
-  ``wait_initialized()``);
+  ``wait_initialized()``); (o) the view's call through a bridge to an ``MCPFrame`` on an
+  ``MCPServer`` child over stdio (an app's server is usually another process), paired
+  with (p), that ``MCPFrame``'s call directly;
 * burst: how many context messages reach a connected host for 1,000 synchronous
   ``registry.add_tool`` calls;
 * propagation: time from one change in a 1,000-tool registry to the host's subscriber;
@@ -626,6 +628,17 @@ class AppsResult:
         }
 
 
+def _frame_call(frame: Any) -> Call:
+    """``add(1, 2)`` through ``frame.call_tool_result``."""
+    call_tool_result = frame.call_tool_result
+
+    async def call() -> object:
+        result = await call_tool_result("add", {"a": 1, "b": 2})
+        return _structured_result(result)
+
+    return call
+
+
 @asynccontextmanager
 async def app_view_target(frame: Any) -> AsyncIterator[Call]:
     """(l): a raw view's ``tools/call`` -> ``AppBridge`` -> ``frame`` -> its server."""
@@ -669,14 +682,17 @@ async def measure_handshakes(frame: Any, n: int) -> list[int]:
     return samples
 
 
-async def bench_apps(config: Config, log: Callable[[str], None]) -> AppsResult:
+async def bench_apps(config: Config, backend: str, log: Callable[[str], None]) -> AppsResult:
     """(l) a view's ``tools/call`` through an ``AppBridge``, measured in blocks alternating
     with (m), the same call made through the same ``MCPFrame`` directly; (n) ``mcp.Client``
-    on the same server; and the handshake of a new bridge."""
+    on the same server; the handshake of a new bridge; and (o)/(p) as (l)/(m) with the
+    server in a child over stdio."""
     results = {
         "app_view": CallResult("app_view", "(l) view -> AppBridge -> MCPFrame"),
         "app_frame": CallResult("app_frame", "(m) MCPFrame.call_tool_result"),
         "app_mcp": CallResult("app_mcp", "(n) mcp.Client -> MCPServer"),
+        "app_view_stdio": CallResult("app_view_stdio", "(o) view -> AppBridge -> stdio"),
+        "app_frame_stdio": CallResult("app_frame_stdio", "(p) MCPFrame over stdio"),
     }
     if mcp_version() is None:
         for result in results.values():
@@ -688,35 +704,35 @@ async def bench_apps(config: Config, log: Callable[[str], None]) -> AppsResult:
     apps = AppsResult(results)
     async with AsyncExitStack() as stack:
         frame = await stack.enter_async_context(MCPFrame(server, name="bench-app"))
-        frame_call_result = frame.call_tool_result
-
-        async def frame_call() -> object:
-            result = await frame_call_result("add", {"a": 1, "b": 2})
-            return _structured_result(result)
-
+        child = stack.enter_context(children(backend)).mcp_parameters()
+        stdio_frame = await stack.enter_async_context(MCPFrame(child, name="bench-app-stdio"))
+        frame_call, stdio_frame_call = _frame_call(frame), _frame_call(stdio_frame)
         targets: dict[str, Call] = {
             "app_view": await stack.enter_async_context(app_view_target(frame)),
             "app_frame": frame_call,
             "app_mcp": await stack.enter_async_context(mcp_client_target(server)),
+            "app_view_stdio": await stack.enter_async_context(app_view_target(stdio_frame)),
+            "app_frame_stdio": stdio_frame_call,
         }
+        paired = {"app_view": ("app_frame", frame_call, config.sequential_calls // 2)}
+        paired["app_view_stdio"] = ("app_frame_stdio", stdio_frame_call, config.mcp_stdio_calls)
         for key, call in targets.items():
             await _check(results[key].label, call)
             await measure_sequential(call, config.warmup_calls)
         await measure_handshakes(frame, max(1, config.handshakes // 10))
 
-        keys = ["app_view", "app_mcp"]  # (m) is measured paired with (l)
+        keys = ["app_view", "app_mcp", "app_view_stdio"]  # (m), (p): paired with (l), (o)
         for repeat in range(config.repeats):
             log(f"apps: repeat {repeat + 1}/{config.repeats}")
             shift = repeat % len(keys)
             for key in keys[shift:] + keys[:shift]:
                 gc.collect()
-                if key == "app_view":
-                    samples, reference = await measure_paired(
-                        targets["app_view"], frame_call, config.sequential_calls // 2
-                    )
-                    results["app_view"].latency_samples_ns += samples
-                    results["app_view"].reference_samples_ns += reference
-                    results["app_frame"].latency_samples_ns += reference
+                if key in paired:
+                    reference_key, reference_call, n = paired[key]
+                    samples, reference = await measure_paired(targets[key], reference_call, n)
+                    results[key].latency_samples_ns += samples
+                    results[key].reference_samples_ns += reference
+                    results[reference_key].latency_samples_ns += reference
                 else:
                     results[key].latency_samples_ns += await measure_sequential(
                         targets[key], config.sequential_calls // 2
@@ -1528,6 +1544,13 @@ def targets_for(
             "<= 1.2x",
             lambda r: r <= 1.2,
         ),
+        _ratio_target(
+            "(o)/(p) the same, server over stdio",
+            apps.calls["app_view_stdio"],
+            apps.calls["app_frame_stdio"],
+            "<= 1.2x",
+            lambda r: r <= 1.2,
+        ),
     ]
     out += [
         Target(
@@ -1701,12 +1724,14 @@ def render_apps(apps: AppsResult) -> list[str]:
         f"{'MCP Apps, in-process':<38}{'sequential µs/call':>20}{'p90 µs':>10}"
         f"{'x (m)   x (n)':>24}",
     ]
-    frame, mcp = apps.calls["app_frame"], apps.calls["app_mcp"]
-    for key in ("app_view", "app_frame", "app_mcp"):
+    mcp = apps.calls["app_mcp"]
+    references = {"app_view_stdio": "app_frame_stdio", "app_frame_stdio": "app_frame_stdio"}
+    for key in ("app_view", "app_frame", "app_mcp", "app_view_stdio", "app_frame_stdio"):
         result = apps.calls[key]
         if result.skipped:
             lines.append(f"{result.label:<38}{'skipped: ' + result.skipped}")
             continue
+        frame = apps.calls[references.get(key, "app_frame")]
         ratios = (
             f"{result.latency_us / _reference_latency_us(result, frame):.2f}x "
             f"{result.latency_us / mcp.latency_us:>6.2f}x"
@@ -1837,7 +1862,7 @@ async def run(config: Config, backend: str) -> tuple[str, dict[str, Any]]:
     gc.collect()
     calls.update(await bench_mcp_interop(config, log))
     gc.collect()
-    apps = await bench_apps(config, log)
+    apps = await bench_apps(config, backend, log)
     gc.collect()
     log("burst")
     burst = await bench_burst(config)
