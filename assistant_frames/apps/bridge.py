@@ -125,6 +125,7 @@ class AppBridge:
         on_size_changed: Handler | None = None,
         on_log: Handler | None = None,
         on_request_teardown: Callable[[], Any] | None = None,
+        on_initialize: Callable[[protocol.InitializeParams], HostContext | None] | None = None,
     ) -> None:
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be positive or None, not {timeout!r}")
@@ -168,6 +169,8 @@ class AppBridge:
             host_context=host_context,
             id_prefix=f"host-{secrets.token_hex(3)}-",
         )
+        # ui/initialize (plain callable): a host context returned answers it instead.
+        self._machine.on_initialize = on_initialize
         self._transport = transport
         self._subscribers = Subscribers()
         self._context = ModelContext()

@@ -80,6 +80,7 @@ class BridgeMachine:
         "ignored_samples",
         "initializations",
         "malformed",
+        "on_initialize",
         "protocol_version",
         "state",
     )
@@ -111,6 +112,10 @@ class BridgeMachine:
         self.ignored_samples: list[Any] = []
         self._queue: list[dict[str, Any]] = []
         self._input_sent = False
+        #: Called with the view's ``ui/initialize`` params before it is answered; a
+        #: host context it returns replaces :attr:`host_context` (display modes that
+        #: depend on what the view declared...).
+        self.on_initialize: Callable[[InitializeParams], HostContext | None] | None = None
 
     # -- receiving -------------------------------------------------------------------------
 
@@ -154,6 +159,8 @@ class BridgeMachine:
         if version not in protocol.SUPPORTED_PROTOCOL_VERSIONS:
             version = protocol.PROTOCOL_VERSION
         self.protocol_version = version
+        if self.on_initialize is not None:
+            self.host_context = self.on_initialize(params) or self.host_context
         if self.state == "new":
             self.state = "initializing"
         result = protocol.InitializeResult(
