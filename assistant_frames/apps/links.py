@@ -9,7 +9,6 @@ characters (browsers strip some of them, so what is checked would not be what op
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -18,8 +17,6 @@ from urllib.parse import SplitResult, urlsplit
 from .._anyio import call_maybe_async
 
 __all__ = ["LinkDecision", "LinkPolicy"]
-
-logger = logging.getLogger("assistant_frames.apps")
 
 LinkDecision = Literal["allowed", "confirmed", "declined", "refused"]
 """``allowed``: on the allowlist; ``confirmed`` / ``declined``: what ``confirm`` said;
@@ -102,7 +99,6 @@ class LinkPolicy:
     async def decide(self, url: str) -> LinkDecision:
         """What to do with a view's ``ui/open-link`` to ``url`` (see :data:`LinkDecision`)."""
         if _split(url) is None:
-            logger.info("Refused a view's link that is not a plain http(s) URL: %.200r", url)
             return "refused"
         if self.allowed(url):
             return "allowed"
