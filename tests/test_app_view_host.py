@@ -431,13 +431,21 @@ async def test_html_that_never_initializes_is_the_error_state_within_the_timeout
 async def test_the_view_is_torn_down_when_its_task_is_cancelled() -> None:
     view = AppView(title="W", app_id="w", html=HTML, teardown_timeout=2.0)
     host_end, view_end = memory_pair()
+    serving = anyio.CancelScope()
+
+    async def serve() -> None:
+        with serving:
+            await view.serve(host_end)
+
     async with anyio.create_task_group() as group:
-        group.start_soon(view.serve, host_end)
+        group.start_soon(serve)
         async with App(view_end, timeout=WAIT) as app:
             await view.wait_state("ready", timeout=WAIT)
-            group.cancel_scope.cancel()  # the page went away, say
+            serving.cancel()  # the page went away, say
             await app.wait_torn_down(timeout=WAIT)
-    assert view.state == "closed"
+            assert await view.wait_state("closed", timeout=WAIT) == "closed"
+            with anyio.fail_after(WAIT):
+                await app.wait_disconnected()  # and then the connection was closed
 
 
 @pytest.mark.anyio
@@ -497,6 +505,29 @@ async def test_display_modes_are_what_host_and_view_both_have() -> None:
         assert await view.set_display_mode("inline") == "inline"  # the user closed the panel
         await app.wait_until(lambda a: a.host_context.display_mode == "inline", timeout=WAIT)
     assert seen == ["inline", "fullscreen", "inline"]  # state changes are calls too
+
+
+@pytest.mark.anyio
+async def test_the_hosts_mode_change_before_the_view_connects_is_where_it_starts() -> None:
+    view = AppView(title="W", app_id="w", html=HTML)
+    assert await view.set_display_mode("fullscreen") == "fullscreen"
+    capabilities = protocol.AppCapabilities(available_display_modes=["fullscreen"])
+    async with served(view, capabilities=capabilities) as (app, _):
+        assert app.host_context.display_mode == "fullscreen"
+
+
+@pytest.mark.anyio
+async def test_a_closed_view_stays_closed() -> None:
+    async with MCPFrame(app_server(), name="weather") as frame:
+        view = frame_view(frame, resource_uri="ui://weather/missing.html")
+        await view.close()
+        assert await view.resolve() is None  # nothing is read for a closed view
+        assert view.state == "closed"
+        host_end, view_end = memory_pair()
+        with anyio.fail_after(WAIT):
+            await view.serve(host_end)
+            with pytest.raises(anyio.EndOfStream):
+                await view_end.receive()
 
 
 @pytest.mark.anyio

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import suppress
 from types import TracebackType
 from typing import Any, Literal, TypeAlias
 
@@ -212,7 +213,7 @@ class AppView:
         return self._bridge
 
     def _set_state(self, state: ViewState) -> None:
-        if state != self._state:
+        if state != self._state and self._state != "closed":  # closed is for good
             self._state = state
             self._touch()
 
@@ -414,7 +415,8 @@ class AppView:
     async def _request_display_mode(self, params: RequestDisplayModeParams) -> DisplayMode:
         """A mode the view may use is granted; otherwise the mode in force stays."""
         if params.mode in self.allowed_display_modes and params.mode != self._display_mode:
-            self._display_mode = params.mode
+            # Also what a reloaded view starts in.
+            self.requested_display_mode = self._display_mode = params.mode
             self._touch()
         return self._display_mode  # the bridge tells the view of a change
 
@@ -448,9 +450,11 @@ class AppView:
         bridge, lock = self._bridge, self._sending
         if bridge is None or lock is None:
             return  # no connection: replayed to the next one
-        async with lock:
-            if bridge.state not in ("disconnected", "closed"):
-                await send(bridge)
+        # A connection that ends meanwhile is no error: the next one is told (replay).
+        with suppress(FrameDisconnected):
+            async with lock:
+                if bridge.state not in ("disconnected", "closed"):
+                    await send(bridge)
 
     def _has_tool_call(self, what: str) -> bool:
         if self.tool_call_id is None:
@@ -496,6 +500,7 @@ class AppView:
         A connected view is told of a change (``host-context-changed``).
         """
         chosen = choose_display_mode(mode, self.allowed_display_modes)
+        self.requested_display_mode = chosen  # also what a (re)connecting view starts in
         if chosen != self._display_mode:
             self._display_mode = chosen
             self._touch()
