@@ -44,6 +44,10 @@ from .registry import (
     ToolLog,
     ToolOptions,
     ToolProgress,
+    ToolResult,
+    ToolUI,
+    UIResource,
+    UIResourceHandle,
     merge_model_contexts,
 )
 from .tool_calls import (
@@ -118,7 +122,11 @@ __all__ = [
     "ToolNotFoundError",
     "ToolOptions",
     "ToolProgress",
+    "ToolResult",
+    "ToolUI",
     "TransportAttribute",
+    "UIResource",
+    "UIResourceHandle",
     "__version__",
     "connect",
     "memory_pair",

@@ -56,6 +56,7 @@ from .errors import (
     ToolCallError,
 )
 from .registry.context import ModelContext, ModelContextProvider
+from .registry.ui import model_value
 
 __all__ = [
     "AnthropicToolResult",
@@ -458,7 +459,9 @@ async def _call(context: ModelContext, call: _Call, timeout: float | None) -> _O
     name = call.name
     try:
         with anyio.move_on_after(math.inf if timeout is None else timeout) as scope:
-            result = await context.call_tool(name, call.arguments, tool_call_id=call.run_id)
+            result = model_value(
+                await context.call_tool(name, call.arguments, tool_call_id=call.run_id)
+            )  # a ToolResult's _meta is for an app's view, never for the model
     except FrameDisconnected as exc:  # a ToolCallError: said so the model may do without
         return _failed(name, f'Tool "{name}" is unavailable: {exc.message}')
     except ToolCallError as exc:  # refusals, failures, timeouts

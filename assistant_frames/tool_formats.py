@@ -287,8 +287,10 @@ def _export(
         context = source.get_model_context()
     else:
         raise TypeError(f"Expected a ModelContext or a ModelContextProvider, not {source!r}")
-    tools = [(name, tool) for name, tool in context.tools.items() if not tool.disabled]
-    if vendor is not None:
+    if vendor is None:  # MCP lists app-only tools too: MCP Apps hosts filter them
+        tools = [(name, tool) for name, tool in context.tools.items() if not tool.disabled]
+    else:  # a model's format: never an app-only tool
+        tools = list(context.model_tools().items())
         _check_names(vendor, [name for name, _ in tools])
     return [build(name, tool) for name, tool in tools]
 

@@ -203,7 +203,7 @@ class HostMachine:
         if type(message) is ToolResult:
             error = message.error
             self.calls.resolve(
-                message.id, message.result, error if isinstance(error, str) else None
+                message.id, message.value(), error if isinstance(error, str) else None
             )
             return _NOTHING
         if type(message) is ModelContextUpdate or type(message) is ModelContextResponse:
@@ -256,10 +256,18 @@ class HostMachine:
         specs = protocol.check_tools(wire.get("tools"))
         system = wire.get("system")  # a string or None: decoding checked it
         system_changed = self.wire is None or system != previous.get("system")
+        ui_wire = wire.get("uiResources")
+        if self.wire is None or ui_wire != previous.get("uiResources"):
+            system_changed = True  # not the system, but as cheap to treat the same way
+            ui_resources = protocol.decode_ui_resources(ui_wire)
+        else:
+            ui_resources = dict(self.context.ui_resources)
         if self.wire is not None and specs == previous_specs:  # one C-level pass
             if not system_changed:
                 return self.context, False
-            return ModelContext(system=system, tools=previous_tools), True
+            return ModelContext(
+                system=system, tools=previous_tools, ui_resources=ui_resources
+            ), True
         changed = system_changed or len(specs) != len(previous_specs)
         tools: dict[str, Tool] = {}
         make_tool = self._make_tool
@@ -270,4 +278,4 @@ class HostMachine:
             else:
                 tools[name] = make_tool(name, protocol.check_tool(name, spec))
                 changed = True
-        return ModelContext(system=system, tools=tools), changed
+        return ModelContext(system=system, tools=tools, ui_resources=ui_resources), changed

@@ -30,6 +30,8 @@ from ..registry.annotations import ToolAnnotations
 from ..registry.context import ModelContext
 from ..registry.events import LogLevel, ToolEvent, ToolLog, ToolProgress
 from ..registry.tool import Tool, ToolOptions
+from ..registry.ui import ToolResult as ThreeTierResult
+from ..registry.ui import UIResource
 
 __all__ = [
     "CHANNEL",
@@ -50,6 +52,7 @@ __all__ = [
     "ToolProgressMessage",
     "ToolResult",
     "decode",
+    "decode_ui_resources",
     "encode_context_request",
     "encode_context_subscribe",
     "encode_context_unsubscribe",
@@ -91,10 +94,13 @@ class SerializedTool(TypedDict, total=False):
 
 
 class SerializedModelContext(TypedDict, total=False):
-    """A model context as it crosses the wire: ``system`` and ``tools`` only."""
+    """A model context as it crosses the wire: ``system`` and ``tools``, and
+    ``uiResources`` (this library's addition, which the JS implementation ignores):
+    the ``ui://`` resources of MCP Apps, sent only when there are some."""
 
     system: str | None
     tools: dict[str, SerializedTool] | None
+    uiResources: list[dict[str, Any]] | None
 
 
 class _ReceivedContext(TypedDict, total=False):
@@ -106,6 +112,7 @@ class _ReceivedContext(TypedDict, total=False):
 
     system: str | None
     tools: Any  # checked by check_tools
+    uiResources: Any  # checked by decode_ui_resources
 
 
 class _Message(BaseModel):
@@ -181,6 +188,14 @@ class ToolResult(_Message):
     id: str
     result: Any = None
     error: Any = None
+    # This library's additions (the JS host ignores them): a three-tier result's parts.
+    content: Any = None
+    structuredContent: Any = None
+    meta: Any = Field(None, alias="_meta")
+
+    def value(self) -> Any:
+        """``result``, or the three-tier result the extra fields describe."""
+        return three_tier_value(self.result, self.content, self.structuredContent, self.meta)
 
     @property
     def failed(self) -> bool:
@@ -300,9 +315,40 @@ def fast_tool_result(raw: object) -> tuple[str, Any, Any] | None:
         message = raw.get("message")
         if type(message) is dict and message.get("type") == "tool-result":
             call_id = message.get("id")
-            if type(call_id) is str:
+            if type(call_id) is str and not (_THREE_TIERS & message.keys()):
                 return call_id, message.get("result"), message.get("error")
     return None
+
+
+_THREE_TIERS: Final = frozenset({"content", "structuredContent", "_meta"})
+
+
+def three_tier_value(result: Any, content: Any, structured: Any, meta: Any) -> Any:
+    """A received result: a :class:`~assistant_frames.ToolResult` when the three-tier
+    fields say one (malformed ones are dropped), else ``result``."""
+    content = content if isinstance(content, (str, list)) else None
+    if isinstance(content, list) and not all(isinstance(block, dict) for block in content):
+        content = None
+    meta = meta if isinstance(meta, dict) else None
+    if content is None and structured is None and meta is None:
+        return result
+    return ThreeTierResult(content=content, structured_content=structured, meta=meta)
+
+
+def decode_ui_resources(wire: Any) -> dict[str, UIResource]:
+    """The ``uiResources`` of a received context by URI; ``ValueError`` if malformed."""
+    if wire is None:
+        return {}
+    if not isinstance(wire, list):
+        raise ValueError(f"uiResources must be a list, not {wire!r:.60}")
+    resources: dict[str, UIResource] = {}
+    for entry in wire:
+        try:
+            resource = UIResource.from_wire(entry)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"uiResources: {exc}") from None
+        resources.setdefault(resource.uri, resource)
+    return resources
 
 
 # -- encoding --------------------------------------------------------------------------------
@@ -364,7 +410,22 @@ def encode_tool_cancel(tool_call_id: str) -> dict[str, Any]:
 
 
 def encode_tool_result(tool_call_id: str, result: Any) -> dict[str, Any]:
-    """A successful ``tool-result``; ``result`` must already be JSON-compatible."""
+    """A successful ``tool-result``; ``result`` must already be JSON-compatible.
+
+    A :class:`~assistant_frames.ToolResult` sends what a model may see as ``result``
+    (so a JS host gives its model nothing else) and its tiers as ``content``,
+    ``structuredContent`` and ``_meta`` for a Python host to rebuild it.
+    """
+    if isinstance(result, ThreeTierResult):
+        message = {"type": "tool-result", "id": tool_call_id, "result": result.model_value()}
+        if result.content is not None:  # a string stays one: the host rebuilds it as it was
+            content = result.content
+            message["content"] = content if isinstance(content, str) else result.content_blocks()
+        if result.structured_content is not None:
+            message["structuredContent"] = result.structured_content
+        if result.meta is not None:
+            message["_meta"] = result.meta
+        return _envelope(message)
     return _envelope({"type": "tool-result", "id": tool_call_id, "result": result})
 
 
@@ -422,7 +483,7 @@ def serialize_tools(tools: Mapping[str, Tool]) -> dict[str, SerializedTool]:
 def serialize_context(
     context: ModelContext, *, tools: dict[str, SerializedTool] | None = None
 ) -> SerializedModelContext:
-    """The wire form of a context: ``system`` and ``tools``, nothing else.
+    """The wire form of a context: ``system``, ``tools`` and ``uiResources``.
 
     ``tools`` is the context's tools already serialized, for callers that cache them.
     """
@@ -431,6 +492,8 @@ def serialize_context(
         wire["system"] = context.system
     if context.tools:
         wire["tools"] = serialize_tools(context.tools) if tools is None else tools
+    if context.ui_resources:
+        wire["uiResources"] = [resource.to_wire() for resource in context.ui_resources.values()]
     return wire
 
 

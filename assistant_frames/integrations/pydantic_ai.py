@@ -21,6 +21,7 @@ from pydantic_core import SchemaValidator, core_schema
 from ..errors import FrameDisconnected, ToolCallError, ToolCallTimeout
 from ..registry.context import ModelContextProvider
 from ..registry.tool import Tool
+from ..registry.ui import model_value
 
 __all__ = ["ContextToolset"]
 
@@ -61,8 +62,9 @@ class ContextToolset(AbstractToolset[Any]):
         return self.provider.get_model_context().system or None
 
     async def get_tools(self, ctx: RunContext[Any]) -> dict[str, ToolsetTool[Any]]:
-        """The enabled tools of the provider's current context, by the name it uses."""
-        tools = self.provider.get_model_context().enabled_tools()
+        """The enabled tools of the provider's current context, by the name it uses
+        (app-only MCP Apps tools left out: they are for their view, not the model)."""
+        tools = self.provider.get_model_context().model_tools()
         return {
             name: ToolsetTool(
                 toolset=self,
@@ -93,7 +95,8 @@ class ContextToolset(AbstractToolset[Any]):
         """
         context = self.provider.get_model_context()
         try:
-            return await context.call_tool(name, tool_args, tool_call_id=ctx.tool_call_id)
+            result = await context.call_tool(name, tool_args, tool_call_id=ctx.tool_call_id)
+            return model_value(result)  # a ToolResult's _meta is for a view, not a model
         # A timeout or a lost frame is a retry prompt too, as pydantic-ai does for its own
         # tool timeouts and an MCP server's protocol errors: one slow or vanished frame
         # should not end a run that federates many. The model can try again (a

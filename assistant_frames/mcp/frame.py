@@ -2,10 +2,12 @@
 
 The server's tools become tools of the context (its ``inputSchema`` as the parameters;
 its ``title``, ``annotations``, ``outputSchema`` and ``_meta`` kept), its instructions
-the system text, and each call goes through the official ``mcp``
-client. The frame follows the server's tool list: on ``notifications/tools/list_changed``
-(handshake-era servers) or a ``subscriptions/listen`` event (2026-07-28 servers) it
-fetches the list again. Servers that cannot notify are polled only when asked to.
+the system text, and each call goes through the official ``mcp`` client. A server whose
+tools have MCP Apps UIs also gives the context its ``ui://`` resources (read once, and
+again when it says its resources changed). The frame follows the server's tool list: on
+``notifications/tools/list_changed`` (handshake-era servers) or a
+``subscriptions/listen`` event (2026-07-28 servers) it fetches the list again. Servers
+that cannot notify are polled only when asked to.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import anyio.abc
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.subscriptions import SubscriptionLost
+from mcp.server.apps import APP_MIME_TYPE
 from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
@@ -50,7 +53,9 @@ from ..registry.events import (
     deliver_event,
 )
 from ..registry.tool import Tool, ToolCallContext
+from ..registry.ui import UIResource
 from ..transports.contract import CloseReason
+from ._apps import declares_ui, ui_resource_from_read
 from ._client import list_all, progress_callback
 from ._resources import READ_RESOURCE, read_resource_tool
 from ._results import from_call_result
@@ -166,6 +171,7 @@ class MCPFrame:
         self._listening = False  # on a subscriptions/listen stream
         self._resource_subscribers = Subscribers()
         self._prompt_subscribers = Subscribers()
+        self._ui_resources: dict[str, UIResource] = {}  # read ui:// resources, by URI
         self._events = ToolEventSubscribers()
         self._exit_stack: AsyncExitStack | None = None
 
@@ -505,8 +511,9 @@ class MCPFrame:
             self._prompt_subscribers.notify()
         else:
             self._resource_subscribers.notify()
-            if self.resource_tool:
-                self._stale.set()  # the read_resource tool lists them
+            self._ui_resources.clear()
+            if self.resource_tool or self._context.ui_resources:
+                self._stale.set()  # the read_resource tool or the UI resources list them
 
     def _check_connected(self) -> None:
         if self._state != "connected":
@@ -702,12 +709,16 @@ class MCPFrame:
         if client.server_capabilities.tools is not None:
             tools = await list_all(client, "tools")
         reader = await self._resource_tool() if self.resource_tool else None
+        has_ui = any(declares_ui(tool.meta) for tool in tools)
+        ui_resources = await self._read_ui_resources() if has_ui else {}
         if self._state != "connected":
             return
         offered = {tool.name: self._tool(tool) for tool in tools}
         if reader is not None and READ_RESOURCE not in offered:  # the server's own wins
             offered[READ_RESOURCE] = reader
-        context = ModelContext(system=client.instructions or None, tools=offered)
+        context = ModelContext(
+            system=client.instructions or None, tools=offered, ui_resources=ui_resources
+        )
         if _same(context, self._context):
             return
         self._context = context
@@ -722,6 +733,30 @@ class MCPFrame:
         resources = await self._listing("resources")
         templates = await self._listing("resource_templates")
         return read_resource_tool(resources, templates, self.read_resource)
+
+    async def _read_ui_resources(self) -> dict[str, UIResource]:
+        """The server's ``ui://`` app resources, read once each until they change.
+
+        One that cannot be read or is not an app (wrong MIME, two contents...) is
+        logged and left out: its tool stays usable, only without a view.
+        """
+        if self._client.server_capabilities.resources is None:
+            return {}
+        found: dict[str, UIResource] = {}
+        for listed in await self._listing("resources"):
+            uri = str(listed.uri)
+            if not uri.startswith("ui://") or listed.mime_type not in (None, APP_MIME_TYPE):
+                continue
+            resource = self._ui_resources.get(uri)
+            if resource is None:
+                try:
+                    resource = ui_resource_from_read(listed, await self.read_resource(uri))
+                except (MCPError, TimeoutError, ValueError) as exc:
+                    logger.warning("MCP frame %s: UI resource %s left out: %s", self.name, uri, exc)
+                    continue
+                self._ui_resources[uri] = resource
+            found[uri] = resource
+        return found
 
     def _tool(self, spec: types.Tool) -> Tool:
         name = spec.name
@@ -739,6 +774,8 @@ class MCPFrame:
 
 def _same(a: ModelContext, b: ModelContext) -> bool:
     if a.system != b.system or a.tools.keys() != b.tools.keys():
+        return False
+    if a.ui_resources != b.ui_resources:
         return False
     return all(_same_tool(tool, b.tools[name]) for name, tool in a.tools.items())
 

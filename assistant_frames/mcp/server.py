@@ -2,7 +2,10 @@
 
 The tool list is the provider's live context (disabled tools left out), calls are
 routed to the tool that owns the name (a frame host forwards them to its frame), and
-the context's system text is the server's instructions. When the tool list changes,
+the context's system text is the server's instructions. It serves MCP Apps (the
+``io.modelcontextprotocol/ui`` extension): tools keep their ``_meta.ui`` (plus the legacy
+flat ``ui/resourceUri`` key) and the context's ``ui://`` resources are listed and read.
+When the tool list changes,
 clients are told on both protocol eras: a ``ToolsListChanged`` event on the
 ``subscriptions/listen`` bus for 2026-07-28 connections, and
 ``notifications/tools/list_changed`` on the standalone channel of every handshake-era
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import mcp_types as types
 from anyio.abc import TaskGroup
+from mcp.server.apps import EXTENSION_ID
 from mcp.server.connection import allowed_log_levels
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
@@ -35,6 +39,7 @@ from ..errors import AssistantFramesError
 from ..registry.context import ModelContext, ModelContextProvider
 from ..registry.events import ToolEvent, ToolLog, ToolProgress
 from ..tool_formats import MCPTool, to_mcp_tools
+from ._apps import list_resources, read_resource, stamp_tools
 from ._results import error_result, failure, tool_result
 
 if TYPE_CHECKING:
@@ -133,6 +138,14 @@ class MCPContextServer:
             "tools/list", types.PaginatedRequestParams, self._list_tools
         )
         self.server.add_request_handler("tools/call", types.CallToolRequestParams, self._call_tool)
+        self.server.add_request_handler(
+            "resources/list", types.PaginatedRequestParams, self._list_resources
+        )
+        self.server.add_request_handler(
+            "resources/read", types.ReadResourceRequestParams, self._read_resource
+        )
+        # Advertised whatever the context holds now: it is live, and UIs may come later.
+        self.server.extensions[EXTENSION_ID] = {}
         # Lives as long as each handshake-era connection: see _track_session.
         self.server.add_notification_handler(
             "notifications/initialized", types.NotificationParams, self._track_session
@@ -279,6 +292,22 @@ class MCPContextServer:
             return self._modern_listing
         return self._listing
 
+    async def _list_resources(
+        self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+    ) -> dict[str, Any]:
+        listing = list_resources(self.provider.get_model_context())
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return {**listing, **_MODERN_LISTING}
+        return listing
+
+    async def _read_resource(
+        self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+    ) -> dict[str, Any]:
+        result = read_resource(self.provider.get_model_context().ui_resources, str(params.uri))
+        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+            return {**result, **_MODERN_LISTING}
+        return result
+
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> dict[str, Any]:
@@ -337,13 +366,13 @@ class MCPContextServer:
         the list for all the others. Each such tool is logged once.
         """
         try:
-            return to_mcp_tools(context)
+            return stamp_tools(to_mcp_tools(context))
         except ValueError:
             pass
         tools: list[MCPTool] = []
         for name, tool in context.tools.items():
             try:
-                tools += to_mcp_tools(ModelContext(tools={name: tool}))
+                tools += stamp_tools(to_mcp_tools(ModelContext(tools={name: tool})))
             except ValueError as exc:
                 if name not in self._unlistable:
                     self._unlistable.add(name)

@@ -4,9 +4,16 @@ from .annotations import ToolAnnotations
 from .context import ModelContext, ModelContextProvider, Subscribers, ToolConflict, Unsubscribe
 from .events import LogLevel, ToolEvent, ToolEventCallback, ToolLog, ToolProgress
 from .merge import ConflictPolicy, merge_model_contexts, namespaced
-from .registry import InstructionHandle, ModelContextRegistry, ProviderHandle, ToolHandle
+from .registry import (
+    InstructionHandle,
+    ModelContextRegistry,
+    ProviderHandle,
+    ToolHandle,
+    UIResourceHandle,
+)
 from .schema import inline_refs
 from .tool import OutputSchema, Tool, ToolCallContext, ToolOptions, ToolType
+from .ui import ToolResult, ToolUI, UIResource, Visibility
 
 __all__ = [
     "ConflictPolicy",
@@ -28,8 +35,13 @@ __all__ = [
     "ToolLog",
     "ToolOptions",
     "ToolProgress",
+    "ToolResult",
     "ToolType",
+    "ToolUI",
+    "UIResource",
+    "UIResourceHandle",
     "Unsubscribe",
+    "Visibility",
     "inline_refs",
     "merge_model_contexts",
     "namespaced",

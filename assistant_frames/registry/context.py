@@ -12,6 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 from ..errors import ToolNotFoundError
 from .events import ToolEventCallback
 from .tool import Tool
+from .ui import UIResource
 
 __all__ = ["ModelContext", "ModelContextProvider", "Subscribers", "ToolConflict", "Unsubscribe"]
 
@@ -55,6 +56,7 @@ class Subscribers:
 
 
 _EMPTY: Mapping[str, Tool] = MappingProxyType({})
+_NO_RESOURCES: Mapping[str, UIResource] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +79,9 @@ class ToolConflict:
 class ModelContext:
     """What a model is offered: instructions (``system``) and tools, plus settings.
 
-    Only ``system`` and ``tools`` cross a frame boundary; ``priority`` orders contexts
+    ``ui_resources`` are the ``ui://`` resources (by URI) that the tools' MCP Apps
+    views render: for hosts, never for the model. Only ``system``, ``tools`` and
+    ``ui_resources`` cross a frame boundary; ``priority`` orders contexts
     when they are merged, and ``call_settings``/``config`` are for the local model call.
     ``conflicts`` lists the same-priority name collisions a merge resolved, and
     ``waiting`` the frames that have not sent their first context yet.
@@ -91,6 +95,7 @@ class ModelContext:
     conflicts: tuple[ToolConflict, ...] = ()
     #: Names of frames whose first context has not arrived yet (their tools are missing).
     waiting: tuple[str, ...] = ()
+    ui_resources: Mapping[str, UIResource] = field(default_factory=lambda: _NO_RESOURCES)
 
     async def call_tool(
         self,
@@ -116,6 +121,15 @@ class ModelContext:
     def enabled_tools(self) -> dict[str, Tool]:
         """The tools that are not disabled, in order."""
         return {name: tool for name, tool in self.tools.items() if not tool.disabled}
+
+    def model_tools(self) -> dict[str, Tool]:
+        """The tools a model may be offered: enabled, and not app-only (an MCP Apps tool
+        whose ``visibility`` leaves out ``"model"`` is for its view alone)."""
+        return {
+            name: tool
+            for name, tool in self.tools.items()
+            if not tool.disabled and (tool.ui is None or "model" in tool.ui.visibility)
+        }
 
 
 @runtime_checkable

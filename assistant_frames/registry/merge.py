@@ -8,6 +8,7 @@ from typing import Any, Literal, TypeAlias
 from ..errors import ToolConflictError
 from .context import ModelContext, ModelContextProvider, ToolConflict
 from .tool import Tool
+from .ui import UIResource
 
 __all__ = ["ConflictPolicy", "merge_model_contexts", "namespaced"]
 
@@ -67,7 +68,10 @@ def _merge(items: list[tuple[ModelContext, object]], conflict: ConflictPolicy) -
     conflicts: list[ToolConflict] = []
     call_settings: dict[str, Any] = {}
     config: dict[str, Any] = {}
+    ui_resources: dict[str, UIResource] = {}
     for context, source in items:
+        for uri, resource in context.ui_resources.items():
+            ui_resources.setdefault(uri, resource)  # as settings: the higher priority wins
         conflicts.extend(context.conflicts)  # resolved further down: still worth reporting
         if context.system:
             systems.append(context.system)
@@ -106,6 +110,7 @@ def _merge(items: list[tuple[ModelContext, object]], conflict: ConflictPolicy) -
         config=config or None,
         conflicts=tuple(conflicts),
         waiting=tuple(name for context, _ in items for name in context.waiting),
+        ui_resources=ui_resources or ModelContext().ui_resources,
     )
 
 
@@ -120,7 +125,8 @@ def namespaced(context: ModelContext, namespace: str, separator: str = "_") -> M
     """A copy of ``context`` whose tools are named ``<namespace><separator><name>``.
 
     Calls to a renamed tool still reach the original (a remote frame still sees its own
-    name), so namespacing is purely how the parent and its model see the tool.
+    name), so namespacing is purely how the parent and its model see the tool. UI
+    resources keep their URIs, so a renamed tool's ``_meta.ui`` still points at its own.
     """
     prefix = f"{namespace}{separator}"
     return ModelContext(
@@ -134,4 +140,5 @@ def namespaced(context: ModelContext, namespace: str, separator: str = "_") -> M
         config=context.config,
         conflicts=context.conflicts,
         waiting=context.waiting,
+        ui_resources=context.ui_resources,
     )

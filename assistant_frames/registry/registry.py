@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace as dataclass_replace
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 from typing_extensions import Unpack
 
@@ -14,8 +14,18 @@ from ..errors import ToolConflictError
 from .context import ModelContext, ModelContextProvider, Subscribers, ToolConflict, Unsubscribe
 from .merge import ConflictPolicy, _merge, namespaced
 from .tool import _UNSET, ExecuteFunction, Parameters, Tool, ToolOptions
+from .ui import UIResource
 
-__all__ = ["InstructionHandle", "ModelContextRegistry", "ProviderHandle", "ToolHandle"]
+if TYPE_CHECKING:
+    from mcp.server.apps import ResourceCsp, ResourcePermissions
+
+__all__ = [
+    "InstructionHandle",
+    "ModelContextRegistry",
+    "ProviderHandle",
+    "ToolHandle",
+    "UIResourceHandle",
+]
 
 logger = logging.getLogger("assistant_frames.registry")
 
@@ -52,6 +62,7 @@ class ModelContextRegistry:
         self._tool_names: dict[str, int] = {}
         self._instructions: dict[int, str] = {}
         self._providers: dict[int, _ProviderEntry] = {}
+        self._ui_resources: dict[str, UIResource] = {}
         self._subscribers = Subscribers()
         self._cache: ModelContext | None = None
         self._reported: set[tuple[str, int, int]] = set()
@@ -144,6 +155,51 @@ class ModelContextRegistry:
             return function
 
         return register(fn) if fn is not None else register
+
+    # -- MCP Apps ------------------------------------------------------------------------
+
+    def add_ui_resource(
+        self,
+        uri: str | UIResource,
+        *,
+        html: str | None = None,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        csp: ResourceCsp | Mapping[str, Any] | None = None,
+        permissions: ResourcePermissions | Mapping[str, Any] | None = None,
+        domain: str | None = None,
+        prefers_border: bool | None = None,
+    ) -> UIResourceHandle:
+        """Add a ``ui://`` HTML resource that tools declared with ``ui=`` render.
+
+        ``csp`` and ``permissions`` take ``mcp.server.apps``' ``ResourceCsp`` and
+        ``ResourcePermissions`` (or their wire-form dicts); ``domain`` is a dedicated
+        origin for the view and ``prefers_border`` its border preference. Or pass a
+        ready :class:`UIResource`. A URI that is not ``ui://``, or one this registry
+        already holds, raises ``ValueError``.
+        """
+        if isinstance(uri, UIResource):
+            resource = uri
+        else:
+            if html is None:
+                raise TypeError(f"add_ui_resource({uri!r}) needs html=")
+            resource = UIResource.create(
+                uri,
+                html,
+                name=name,
+                title=title,
+                description=description,
+                csp=csp,
+                permissions=permissions,
+                domain=domain,
+                prefers_border=prefers_border,
+            )
+        if resource.uri in self._ui_resources:
+            raise ValueError(f"This registry already has a UI resource {resource.uri!r}")
+        self._ui_resources[resource.uri] = resource
+        self._changed()
+        return UIResourceHandle(self, resource.uri)
 
     # -- instructions --------------------------------------------------------------------
 
@@ -240,6 +296,7 @@ class ModelContextRegistry:
             system="\n\n".join(text for text in self._instructions.values() if text) or None,
             tools=self._own_tools(),
             priority=self.priority,
+            ui_resources=dict(self._ui_resources),
         )
         if not self._providers:
             return own
@@ -391,4 +448,24 @@ class ProviderHandle(_Handle):
         if entry is not None:
             if entry.unsubscribe is not None:
                 entry.unsubscribe()
+            self._registry._changed()
+
+
+class UIResourceHandle:
+    """Returned by :meth:`ModelContextRegistry.add_ui_resource`."""
+
+    __slots__ = ("_registry", "uri")
+
+    def __init__(self, registry: ModelContextRegistry, uri: str) -> None:
+        self._registry = registry
+        self.uri = uri
+
+    @property
+    def resource(self) -> UIResource | None:
+        """The resource, or ``None`` once removed."""
+        return self._registry._ui_resources.get(self.uri)
+
+    def remove(self) -> None:
+        """Remove the resource (idempotent)."""
+        if self._registry._ui_resources.pop(self.uri, None) is not None:
             self._registry._changed()

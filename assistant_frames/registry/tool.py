@@ -55,6 +55,7 @@ from .events import (
     deliver_event,
 )
 from .schema import EMPTY_OBJECT_SCHEMA, ToolJsonSchema, inline_refs
+from .ui import ToolUI, with_ui
 
 __all__ = [
     "ExecuteFunction",
@@ -255,6 +256,7 @@ class ToolOptions(TypedDict, total=False):
     meta: Mapping[str, Any] | None
     annotations: ToolAnnotations | Mapping[str, Any] | None
     output_schema: OutputSchema | None
+    ui: ToolUI | str | None
 
 
 class Tool:
@@ -276,6 +278,9 @@ class Tool:
             is kept).
         annotations: :class:`ToolAnnotations`, or a dict of them in snake_case or
             MCP's camelCase (``{"readOnlyHint": True}``).
+        ui: The tool's MCP Apps UI: a :class:`ToolUI`, or a ``ui://`` URI for one seen by
+            the model and the view alike. It is kept as ``meta["ui"]`` (``_meta.ui``),
+            replacing any ``ui`` entry ``meta`` has; read it back as :attr:`ui`.
         output_schema: The JSON Schema of the results, or a type to derive it from.
             ``None`` derives it from ``execute``'s return annotation when that is a
             Pydantic model or a ``TypedDict`` (else the tool has none); ``False``
@@ -330,6 +335,7 @@ class Tool:
         annotations: ToolAnnotations | Mapping[str, Any] | None = None,
         output_schema: OutputSchema | None = None,
         thread: bool = True,
+        ui: ToolUI | str | None = None,
     ) -> None:
         if not isinstance(name, str) or not name:
             raise ValueError(f"A tool name must be a non-empty string, not {name!r}")
@@ -339,7 +345,7 @@ class Tool:
         self.execute = execute
         self.disabled = bool(disabled)
         self.type = type
-        self.meta = _check_meta(name, meta)
+        self.meta = _check_meta(name, with_ui(meta, ui))
         self.annotations = _check_annotations(name, annotations)
         self._output_schema_source = output_schema
         if output_schema is None:
@@ -377,6 +383,8 @@ class Tool:
         tool.disabled = bool(options.get("disabled", False))
         tool.type = options.get("type")
         tool.meta = options.get("meta")
+        if options.get("ui") is not None:
+            tool.meta = with_ui(tool.meta, options.get("ui"))
         annotations = options.get("annotations")
         tool.annotations = (
             annotations
@@ -442,7 +450,9 @@ class Tool:
         output schema is then derived from the new function.
         """
         if execute is not _UNSET or parameters is not _UNSET or thread is not _UNSET:
-            options: dict[str, Any] = {field: getattr(self, field) for field in _CHECKS}
+            options: dict[str, Any] = {
+                field: getattr(self, field) for field in _CHECKS if field != "ui"
+            }
             options["output_schema"] = self._output_schema_source  # derived stays derived
             options.update(changes)
             if "output_schema" in changes and changes["output_schema"] is None:
@@ -462,16 +472,24 @@ class Tool:
             if not isinstance(name, str) or not name:
                 raise ValueError(f"A tool name must be a non-empty string, not {name!r}")
             copy.name = name
+        ui = changes.pop("ui", None)
         for field, value in changes.items():
             try:
                 check = _CHECKS[field]
             except KeyError:
                 raise TypeError(f"Tool.replace() got an unexpected keyword {field!r}") from None
             setattr(copy, field, check(copy.name, value))
+        if ui is not None:  # after meta: ui= wins over a ui entry of a new meta
+            copy.meta = _check_meta(copy.name, with_ui(copy.meta, ui))
         if "output_schema" in changes:  # given, never derived again when rebuilt
             source = changes["output_schema"]
             copy._output_schema_source = False if source is None else source
         return copy
+
+    @property
+    def ui(self) -> ToolUI | None:
+        """The tool's MCP Apps UI, read from ``meta["ui"]`` (``None``: no UI)."""
+        return ToolUI.from_meta(self.meta)
 
     def __repr__(self) -> str:
         flags = ", disabled=True" if self.disabled else ""
@@ -542,6 +560,7 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "meta": _check_meta,
     "annotations": _check_annotations,
     "output_schema": _explicit_output_schema,
+    "ui": lambda name, value: value,  # not stored: Tool.replace() folds it into meta
 }
 """How each of :class:`ToolOptions` is checked when set on an existing tool.
 
