@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -379,3 +380,34 @@ async def test_an_mcp_frame_leaves_out_a_resource_that_is_not_an_app(
             context = await frame.wait_for_context(WAIT)
     assert list(context.ui_resources) == [URI]
     assert "ui://weather/plain left out" in caplog.text
+
+
+# -- the example -----------------------------------------------------------------------------
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "weather_app.py"
+
+
+async def test_the_example_serves_its_app_over_stdio() -> None:
+    with anyio.fail_after(30):
+        # The example imports this checkout (a script's own directory is its sys.path[0]).
+        env = {"PYTHONPATH": str(ROOT)}
+        async with MCPFrame([sys.executable, str(EXAMPLE)], env=env, timeout=WAIT) as frame:
+            context = await frame.wait_for_context(WAIT)
+            assert context.tools["forecast"].ui == ToolUI("ui://weather/view")
+            assert context.tools["refresh"].ui == ToolUI("ui://weather/view", ["app"])
+            view = context.ui_resources["ui://weather/view"]
+            assert "ui/initialize" in view.html
+            assert view.prefers_border is True
+            assert view.csp == {"connectDomains": []}
+            result = await frame.call_tool("forecast", {"city": "Oslo"})
+            assert result == ToolResult(
+                content=[{"type": "text", "text": "The sky over Oslo is snow."}],
+                structured_content={"city": "Oslo", "sky": "snow"},
+                meta={"unit": "C"},
+            )
+            assert await frame.call_tool("refresh", {"city": "Lima"}) == ToolResult(
+                content=[{"type": "text", "text": "The sky over Lima is overcast."}],
+                structured_content={"city": "Lima", "sky": "overcast"},
+                meta={"unit": "C"},
+            )

@@ -60,7 +60,8 @@ class ToolUI:
     """
 
     resource_uri: str
-    visibility: tuple[Visibility, ...] = DEFAULT_VISIBILITY
+    visibility: Sequence[Visibility] = DEFAULT_VISIBILITY
+    """Kept as a tuple, whatever sequence it was given as."""
 
     def __post_init__(self) -> None:
         check_ui_uri(self.resource_uri, "A tool's UI resource URI")

@@ -17,7 +17,12 @@ from typing import Any
 import anyio
 import pytest
 
-from assistant_frames import AssistantFrameProvider, ModelContextRegistry, ToolCallContext
+from assistant_frames import (
+    AssistantFrameProvider,
+    ModelContextRegistry,
+    ToolCallContext,
+    ToolResult,
+)
 from assistant_frames.browser import relay_files
 from assistant_frames.transports import WebSocketServer, websocket_server
 
@@ -213,6 +218,37 @@ async def test_a_js_host_ignores_progress_and_logs_and_gets_the_result(
         assert "tool-log" in kinds
         assert kinds[-1] == "tool-result"
         # And the host still works afterwards.
+        assert await page.evaluate("hostTest.call('multiply', {a: 6, b: 7})") == {"result": 42}
+
+
+async def test_a_js_host_ignores_the_mcp_apps_fields(
+    page: BrowserPage, bundles: dict[str, bytes]
+) -> None:
+    sent: list[Any] = []
+    async with python_frame(bundles, sent=sent) as side:
+        side.registry.add_ui_resource("ui://weather/view", html="<p>weather</p>")
+
+        @side.registry.tool(ui="ui://weather/view")
+        def forecast(city: str) -> ToolResult:
+            """The forecast for a city."""
+            return ToolResult(
+                content=f"Sunny in {city}",
+                structured_content={"city": city, "sky": "sunny"},
+                meta={"viewState": "for the view only"},
+            )
+
+        await open_host(page, side)
+        await page.wait_for("'forecast' in hostTest.context().tools")
+        # The context had uiResources and the tool _meta; the JS host kept what it knows.
+        contexts = [m["message"]["context"] for m in sent if "context" in m["message"]]
+        assert any("uiResources" in context for context in contexts)
+        tool = await page.evaluate("hostTest.context().tools.forecast")
+        assert tool["description"] == "The forecast for a city."
+        # The result the JS host resolves with is the model's value, without the view's _meta.
+        outcome = await page.evaluate("hostTest.call('forecast', {city: 'Lima'})")
+        assert outcome == {"result": {"city": "Lima", "sky": "sunny"}}
+        results = [m["message"] for m in sent if m["message"]["type"] == "tool-result"]
+        assert results[-1]["_meta"] == {"viewState": "for the view only"}  # it was sent
         assert await page.evaluate("hostTest.call('multiply', {a: 6, b: 7})") == {"result": 42}
 
 
