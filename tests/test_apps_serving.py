@@ -25,7 +25,7 @@ from mcp import Client
 from mcp.server.apps import APP_MIME_TYPE, EXTENSION_ID, Apps, ResourceCsp, ResourcePermissions
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
-from mcp.types import INVALID_PARAMS
+from mcp.types import INVALID_PARAMS, ResourceListChangedNotification
 
 from assistant_frames import (
     AssistantFrameHost,
@@ -40,6 +40,8 @@ from assistant_frames import (
 )
 from assistant_frames.frames import protocol
 from assistant_frames.mcp import MCPContextServer, MCPFrame
+
+from helpers import wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -170,6 +172,33 @@ async def test_mcp_frames_keep_the_same_ui_of_either_server() -> None:
         assert context.tools["forecast"].ui == ToolUI(URI)
         assert context.tools["refresh"].ui == ToolUI(URI, visibility=("app",))
         assert list(context.model_tools()) == ["forecast"]  # app-only: never for a model
+
+
+async def test_ui_resource_changes_are_announced_and_followed() -> None:
+    registry = registry_app()
+    ours = MCPContextServer(registry)
+    announced = anyio.Event()
+
+    async def on_message(message: Any) -> None:
+        if isinstance(message, ResourceListChangedNotification):
+            announced.set()
+
+    with anyio.fail_after(WAIT):
+        async with (
+            ours.running(),
+            Client(ours.server, mode="legacy", message_handler=on_message) as client,
+            MCPFrame(ours.server) as frame,  # 2026-07-28: follows subscriptions/listen
+        ):
+            await client.list_resources()  # the session is followed once initialized
+            await frame.wait_for_context(WAIT)
+            handle = registry.add_ui_resource("ui://weather/other", html="<p>other</p>")
+            await announced.wait()
+            await wait_until(lambda: len(frame.get_model_context().ui_resources) == 2)
+            assert frame.get_model_context().ui_resources["ui://weather/other"].html == (
+                "<p>other</p>"
+            )
+            handle.remove()
+            await wait_until(lambda: list(frame.get_model_context().ui_resources) == [URI])
 
 
 # -- the ext-apps schema ---------------------------------------------------------------------

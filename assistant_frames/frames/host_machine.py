@@ -256,19 +256,20 @@ class HostMachine:
         specs = protocol.check_tools(wire.get("tools"))
         system = wire.get("system")  # a string or None: decoding checked it
         system_changed = self.wire is None or system != previous.get("system")
-        ui_wire = wire.get("uiResources")
-        if self.wire is None or ui_wire != previous.get("uiResources"):
-            system_changed = True  # not the system, but as cheap to treat the same way
-            ui_resources = protocol.decode_ui_resources(ui_wire)
-        else:
-            ui_resources = dict(self.context.ui_resources)
+        ui_wire = wire.get("uiResources")  # MCP Apps' resources: rare, and few
+        resources_changed = self.wire is None or ui_wire != previous.get("uiResources")
+        ui_resources = (
+            protocol.decode_ui_resources(ui_wire)
+            if resources_changed
+            else self.context.ui_resources
+        )
         if self.wire is not None and specs == previous_specs:  # one C-level pass
-            if not system_changed:
+            if not system_changed and not resources_changed:
                 return self.context, False
             return ModelContext(
                 system=system, tools=previous_tools, ui_resources=ui_resources
             ), True
-        changed = system_changed or len(specs) != len(previous_specs)
+        changed = system_changed or resources_changed or len(specs) != len(previous_specs)
         tools: dict[str, Tool] = {}
         make_tool = self._make_tool
         for name, spec in specs.items():

@@ -30,7 +30,12 @@ from mcp.server.apps import EXTENSION_ID
 from mcp.server.connection import allowed_log_levels
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
-from mcp.server.subscriptions import InMemorySubscriptionBus, ListenHandler, ToolsListChanged
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ResourcesListChanged,
+    ToolsListChanged,
+)
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
@@ -65,7 +70,8 @@ _MODERN_LISTING = {"ttlMs": 0, "cacheScope": "private", "resultType": "complete"
 
 
 class _ContextServer(Server[Any]):
-    """The SDK's low-level server, advertising ``tools.listChanged`` on every session,
+    """The SDK's low-level server, advertising ``tools.listChanged`` (and
+    ``resources.listChanged``: the UI resources) on every session,
     with instructions read from the context whenever a client asks."""
 
     def __init__(
@@ -89,7 +95,7 @@ class _ContextServer(Server[Any]):
         extensions: dict[str, dict[str, Any]] | None = None,
     ) -> InitializationOptions:
         return super().create_initialization_options(
-            notification_options or NotificationOptions(tools_changed=True),
+            notification_options or NotificationOptions(tools_changed=True, resources_changed=True),
             experimental_capabilities,
             extensions,
         )
@@ -159,6 +165,7 @@ class MCPContextServer:
         self._unlistable: set[str] = set()
         self._refresh(self.provider.get_model_context())
         self._announced: list[MCPTool] = self._listing["tools"]
+        self._announced_resources = self.provider.get_model_context().ui_resources
 
     # -- serving ---------------------------------------------------------------------
 
@@ -392,13 +399,19 @@ class MCPContextServer:
             if context is not self._listed_for:
                 self._refresh(context)
             tools = self._listing["tools"]
-            if tools == self._announced:
-                continue  # instructions only, or a change that MCP clients cannot see
-            self._announced = tools
-            await self._bus.publish(ToolsListChanged())
-            for session in list(self._sessions):
-                with anyio.move_on_after(_NOTIFY_TIMEOUT):
-                    await session.send_tool_list_changed()
+            if tools != self._announced:
+                self._announced = tools
+                await self._bus.publish(ToolsListChanged())
+                for session in list(self._sessions):
+                    with anyio.move_on_after(_NOTIFY_TIMEOUT):
+                        await session.send_tool_list_changed()
+            # Instructions only, or a change that MCP clients cannot see, says nothing.
+            if context.ui_resources != self._announced_resources:
+                self._announced_resources = context.ui_resources
+                await self._bus.publish(ResourcesListChanged())
+                for session in list(self._sessions):
+                    with anyio.move_on_after(_NOTIFY_TIMEOUT):
+                        await session.send_resource_list_changed()
 
     def __repr__(self) -> str:
         return f"MCPContextServer({self.provider!r}, name={self.server.name!r})"

@@ -56,7 +56,7 @@ class Subscribers:
 
 
 _EMPTY: Mapping[str, Tool] = MappingProxyType({})
-_NO_RESOURCES: Mapping[str, UIResource] = MappingProxyType({})
+NO_UI_RESOURCES: Mapping[str, UIResource] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +95,7 @@ class ModelContext:
     conflicts: tuple[ToolConflict, ...] = ()
     #: Names of frames whose first context has not arrived yet (their tools are missing).
     waiting: tuple[str, ...] = ()
-    ui_resources: Mapping[str, UIResource] = field(default_factory=lambda: _NO_RESOURCES)
+    ui_resources: Mapping[str, UIResource] = field(default_factory=lambda: NO_UI_RESOURCES)
 
     async def call_tool(
         self,

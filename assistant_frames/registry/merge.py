@@ -6,7 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any, Literal, TypeAlias
 
 from ..errors import ToolConflictError
-from .context import ModelContext, ModelContextProvider, ToolConflict
+from .context import NO_UI_RESOURCES, ModelContext, ModelContextProvider, ToolConflict
 from .tool import Tool
 from .ui import UIResource
 
@@ -110,7 +110,7 @@ def _merge(items: list[tuple[ModelContext, object]], conflict: ConflictPolicy) -
         config=config or None,
         conflicts=tuple(conflicts),
         waiting=tuple(name for context, _ in items for name in context.waiting),
-        ui_resources=ui_resources or ModelContext().ui_resources,
+        ui_resources=ui_resources or NO_UI_RESOURCES,
     )
 
 

@@ -11,7 +11,14 @@ from typing import TYPE_CHECKING, Any, TypeVar, overload
 from typing_extensions import Unpack
 
 from ..errors import ToolConflictError
-from .context import ModelContext, ModelContextProvider, Subscribers, ToolConflict, Unsubscribe
+from .context import (
+    NO_UI_RESOURCES,
+    ModelContext,
+    ModelContextProvider,
+    Subscribers,
+    ToolConflict,
+    Unsubscribe,
+)
 from .merge import ConflictPolicy, _merge, namespaced
 from .tool import _UNSET, ExecuteFunction, Parameters, Tool, ToolOptions
 from .ui import UIResource
@@ -296,7 +303,7 @@ class ModelContextRegistry:
             system="\n\n".join(text for text in self._instructions.values() if text) or None,
             tools=self._own_tools(),
             priority=self.priority,
-            ui_resources=dict(self._ui_resources),
+            ui_resources=dict(self._ui_resources) if self._ui_resources else NO_UI_RESOURCES,
         )
         if not self._providers:
             return own
