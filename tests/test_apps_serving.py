@@ -280,6 +280,17 @@ async def test_the_view_gets_meta_and_the_model_does_not(mode: str) -> None:
     assert [t["function"]["name"] for t in to_openai_chat_tools(registry)] == ["forecast"]
 
 
+def test_the_restated_sdk_names_agree() -> None:
+    from typing import get_args
+
+    from mcp.server import apps
+
+    from assistant_frames.registry import ui
+
+    assert ui._APP_MIME_TYPE == apps.APP_MIME_TYPE
+    assert get_args(ui.Visibility) == get_args(apps.Visibility)
+
+
 def test_a_plain_return_and_the_model_value() -> None:
     assert ToolResult(content="hi").model_value() == "hi"
     assert ToolResult(structured_content=[1, 2], meta={"m": 1}).model_value() == [1, 2]

@@ -13,7 +13,7 @@ from .registry import (
 )
 from .schema import inline_refs
 from .tool import OutputSchema, Tool, ToolCallContext, ToolOptions, ToolType
-from .ui import ToolResult, ToolUI, UIResource, Visibility
+from .ui import ToolResult, ToolUI, UIResource
 
 __all__ = [
     "ConflictPolicy",
@@ -41,7 +41,6 @@ __all__ = [
     "UIResource",
     "UIResourceHandle",
     "Unsubscribe",
-    "Visibility",
     "inline_refs",
     "merge_model_contexts",
     "namespaced",

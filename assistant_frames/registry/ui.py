@@ -20,20 +20,12 @@ from pydantic_core import to_jsonable_python
 if TYPE_CHECKING:
     from mcp.server.apps import ResourceCsp, ResourcePermissions
 
-__all__ = [
-    "APP_MIME_TYPE",
-    "DEFAULT_VISIBILITY",
-    "ToolResult",
-    "ToolUI",
-    "UIResource",
-    "Visibility",
-]
+__all__ = ["ToolResult", "ToolUI", "UIResource"]
 
-APP_MIME_TYPE: Final = "text/html;profile=mcp-app"
-"""The MIME type of a ``ui://`` resource (``mcp.server.apps.APP_MIME_TYPE``)."""
-
+# mcp.server.apps' APP_MIME_TYPE and Visibility, restated because the mcp extra is
+# optional here (a test checks they agree).
+_APP_MIME_TYPE: Final = "text/html;profile=mcp-app"
 Visibility: TypeAlias = Literal["model", "app"]
-"""Who may see a UI tool: the model, the app's view, or both."""
 
 DEFAULT_VISIBILITY: Final[tuple[Visibility, ...]] = ("model", "app")
 
@@ -195,7 +187,7 @@ class UIResource:
 
     def to_wire(self) -> dict[str, Any]:
         """The resource as a frame sends it (MCP's ``Resource`` fields plus ``text``)."""
-        wire: dict[str, Any] = {"uri": self.uri, "mimeType": APP_MIME_TYPE, "text": self.html}
+        wire: dict[str, Any] = {"uri": self.uri, "mimeType": _APP_MIME_TYPE, "text": self.html}
         for key, value in (
             ("name", self.name),
             ("title", self.title),
