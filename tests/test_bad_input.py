@@ -6,6 +6,7 @@ Every test ends with a valid call on the same connection.
 from __future__ import annotations
 
 import logging
+import re
 from functools import partial
 from typing import Any
 
@@ -46,6 +47,12 @@ GOOD_CONTEXT = {
 }
 
 
+def case_id(value: Any) -> str:
+    """``repr`` without memory addresses: the same test ids in every process (pytest-xdist's
+    workers must collect identical ids)."""
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
+
+
 def warnings_from_frames(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
     return [r for r in caplog.records if r.name == LOGGER and r.levelno >= logging.WARNING]
 
@@ -82,7 +89,7 @@ NOT_OURS: list[Any] = [
 ]
 
 
-@pytest.mark.parametrize("garbage", NOT_OURS, ids=repr)
+@pytest.mark.parametrize("garbage", NOT_OURS, ids=case_id)
 async def test_frame_ignores_what_is_not_ours(
     garbage: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -116,7 +123,7 @@ MALFORMED_DROPPED: list[Any] = [
 ]
 
 
-@pytest.mark.parametrize("message", MALFORMED_DROPPED, ids=repr)
+@pytest.mark.parametrize("message", MALFORMED_DROPPED, ids=case_id)
 async def test_frame_drops_malformed_messages_with_one_warning(
     message: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -136,7 +143,7 @@ async def test_frame_drops_malformed_messages_with_one_warning(
         {"type": "tool-call", "id": "tool-bad0001", "toolName": None},
         {"type": "tool-call", "id": "tool-bad0001", "toolName": {"name": "add"}},
     ],
-    ids=repr,
+    ids=case_id,
 )
 async def test_frame_answers_a_malformed_tool_call_that_has_an_id(
     message: Any, caplog: pytest.LogCaptureFixture
@@ -180,7 +187,7 @@ async def test_frame_ignores_host_bound_messages_it_receives(
         ("1, 2", ""),
         (3, ""),
     ],
-    ids=repr,
+    ids=case_id,
 )
 async def test_frame_refuses_arguments_that_fail_the_schema(args: Any, detail: str) -> None:
     with anyio.fail_after(5):
@@ -309,7 +316,7 @@ def _cyclic() -> list[Any]:
         (float("inf"), None),
         ({"n": float("nan")}, {"n": None}),
     ],
-    ids=repr,
+    ids=case_id,
 )
 async def test_frame_results_that_are_not_json(value: Any, expected: Any) -> None:
     registry = calculator()
@@ -396,7 +403,7 @@ async def host_still_works(host: AssistantFrameHost, frame_end: MemoryTransport)
     assert outcome.result == 5
 
 
-@pytest.mark.parametrize("garbage", NOT_OURS, ids=repr)
+@pytest.mark.parametrize("garbage", NOT_OURS, ids=case_id)
 async def test_host_ignores_what_is_not_ours(
     garbage: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -438,7 +445,7 @@ HOST_MALFORMED: list[Any] = [
 ]
 
 
-@pytest.mark.parametrize("message", HOST_MALFORMED, ids=repr)
+@pytest.mark.parametrize("message", HOST_MALFORMED, ids=case_id)
 async def test_host_keeps_its_last_good_context_and_warns_once(
     message: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -503,7 +510,7 @@ async def test_host_refuses_a_duplicate_pending_id() -> None:
             await host_still_works(host, frame_end)
 
 
-@pytest.mark.parametrize("args", [object(), {"a": object()}, [1, Unprintable()]], ids=repr)
+@pytest.mark.parametrize("args", [object(), {"a": object()}, [1, Unprintable()]], ids=case_id)
 async def test_host_refuses_arguments_that_are_not_json(args: Any) -> None:
     with anyio.fail_after(5):
         async with serve_frame(AssistantFrameProvider(calculator())) as host:
