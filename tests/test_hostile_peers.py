@@ -59,6 +59,7 @@ pytestmark = pytest.mark.anyio
 
 BIG = 4_000_000
 BLOCKING_CALLS = 8  # 32 MB: more than loopback's socket buffers hold, so sends block
+STALL = 1.0  # a send that waits this long to a memory_pair the frame reads: it stopped reading
 
 
 @asynccontextmanager
@@ -336,11 +337,15 @@ async def test_a_peer_that_sends_calls_but_never_reads_meets_backpressure() -> N
     sent = 0
     async with anyio.create_task_group() as tg:
         tg.start_soon(AssistantFrameProvider(echo_registry()).serve, frame_end)
-        with anyio.move_on_after(3):
-            for i in range(5000):
-                call = {"type": "tool-call", "id": f"c{i}", "toolName": "echo"}
+        # Send until one send has waited STALL seconds: the frame stopped reading. (A
+        # frame without backpressure never stalls, and all 5,000 get sent.)
+        for i in range(5000):
+            call = {"type": "tool-call", "id": f"c{i}", "toolName": "echo"}
+            with anyio.move_on_after(STALL) as stalled:
                 await host_end.send(envelope({**call, "args": {"text": "x" * 1000}}))
-                sent += 1
+            if stalled.cancelled_caught:
+                break
+            sent += 1
         assert 1000 <= sent < 1100, sent  # the queue, plus what the buffers hold
 
         # reading the results lets everything through
