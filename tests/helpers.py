@@ -6,10 +6,13 @@ the real Python class, the other a bare ``memory_pair()`` end driven by the test
 
 from __future__ import annotations
 
+import fcntl
 import itertools
+import os
 import socket
-from collections.abc import AsyncIterator, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -221,3 +224,19 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
     return port
+
+
+@contextmanager
+def one_process_at_a_time(directory: Path) -> Iterator[None]:
+    """Hold an exclusive lock on ``directory`` (blocking until it is free).
+
+    Under pytest-xdist every worker runs the session fixtures, so two of them could run
+    ``npm ci`` in the same directory at once; the second to get the lock finds the
+    first's work done.
+    """
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # releases the lock

@@ -41,7 +41,7 @@ from assistant_frames import (
     ToolProgress,
 )
 
-from helpers import free_port, wait_until
+from helpers import free_port, one_process_at_a_time, wait_until
 
 
 def peers_required() -> bool:
@@ -102,23 +102,24 @@ def node() -> str:
     found = shutil.which("node")
     if found is None:
         unavailable("node is not installed (needed for the npm MCP peers)")
-    if not (EVERYTHING_JS.exists() and INSPECTOR_JS.exists()):
-        npm = shutil.which("npm")
-        if npm is None:
-            unavailable(f"{PEERS_DIR}/node_modules is missing and npm is not installed")
-        try:
-            done = subprocess.run(
-                [npm, "ci", "--no-audit", "--no-fund"],
-                cwd=PEERS_DIR,
-                capture_output=True,
-                text=True,
-                timeout=NPM_TIMEOUT,
-                check=False,
-            )
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            unavailable(f"npm ci in {PEERS_DIR} failed: {exc}")
-        if done.returncode != 0:
-            unavailable(f"npm ci in {PEERS_DIR} exited with {done.returncode}: {done.stderr}")
+    with one_process_at_a_time(PEERS_DIR):  # pytest-xdist: one npm ci, not one per worker
+        if not (EVERYTHING_JS.exists() and INSPECTOR_JS.exists()):
+            npm = shutil.which("npm")
+            if npm is None:
+                unavailable(f"{PEERS_DIR}/node_modules is missing and npm is not installed")
+            try:
+                done = subprocess.run(
+                    [npm, "ci", "--no-audit", "--no-fund"],
+                    cwd=PEERS_DIR,
+                    capture_output=True,
+                    text=True,
+                    timeout=NPM_TIMEOUT,
+                    check=False,
+                )
+            except (OSError, subprocess.TimeoutExpired) as exc:
+                unavailable(f"npm ci in {PEERS_DIR} failed: {exc}")
+            if done.returncode != 0:
+                unavailable(f"npm ci in {PEERS_DIR} exited with {done.returncode}: {done.stderr}")
     return found
 
 

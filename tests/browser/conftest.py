@@ -29,6 +29,7 @@ from browser_support import (
     BrowserThread,
     unavailable,
 )
+from helpers import one_process_at_a_time
 
 PAGE_SOURCES = ("frame-page.js", "host-page.js", "app-view-page.js", "app-host-page.js")
 NPM_TIMEOUT = 300
@@ -64,11 +65,12 @@ def _run(command: list[str], *, timeout: float, what: str) -> None:
 def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     """``{"/frame-page.js": ..., "/host-page.js": ...}``: the pages, bundled by esbuild."""
     esbuild = HERE / "node_modules" / ".bin" / "esbuild"
-    if not esbuild.exists():
-        npm = shutil.which("npm")
-        if npm is None:
-            unavailable("npm is not installed (needed for the pinned @assistant-ui/core)")
-        _run([npm, "ci", "--no-audit", "--no-fund"], timeout=NPM_TIMEOUT, what="npm ci")
+    with one_process_at_a_time(HERE):  # pytest-xdist: one npm ci, not one per worker
+        if not esbuild.exists():
+            npm = shutil.which("npm")
+            if npm is None:
+                unavailable("npm is not installed (needed for the pinned @assistant-ui/core)")
+            _run([npm, "ci", "--no-audit", "--no-fund"], timeout=NPM_TIMEOUT, what="npm ci")
     if shutil.which("node") is None:
         unavailable("node is not installed (needed by esbuild)")
     out = tmp_path_factory.mktemp("bundles")
