@@ -41,9 +41,6 @@ PLAYWRIGHT_TIMEOUT_MS = 10_000
 #: The longest a test waits for one call to the browser thread.
 CALL_TIMEOUT = 30.0
 
-#: Why browser tests were skipped in this session (reported at the end).
-SKIPPED: list[str] = []
-
 
 def browser_required() -> bool:
     """In CI (``CI`` set) or with ``ASSISTANT_FRAMES_REQUIRE_BROWSER=1``, never skip."""
@@ -58,8 +55,7 @@ def unavailable(reason: str) -> None:
             "(CI or ASSISTANT_FRAMES_REQUIRE_BROWSER=1 is set, so this fails instead of skipping)",
             pytrace=False,
         )
-    if reason not in SKIPPED:
-        SKIPPED.append(reason)
+    # tests/conftest.py finds this prefix in the skip reports and repeats the reason at the end.
     pytest.skip(f"browser tests skipped: {reason}")
 
 

@@ -24,7 +24,6 @@ import pytest
 from browser_support import (
     CHROMIUM,
     HERE,
-    SKIPPED,
     BrowserPage,
     BrowserThread,
     unavailable,
@@ -34,13 +33,6 @@ from helpers import one_process_at_a_time
 PAGE_SOURCES = ("frame-page.js", "host-page.js", "app-view-page.js", "app-host-page.js")
 NPM_TIMEOUT = 300
 ESBUILD_TIMEOUT = 60
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    for reason in SKIPPED:
-        terminalreporter.write_sep(
-            "!", f"WARNING: browser interop tests were SKIPPED: {reason}", yellow=True, bold=True
-        )
 
 
 # -- bundles -----------------------------------------------------------------------------------
