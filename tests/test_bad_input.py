@@ -442,6 +442,13 @@ HOST_MALFORMED: list[Any] = [
     {"type": "model-context-update", "context": {"system": {"text": "x"}}},
     {"type": "model-context-update", "context": {"system": ["a", "b"]}},
     {"type": "model-context-response", "context": {"system": 1, "tools": {}}},
+    # MCP Apps' ui:// resources (this library's optional field) that are not resources
+    {"type": "model-context-update", "context": {**GOOD_CONTEXT, "uiResources": "x"}},
+    {"type": "model-context-update", "context": {**GOOD_CONTEXT, "uiResources": [1]}},
+    {
+        "type": "model-context-update",
+        "context": {**GOOD_CONTEXT, "uiResources": [{"uri": "https://a.example", "html": ""}]},
+    },
 ]
 
 
