@@ -526,6 +526,9 @@ async def test_every_message_the_bridge_sends_validates_against_the_sdk_schema(
         host_context={"theme": "dark", "displayMode": "inline", "locale": "en-US"},
         on_message=lambda params: None,
         on_request_display_mode=lambda params: params.mode,
+        sandbox=protocol.SandboxCapability.model_validate(
+            {"csp": {"connectDomains": ["https://a.example"]}, "permissions": {"camera": {}}}
+        ),
     ) as (bridge, view, _server):
         await bridge.send_tool_input_partial({"city": "Par"})
         await bridge.send_tool_input({"city": "Paris"})

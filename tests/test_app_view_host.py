@@ -293,6 +293,23 @@ async def test_resolving_reads_the_resource_and_its_sandbox() -> None:
 
 
 @pytest.mark.anyio
+async def test_the_view_is_told_the_sandbox_it_is_granted() -> None:
+    ui = {
+        "csp": {"connectDomains": ["https://api.example.com"]},
+        "permissions": {"clipboardWrite": {}},
+    }
+    view = AppView(title="Weather", app_id="w", html=HTML, resource_meta=ui, timeout=WAIT)
+    async with served(view) as (app, _):
+        sandbox = app.host_capabilities.sandbox
+        assert sandbox is not None
+        assert sandbox.csp is not None
+        assert sandbox.csp.connect_domains == ["https://api.example.com"]
+        assert sandbox.permissions is not None
+        assert sandbox.permissions.clipboard_write is not None
+        assert sandbox.permissions.camera is None  # nothing it did not ask for
+
+
+@pytest.mark.anyio
 async def test_prefetched_html_skips_resources_read() -> None:
     server = app_server()
     async with MCPFrame(server, name="weather") as frame:

@@ -94,8 +94,9 @@ class AppBridge:
 
     ``host_info``, ``host_capabilities`` and ``host_context`` are what the view is told
     when it initializes (capabilities default to what the handlers and ``server``
-    offer). ``timeout`` bounds each request sent to the view, ``init_timeout`` the wait
-    in :meth:`wait_initialized`; ``max_requests`` bounds the view's requests in flight
+    offer, and ``sandbox``: the CSP and permissions the host grants the view).
+    ``timeout`` bounds each request sent to the view, ``init_timeout`` the wait in
+    :meth:`wait_initialized`; ``max_requests`` bounds the view's requests in flight
     (more are refused).
 
     Handlers (``on_message``... as keywords or attributes) are plain or async callables
@@ -112,6 +113,7 @@ class AppBridge:
         host_info: mcp.Implementation | None = None,
         host_capabilities: HostCapabilities | None = None,
         host_context: HostContext | Mapping[str, Any] | None = None,
+        sandbox: protocol.SandboxCapability | None = None,
         name: str | None = None,
         timeout: float | None = 30.0,
         init_timeout: float = 30.0,
@@ -171,6 +173,7 @@ class AppBridge:
         )
         # ui/initialize (plain callable): a host context returned answers it instead.
         self._machine.on_initialize = on_initialize
+        self._sandbox = sandbox
         self._transport = transport
         self._subscribers = Subscribers()
         self._context = ModelContext()
@@ -838,6 +841,7 @@ class AppBridge:
             update_model_context=modalities,
             message=modalities if self.on_message is not None else None,
             sampling=protocol.SamplingCapability() if self.on_sampling is not None else None,
+            sandbox=self._sandbox,
         )
 
     # -- the end ---------------------------------------------------------------------------

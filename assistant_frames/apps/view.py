@@ -51,6 +51,7 @@ from .protocol import (
     MessageParams,
     OpenLinkParams,
     RequestDisplayModeParams,
+    SandboxCapability,
     SizeChangedParams,
     ToolInfo,
     UpdateModelContextParams,
@@ -377,6 +378,7 @@ class AppView:
             server=self.server,
             host_info=self.host_info,
             host_context=self.host_context,
+            sandbox=self._sandbox(),
             name=self.app_id,
             timeout=self.timeout,
             init_timeout=self.init_timeout,
@@ -390,6 +392,14 @@ class AppView:
         )
         self._bridge = bridge
         return bridge
+
+    def _sandbox(self) -> SandboxCapability | None:
+        """What the view is granted: the CSP and permissions its resource declared (the
+        page serves it with exactly those)."""
+        resource = self.resource
+        if resource is None:
+            return None
+        return SandboxCapability(permissions=resource.permissions, csp=resource.csp)
 
     def _handler(self, callback: ViewCallback | None) -> Callable[[Any], Any] | None:
         if callback is None:
