@@ -457,6 +457,11 @@ async def _run(
 
 async def _call(context: ModelContext, call: _Call, timeout: float | None) -> _Outcome:
     name = call.name
+    tool = context.tools.get(name)
+    if tool is not None and tool.ui is not None and "model" not in tool.ui.visibility:
+        # Never offered to a model (model_tools() leaves it out): a model naming it anyway
+        # is refused, as MCP Apps hosts must.
+        return _failed(name, f'Tool "{name}" is not available to the model (it is for its app)')
     try:
         with anyio.move_on_after(math.inf if timeout is None else timeout) as scope:
             result = model_value(

@@ -278,6 +278,11 @@ async def test_the_view_gets_meta_and_the_model_does_not(mode: str) -> None:
     assert json.loads(replies[0]["content"]) == {"city": "Rome", "sky": "sunny"}
     assert "viewState" not in replies[0]["content"]
     assert [t["function"]["name"] for t in to_openai_chat_tools(registry)] == ["forecast"]
+    # A model naming the app-only tool anyway is refused, not answered with its result.
+    call = {"id": "c2", "type": "function"}
+    call["function"] = {"name": "refresh", "arguments": '{"city": "Rome"}'}
+    replies = await run_tool_calls(registry, {"tool_calls": [call]}, format="openai_chat")
+    assert replies[0]["content"].startswith('Error: Tool "refresh" is not available to the model')
 
 
 def test_the_restated_sdk_names_agree() -> None:
