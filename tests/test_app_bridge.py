@@ -213,7 +213,7 @@ async def test_handlers_answer_and_unset_ones_say_method_not_found() -> None:
     async def on_message(params: protocol.MessageParams) -> None:
         seen.append(params)
 
-    async with pair(on_message=on_message) as (bridge, view):
+    async with pair(on_message=on_message) as (_bridge, view):
         await view.initialize()
         content = [{"type": "text", "text": "Book the 9:40 train"}]
         answer = await view.request(protocol.MESSAGE, {"role": "user", "content": content})
@@ -226,6 +226,28 @@ async def test_handlers_answer_and_unset_ones_say_method_not_found() -> None:
         caps = bridge.host_capabilities
         assert caps.message is not None
         assert caps.open_links is None
+
+
+async def test_a_slow_handler_holds_up_no_other_request() -> None:
+    release = anyio.Event()
+
+    async def on_message(params: Any) -> None:
+        await release.wait()
+
+    async with pair(on_message=on_message) as (_bridge, view):
+        await view.initialize()
+        text = [{"type": "text", "text": "hi"}]
+        for round_ in range(3):  # the readers that served go back to reading, each round
+            slow = [f"slow-{round_}-{i}" for i in range(5)]  # five stuck at once
+            for request_id in slow:
+                params = {"role": "user", "content": text}
+                await view.send(protocol.encode_request(request_id, protocol.MESSAGE, params))
+            for _ in range(3):
+                assert (await view.request("ping"))["result"] == {}  # answered meanwhile
+            release.set()
+            answered = {(await view.receive())["id"] for _ in slow}
+            assert answered == set(slow)
+            release = anyio.Event()
 
 
 async def test_a_failing_handler_answers_its_request_with_an_error_and_nothing_else() -> None:

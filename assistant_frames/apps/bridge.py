@@ -71,6 +71,7 @@ _CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceErr
 _SEND_BUFFER = 256  # messages waiting for the writer task before senders wait
 _SHUTDOWN_SEND_TIMEOUT = 1.0
 _MAX_REFRESHES = 1000  # listings in a row while the view keeps announcing changes
+_IDLE_READERS = 4  # reader tasks kept waiting to read again, beyond them they end
 
 BridgeState = Literal["new", "initializing", "initialized", "disconnected", "closed"]
 """``new``: no ``ui/initialize`` yet; ``initializing``: answered, awaiting
@@ -189,6 +190,7 @@ class AppBridge:
         self._init_settled: anyio.Event | None = None
         self._ended: anyio.Event | None = None
         self._outbox: MemoryObjectSendStream[dict[str, Any]] | None = None
+        self._followers: list[anyio.Event] = []  # idle readers, each waiting for its turn
         self._queued = 0  # messages in the outbox or being written by the writer task
         self._writing = anyio.Lock(fast_acquire=True)  # who is in transport.send
         self._send_would_wait = transport.extra(TransportAttribute.send_would_wait, None)
@@ -645,11 +647,39 @@ class AppBridge:
     # -- receiving -----------------------------------------------------------------------
 
     async def _receive_loop(self) -> None:
-        """Read the view's messages until one is a request, then serve that one here.
+        """Read the view's messages until one is a request, and serve that one here.
 
-        The task that read a request serves it, after handing reading on to a new task:
-        the answer then goes out without waiting for a task of its own to be scheduled.
+        Leader and followers: the task that read a request hands reading on to an idle
+        reader (or a new one) and serves the request itself, so its answer goes out
+        without waiting for a task to be scheduled; then it waits, idle, to read again.
         """
+        while True:
+            admitted = await self._read_until_request()
+            if admitted is None:  # the connection ended: the idle readers end too
+                for follower in self._followers:
+                    follower.set()
+                self._followers.clear()
+                return
+            group = self._task_group
+            assert group is not None
+            if self._followers:
+                self._followers.pop().set()
+            else:
+                group.start_soon(self._receive_loop)
+            *others, (request, scope) = admitted
+            for other, other_scope in others:
+                group.start_soon(self._serve, other, other_scope)
+            await self._serve(request, scope)
+            if len(self._followers) >= _IDLE_READERS or self._ended_reason is not None:
+                return
+            turn = self._new_event()
+            self._followers.append(turn)
+            await turn.wait()
+            if self._ended_reason is not None:
+                return
+
+    async def _read_until_request(self) -> list[tuple[Request, anyio.CancelScope]] | None:
+        """Feed the machine until a request is admitted (``None``: the connection ended)."""
         receive = self._transport.receive
         try:
             while True:
@@ -660,23 +690,15 @@ class AppBridge:
                     logger.info("The view %s sent ui/initialize again; answered", self.name)
                 admitted = await self._apply(out, was)
                 if admitted:
-                    break
+                    return admitted
         except _CLOSED as exc:
             self._transport_ended(exc)
-            return
         except FrameDisconnected:  # lost while answering: already said why
-            return
+            pass
         except Exception as exc:  # a transport failing in its own way
             logger.warning("Transport of %s failed: %r", self.name, exc)
             self._lose(FrameDisconnected(f"The transport of {self.name} failed: {exc!r}"))
-            return
-        group = self._task_group
-        assert group is not None
-        group.start_soon(self._receive_loop)
-        *others, (request, scope) = admitted
-        for other, other_scope in others:
-            group.start_soon(self._serve, other, other_scope)
-        await self._serve(request, scope)
+        return None
 
     async def _apply(self, out: Received, was: str) -> list[tuple[Request, anyio.CancelScope]]:
         """Act on what the machine made of a message; the requests admitted to be served."""
