@@ -213,7 +213,7 @@ async def test_handlers_answer_and_unset_ones_say_method_not_found() -> None:
     async def on_message(params: protocol.MessageParams) -> None:
         seen.append(params)
 
-    async with pair(on_message=on_message) as (_bridge, view):
+    async with pair(on_message=on_message) as (bridge, view):
         await view.initialize()
         content = [{"type": "text", "text": "Book the 9:40 train"}]
         answer = await view.request(protocol.MESSAGE, {"role": "user", "content": content})
