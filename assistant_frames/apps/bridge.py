@@ -1,11 +1,12 @@
 """``AppBridge``: the host side of one MCP Apps view, over any transport of ours.
 
 The protocol's rules live in :class:`~assistant_frames.apps.bridge_machine.BridgeMachine`;
-this is its anyio driver. One task reads the transport and feeds the machine, one times
-out our requests, and each request of the view runs in a task of its own, so a slow
-handler holds up no one. A message goes straight to the transport when nothing is
-queued and the transport promises not to wait; otherwise it is queued for a writer
-task, which keeps the order (and receiving never waits for a send).
+this is its anyio driver. One task at a time reads the transport and feeds the machine;
+when a request comes, that task serves it and another reader (an idle one, or a new
+task) reads on, so a slow handler holds up no one. One task times out our requests. A
+message goes straight to the transport when nothing is queued and the transport
+promises not to wait; otherwise it is queued for a writer task, which keeps the order
+(and receiving never waits for a send).
 
 It decides what a view may do: the requests it forwards to the MCP server the app came
 from are checked against the tool's visibility first. And it is a
