@@ -13,7 +13,13 @@ import pytest
 
 from assistant_frames import AssistantFrameHost, AssistantFrameProvider, HandshakeRejected
 from assistant_frames.browser import RELAY_FILES, relay_files, relay_source
-from assistant_frames.transports import WebSocketServer, connect_websocket, websocket_server
+from assistant_frames.transports import (
+    HttpRequest,
+    HttpResponse,
+    WebSocketServer,
+    connect_websocket,
+    websocket_server,
+)
 
 from helpers import calculator
 
@@ -138,6 +144,66 @@ def test_bad_files_are_refused_up_front() -> None:
         anyio.run(main, {"index.html": (PAGE, "text/html")})
     with pytest.raises(TypeError, match="must be bytes"):
         anyio.run(main, {"/index.html": ("text", "text/html")})
+
+
+CSP = "default-src 'none'; script-src 'unsafe-inline'"
+
+
+async def test_http_handler_answers_with_its_headers_else_files_then_404() -> None:
+    seen: list[HttpRequest] = []
+
+    async def pages(request: HttpRequest) -> HttpResponse | None:
+        seen.append(request)
+        if request.path != "/view":
+            return None  # the files, then 404
+        await anyio.sleep(0.001)  # it may await (look a view up, say)
+        body = f"view {request.query}".encode()
+        headers = {"Content-Security-Policy": CSP, "Cache-Control": "private"}
+        return HttpResponse(200, body, "text/html; charset=utf-8", headers)
+
+    frame = AssistantFrameProvider(calculator())
+    async with websocket_server(frame.serve, token=TOKEN, http_handler=pages) as server:
+        status, headers, body = await http_get(server, "/view?id=7", {"X-Probe": "1"})
+        assert (status, body) == (200, b"view id=7")
+        assert headers["content-security-policy"] == CSP
+        assert headers["content-type"] == "text/html; charset=utf-8"
+        assert headers["cache-control"] == "private"  # replaced, not repeated
+        assert headers["content-length"] == str(len(body))
+        assert headers["x-content-type-options"] == "nosniff"
+        assert (seen[0].path, seen[0].query, seen[0].headers["x-probe"]) == ("/view", "id=7", "1")
+        assert (await http_get(server, "/index.html"))[0] == 404  # no files: 404, not 426
+        # WebSockets still need the token, and work with it.
+        with pytest.raises(HandshakeRejected):
+            async with connect_websocket(server.url + "/view"):
+                pass
+        async with (
+            connect_websocket(server.url, token=TOKEN) as transport,
+            AssistantFrameHost(transport, timeout=5) as host,
+        ):
+            await host.wait_for_context(timeout=5)
+    assert len(seen) == 2  # the upgrades never reached it
+
+    async with websocket_server(never_called, http_files=FILES, http_handler=pages) as server:
+        assert (await http_get(server, "/index.html"))[2] == PAGE  # None: the file
+        assert (await http_get(server, "/view"))[2] == b"view "
+
+
+async def test_http_handler_errors_are_500_and_the_server_goes_on() -> None:
+    async def broken(request: HttpRequest) -> HttpResponse | None:
+        if request.path == "/raise":
+            raise RuntimeError("boom")
+        if request.path == "/split":
+            return HttpResponse(headers={"X-Evil": "a\r\nSet-Cookie: b"})
+        if request.path == "/length":
+            return HttpResponse(headers={"Content-Length": "0"})
+        return HttpResponse(201, b"ok")
+
+    async with websocket_server(never_called, http_handler=broken) as server:
+        for path in ("/raise", "/split", "/length"):
+            status, headers, body = await http_get(server, path)
+            assert (status, body) == (500, b"Internal server error\n"), path
+            assert "set-cookie" not in headers
+        assert (await http_get(server, "/fine"))[:3:2] == (201, b"ok")
 
 
 def test_relay_files_prefix() -> None:

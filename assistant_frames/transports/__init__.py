@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from ..frames.worker import serve_stdio
     from .stdio import StdioTransport, WorkerTransport, own_stdio, spawn_worker
     from .websocket import (
+        HttpHandler,
+        HttpRequest,
+        HttpResponse,
         WebSocketAttribute,
         WebSocketListener,
         WebSocketServer,
@@ -48,6 +51,9 @@ if TYPE_CHECKING:
 __all__ = [
     "CloseReason",
     "Connector",
+    "HttpHandler",
+    "HttpRequest",
+    "HttpResponse",
     "Listener",
     "MessageTooLarge",
     "Transport",
@@ -85,6 +91,9 @@ _LAZY = {
     "own_stdio": "stdio",
     "serve_stdio": "stdio",  # now in frames.worker; stdio forwards it
     "spawn_worker": "stdio",
+    "HttpHandler": "websocket",
+    "HttpRequest": "websocket",
+    "HttpResponse": "websocket",
     "WebSocketAttribute": "websocket",
     "WebSocketListener": "websocket",
     "WebSocketServer": "websocket",

@@ -29,7 +29,8 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
@@ -70,6 +71,9 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
+    "HttpHandler",
+    "HttpRequest",
+    "HttpResponse",
     "WebSocketAttribute",
     "WebSocketListener",
     "WebSocketServer",
@@ -503,6 +507,37 @@ async def _client_handshake(
 Handler = Callable[[WebSocketTransport], Awaitable[Any]]
 
 
+@dataclass(frozen=True)
+class HttpRequest:
+    """A plain HTTP ``GET`` (no WebSocket upgrade) that reached a WebSocket server."""
+
+    #: The URL path, without the query string (``"/view/1"``).
+    path: str
+    #: The query string, without the ``?`` (``""`` when there is none).
+    query: str
+    #: The request's headers (names are case-insensitive).
+    headers: Mapping[str, str]
+
+
+@dataclass(frozen=True)
+class HttpResponse:
+    """What an :data:`HttpHandler` answers: a whole body (no streaming) and its headers.
+
+    ``headers`` are added to the server's own (``Content-Type``, ``Content-Length``,
+    ``Cache-Control: no-store``, ``X-Content-Type-Options: nosniff``,
+    ``Connection: close``); they may replace ``Cache-Control`` but not the others.
+    """
+
+    status: int = 200
+    body: bytes = b""
+    content_type: str = "text/plain; charset=utf-8"
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+#: Answers a plain HTTP ``GET``: a response, or ``None`` to fall back to ``http_files``.
+HttpHandler = Callable[[HttpRequest], Awaitable[HttpResponse | None]]
+
+
 def _default_max_connections() -> int:
     """At most 1,000, and a quarter of the descriptor limit left for everything else."""
     limit = descriptor_limit()
@@ -555,6 +590,7 @@ class _ServerOptions:
     ping_timeout: float
     handshake_timeout: float
     files: dict[str, tuple[bytes, str]] | None
+    http_handler: HttpHandler | None = None
 
 
 class WebSocketListener(WebSocketServer):
@@ -613,6 +649,7 @@ async def websocket_listener(
     handshake_timeout: float = 10.0,
     http_files: Mapping[str, tuple[bytes, str]] | None = None,
     max_connections: int | None = None,
+    http_handler: HttpHandler | None = None,
 ) -> WebSocketListener:
     """Listen for WebSocket clients; serve them with :meth:`WebSocketListener.serve`::
 
@@ -634,6 +671,7 @@ async def websocket_listener(
         ping_timeout=ping_timeout,
         handshake_timeout=handshake_timeout,
         files=files,
+        http_handler=http_handler,
     )
     if max_connections is None:
         max_connections = _default_max_connections()
@@ -665,6 +703,7 @@ async def websocket_server(
     http_files: Mapping[str, tuple[bytes, str]] | None = None,
     max_connections: int | None = None,
     max_message_size: int | None = None,
+    http_handler: HttpHandler | None = None,
 ) -> AsyncIterator[WebSocketServer]:
     """Listen for WebSocket clients, running ``await handler(transport)`` for each.
 
@@ -691,6 +730,14 @@ async def websocket_server(
     gets ``426 Upgrade Required`` (``401`` first when a token is set). WebSocket
     upgrades are checked the same way either way.
 
+    ``http_handler`` answers plain ``GET`` requests that need more than a static file
+    (a page built per request, extra headers such as ``Content-Security-Policy``):
+    ``await http_handler(HttpRequest(...))`` returns an :class:`HttpResponse`, or
+    ``None`` to fall back to ``http_files`` (then ``404``). It runs within the
+    handshake timeout and, like ``http_files``, before any token check: a handler that
+    serves anything private checks the request itself. A handler that raises gets the
+    client a ``500`` and is logged.
+
     At most ``max_connections`` connections (handshaking or upgraded, idle or busy) are
     served at once; beyond that a new connection is closed as soon as it is accepted
     (``server.refused`` counts them). The default leaves room under the process's file
@@ -714,6 +761,7 @@ async def websocket_server(
         handshake_timeout=handshake_timeout,
         http_files=http_files,
         max_connections=max_connections,
+        http_handler=http_handler,
     )
     try:
         async with task_group() as tasks:
@@ -733,7 +781,7 @@ async def _serve_connection(stream: ByteStream, handler: Handler, options: _Serv
     try:
         with anyio.fail_after(options.handshake_timeout):
             request, early_events = await _server_handshake(
-                stream, protocol, options.token, options.files
+                stream, protocol, options.token, options.files, options.http_handler
             )
     except (TimeoutError, ConnectError, OSError, anyio.BrokenResourceError) as exc:
         logger.info("WebSocket handshake failed: %s", exc)
@@ -782,9 +830,10 @@ async def _server_handshake(
     protocol: ServerProtocol,
     token: str | None,
     files: Mapping[str, tuple[bytes, str]] | None = None,
+    http_handler: HttpHandler | None = None,
 ) -> tuple[Request | None, list[object]]:
     """Read the request and answer it; ``(None, [])`` when it was refused or was a plain
-    HTTP request (answered from ``files``)."""
+    HTTP request (answered by ``http_handler`` or from ``files``)."""
     while True:
         try:
             data = await stream.receive(_READ_SIZE)
@@ -802,8 +851,8 @@ async def _server_handshake(
     request = events[0]
     if not isinstance(request, Request):
         raise ConnectError(f"Invalid WebSocket handshake: {protocol.handshake_exc}")
-    if files is not None and not _is_upgrade(request):
-        response = _file_response(request, files)
+    if (files is not None or http_handler is not None) and not _is_upgrade(request):
+        response = await _plain_response(request, files or {}, http_handler)
         protocol.send_response(response)
         for data in protocol.data_to_send():
             if data:
@@ -852,25 +901,57 @@ def _is_upgrade(request: Request) -> bool:
     return any(value.strip().lower() == "websocket" for value in upgrade.split(","))
 
 
-def _file_response(request: Request, files: Mapping[str, tuple[bytes, str]]) -> Response:
-    """``200`` with the file at the request's path (query ignored), else ``404``."""
-    entry = files.get(urlsplit(request.path).path)
+_FIXED_HEADERS = frozenset({"content-type", "content-length", "connection"})
+
+
+async def _plain_response(
+    request: Request,
+    files: Mapping[str, tuple[bytes, str]],
+    http_handler: HttpHandler | None,
+) -> Response:
+    """The handler's answer if it gives one, else the file at the request's path (query
+    ignored), else ``404``."""
+    parts = urlsplit(request.path)
+    if http_handler is not None:
+        try:
+            answer = await http_handler(HttpRequest(parts.path, parts.query, request.headers))
+            if answer is not None:
+                return _response(answer)
+        except Exception:
+            logger.exception("HTTP handler raised for %s", parts.path)
+            return _response(HttpResponse(500, b"Internal server error\n"))
+    entry = files.get(parts.path)
     if entry is None:
-        status, reason = 404, "Not Found"
-        body, content_type = b"Not found\n", "text/plain; charset=utf-8"
-    else:
-        status, reason = 200, "OK"
-        body, content_type = entry
+        return _response(HttpResponse(404, b"Not found\n"))
+    body, content_type = entry
+    return _response(HttpResponse(200, body, content_type))
+
+
+def _response(answer: HttpResponse) -> Response:
+    """The wire response; ``ValueError`` for a header that could split the response or
+    that the server owns."""
     headers = Headers(
         [
-            ("Content-Type", content_type),
-            ("Content-Length", str(len(body))),
+            ("Content-Type", answer.content_type),
+            ("Content-Length", str(len(answer.body))),
             ("Cache-Control", "no-store"),
             ("X-Content-Type-Options", "nosniff"),
             ("Connection", "close"),
         ]
     )
-    return Response(status, reason, headers, body)
+    for name, value in answer.headers.items():
+        if any(c in f"{name}{value}" for c in "\r\n\0") or not name or ":" in name:
+            raise ValueError(f"Invalid HTTP header {name!r}: {value!r}")
+        if name.lower() in _FIXED_HEADERS:
+            raise ValueError(f"HTTP header {name!r} is the server's to set")
+        if name in headers:  # replaces (Cache-Control, say) rather than repeats
+            del headers[name]
+        headers[name] = value
+    try:
+        reason = HTTPStatus(answer.status).phrase
+    except ValueError:
+        reason = "Unknown"
+    return Response(answer.status, reason, headers, bytes(answer.body))
 
 
 def _without_token(path: str) -> str:
