@@ -7,6 +7,9 @@ dependencies), under ``assistant_frames/browser/static/``:
   host (``AssistantFramesRelay.parent({url, token, src})``).
 * ``child-relay.js`` and ``child-relay.html``: the iframe a JS ``AssistantFrameHost``
   talks to, bridged to a Python frame.
+* ``app-page.html``, ``app-page.js`` and ``app-page.css``: the page that shows MCP Apps
+  views for :class:`assistant_frames.apps.AppPage` (and ``assistant-frames apps
+  preview``); :func:`app_page_files` serves it with the relays.
 
 :func:`relay_files` returns them ready for ``websocket_server(..., http_files=...)``,
 so one Python server can hand out the relays and accept their WebSockets on the same
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-__all__ = ["RELAY_FILES", "relay_files", "relay_source"]
+__all__ = ["APP_PAGE_FILES", "RELAY_FILES", "app_page_files", "relay_files", "relay_source"]
 
 #: The shipped files and their content types.
 RELAY_FILES: dict[str, str] = {
@@ -27,10 +30,19 @@ RELAY_FILES: dict[str, str] = {
 }
 
 
+#: The app page's files and their content types.
+APP_PAGE_FILES: dict[str, str] = {
+    "app-page.html": "text/html; charset=utf-8",
+    "app-page.js": "text/javascript; charset=utf-8",
+    "app-page.css": "text/css; charset=utf-8",
+}
+
+
 def relay_source(name: str) -> bytes:
-    """The content of one shipped relay file, e.g. ``relay_source("parent-relay.js")``."""
-    if name not in RELAY_FILES:
-        raise KeyError(f"No relay file {name!r}; there are {sorted(RELAY_FILES)}")
+    """The content of one shipped file, e.g. ``relay_source("parent-relay.js")``."""
+    if name not in RELAY_FILES and name not in APP_PAGE_FILES:
+        known = sorted({*RELAY_FILES, *APP_PAGE_FILES})
+        raise KeyError(f"No relay file {name!r}; there are {known}")
     return resources.files(__package__).joinpath("static", name).read_bytes()
 
 
@@ -47,3 +59,13 @@ def relay_files(prefix: str = "/assistant-frames/") -> dict[str, tuple[bytes, st
     if not prefix.endswith("/"):
         prefix += "/"
     return {f"{prefix}{name}": (relay_source(name), kind) for name, kind in RELAY_FILES.items()}
+
+
+def app_page_files() -> dict[str, tuple[bytes, str]]:
+    """The app page at ``/`` and its script, style and relay under ``/assistant-frames/``,
+    for ``websocket_server(..., http_files=...)`` (the page refers to those paths)."""
+    files = relay_files()
+    for name, kind in APP_PAGE_FILES.items():
+        path = "/" if name.endswith(".html") else f"/assistant-frames/{name}"
+        files[path] = (relay_source(name), kind)
+    return files

@@ -39,6 +39,9 @@
  *     permissions: { camera: {}, clipboardWrite: {} }, // the resource's _meta.ui.permissions
  *   });
  *
+ * (Option allow, a string, is the iframe's allow attribute as the host computed it,
+ * e.g. AppResource.allow in Python; it replaces the one built from permissions.)
+ *
  * In app mode the relay
  *   - refuses (status "failed", console.error, no socket, no iframe) a view whose src
  *     or viewOrigin is this page's own origin, or is not http(s): a same-origin
@@ -168,7 +171,7 @@
     var app = options.app === true;
     var view = app ? checkView(options, ownOrigin) : { reason: null, origin: ownOrigin };
     var targetOrigin = view.origin; // the only origin we accept from and post to
-    var allow = app ? allowAttribute(options.permissions) : "";
+    var allow = !app ? "" : typeof options.allow === "string" ? options.allow : allowAttribute(options.permissions);
     var maxAttempts = options.maxAttempts || 5;
     var initialDelay = options.initialDelay === undefined ? 250 : options.initialDelay;
     var maxDelay = options.maxDelay === undefined ? 4000 : options.maxDelay;
