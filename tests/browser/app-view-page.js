@@ -6,6 +6,8 @@ import { App, PostMessageTransport } from "@modelcontextprotocol/ext-apps";
 import * as z from "zod";
 
 const seen = {
+  documentId: Math.random().toString(36).slice(2), // new for each load of the view
+  cspViolations: [], // securitypolicyviolation events: {directive, blockedURI}
   connected: false,
   connectedAfterMs: null, // from the view's navigation start to a completed handshake
   connectError: null,
@@ -81,11 +83,25 @@ window.viewTest = {
     });
   },
   requestTeardown: () => settle(app.requestTeardown()),
+  openLink: (url) => settle(app.openLink({ url })),
+  requestDisplayMode: (mode) => settle(app.requestDisplayMode({ mode })),
+  // fetch(url): {status} or {error} (what the view's CSP lets through).
+  async fetchUrl(url) {
+    try {
+      return { status: (await fetch(url, { mode: "no-cors" })).status };
+    } catch (error) {
+      return { error: String(error && error.message) };
+    }
+  },
   // Posts a raw message to the parent (for the relay's checks).
   post(message) {
     setTimeout(() => window.parent.postMessage(message, "*"), 0);
   },
 };
+
+document.addEventListener("securitypolicyviolation", (event) =>
+  seen.cspViolations.push({ directive: event.effectiveDirective, blockedURI: event.blockedURI }),
+);
 
 app.connect(new PostMessageTransport(window.parent, window.parent)).then(
   () => {
