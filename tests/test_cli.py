@@ -195,7 +195,9 @@ def server(frame_dir: Path) -> Iterator[Server]:
 # -- help and version -------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("command", [[], ["serve"], ["inspect"], ["call"], ["demo"]])
+@pytest.mark.parametrize(
+    "command", [[], ["serve"], ["inspect"], ["call"], ["demo"], ["apps"], ["apps", "preview"]]
+)
 def test_help(command: list[str], tmp_path: Path) -> None:
     result = run_cli(*command, "--help", cwd=tmp_path)
     assert result.returncode == 0, result.stderr
@@ -514,8 +516,14 @@ def test_inspect_worker_that_cannot_load_its_object(frame_dir: Path) -> None:
         ),
         (["serve", "--ws", "here", "calc:registry"], "expected HOST:PORT"),
         (["serve", "--stdio", "--token", "t", "calc:registry"], "--token is for --ws"),
-        (["demo", "--", "x"], "'-- COMMAND' is for inspect and call"),
+        (["demo", "--", "x"], "'-- COMMAND' is for inspect, call and apps preview"),
         (["inspect", "--timeout", "0", "ws://127.0.0.1:1"], "must be a positive number"),
+        (["apps"], "the following arguments are required: COMMAND"),
+        (["apps", "preview"], "give the MCP server: an http(s):// URL, or '-- COMMAND"),
+        (["apps", "preview", "ws://127.0.0.1:1"], "is an http:// or https:// URL"),
+        (["apps", "preview", "http://127.0.0.1:1/mcp", "--", "x"], "give the frame once"),
+        (["apps", "preview", "--allow-link", "ftp://x", "--", "x"], "ftp://x"),
+        (["apps", "preview", "--host", "0.0.0.0", "--", "x"], "loopback only"),
     ],
 )
 def test_usage_errors(args: list[str], needle: str, frame_dir: Path) -> None:

@@ -6,6 +6,7 @@
     assistant-frames serve --ws :8765 --token s3cret myapp.tools:registry
     assistant-frames inspect ws://127.0.0.1:8765 --token s3cret
     assistant-frames call add --args '{"a": 2, "b": 3}' -- python worker.py
+    assistant-frames apps preview -- python examples/weather_app.py
 
 Also runnable as ``python -m assistant_frames``. Exit status: 0 success, 1 the tool or
 the frame failed (a tool error, a timeout, an unreachable or refusing frame), 2 a usage
@@ -71,8 +72,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     options.worker_command = worker_command
     try:
         handler: Callable[[argparse.Namespace], int] = options.handler
-        if worker_command is not None and options.command not in ("inspect", "call"):
-            raise usage_error(f"'-- COMMAND' is for inspect and call, not {options.command}")
+        if worker_command is not None and options.command not in ("inspect", "call", "apps"):
+            raise usage_error(
+                f"'-- COMMAND' is for inspect, call and apps preview, not {options.command}"
+            )
         return handler(options)
     except BaseException as exc:  # every failure becomes one line
         return report(exc, verbose=options.verbose)

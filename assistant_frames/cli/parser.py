@@ -7,6 +7,7 @@ import sys
 from typing import NoReturn
 
 from .. import __version__
+from .apps_command import cmd_apps_preview
 from .call_command import cmd_call
 from .common import DEFAULT_TIMEOUT, EXIT_USAGE, PROG, TOKEN_ENV
 from .demo_command import cmd_demo
@@ -42,6 +43,7 @@ examples:
   {PROG} inspect ws://127.0.0.1:8765 --token s3cret
   {PROG} inspect -- python worker.py
   {PROG} call add --args '{{"a": 2, "b": 3}}' -- python worker.py
+  {PROG} apps preview -- python examples/weather_app.py
 
 exit status: 0 ok, 1 the tool or the frame failed (tool error, timeout,
 unreachable, refused), 2 usage error, 130 interrupted.
@@ -129,6 +131,32 @@ examples:
   {PROG} demo
   {PROG} demo --backend trio
   python -m assistant_frames demo"""
+
+
+_APPS_DESCRIPTION = """\
+Work with MCP Apps: tools that come with an HTML view.
+
+'apps preview' shows an MCP server's app views in a local web page."""
+
+_PREVIEW_DESCRIPTION = """\
+Preview the app views of an MCP server: an http(s):// URL (Streamable HTTP) or a
+command given after '--' (stdio), which is started and stopped again.
+
+Prints the page's URL (loopback; the access token is in the URL) and serves
+until Ctrl-C. In the page, call one of the server's UI tools with JSON arguments
+and see its view, switch the theme and the display mode (inline, fullscreen,
+pip), and watch each view's JSON-RPC traffic. Each view runs in a sandboxed
+iframe on another origin than the page, with the Content-Security-Policy and
+permissions its resource declares; the host side (the MCP Apps bridge) runs in
+this process. Nothing is fetched from the network: everything is on loopback."""
+
+_PREVIEW_EPILOG = f"""\
+examples:
+  {PROG} apps preview -- python examples/weather_app.py
+  {PROG} apps preview http://127.0.0.1:8000/mcp --token s3cret
+  {PROG} apps preview --port 8765 --allow-link https://docs.example.com -- my-server
+
+The token may also come from ${TOKEN_ENV}."""
 
 
 def _positive_float(text: str) -> float:
@@ -369,4 +397,58 @@ def build_parser() -> argparse.ArgumentParser:
         help="the anyio backend to run on (default: asyncio)",
     )
     demo.set_defaults(handler=cmd_demo)
+
+    apps = commands.add_parser(
+        "apps",
+        parents=[verbose],
+        help="work with MCP Apps (tools with an HTML view)",
+        description=_APPS_DESCRIPTION,
+        epilog=f"examples:\n  {PROG} apps preview -- python examples/weather_app.py",
+        formatter_class=_FORMATTER,
+    )
+    apps_commands = apps.add_subparsers(
+        dest="apps_command", metavar="COMMAND", parser_class=_Parser, required=True
+    )
+    preview = apps_commands.add_parser(
+        "preview",
+        parents=[verbose],
+        help="preview an MCP server's app views in a local web page",
+        description=_PREVIEW_DESCRIPTION,
+        epilog=_PREVIEW_EPILOG,
+        formatter_class=_FORMATTER,
+        usage=f"{PROG} apps preview [-h] [--port PORT] [--allow-link URL] [--token TOKEN]\n"
+        f"{' ' * len(f'usage: {PROG} apps preview ')}[--timeout SECONDS] "
+        "(URL | -- COMMAND [ARG ...])",
+    )
+    preview.add_argument(
+        "target", metavar="URL", nargs="?", help="http(s):// URL of the MCP server"
+    )
+    preview.add_argument(
+        "--port",
+        type=int,
+        default=0,
+        help="the page's port on 127.0.0.1 (default: 0, any free port; the views get another)",
+    )
+    preview.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
+    preview.add_argument(
+        "--allow-link",
+        action="append",
+        metavar="URL",
+        help="let views offer links under this http(s) URL prefix (repeatable); other links "
+        "are refused",
+    )
+    preview.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help=f"bearer token for an http(s):// MCP server that requires one (default: ${TOKEN_ENV})",
+    )
+    preview.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=DEFAULT_TIMEOUT,
+        metavar="SECONDS",
+        help="how long to wait to connect, for the server's answers and for a tool's result "
+        f"(default: {DEFAULT_TIMEOUT:g})",
+    )
+    preview.set_defaults(handler=cmd_apps_preview)
     return parser

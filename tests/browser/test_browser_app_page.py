@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import runpy
+import signal
 import struct
+import subprocess
+import sys
 import zlib
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +46,8 @@ from browser_support import BrowserPage
 
 pytestmark = pytest.mark.anyio
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "weather_app.py"
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = ROOT / "examples" / "weather_app.py"
 WAIT = 10.0
 VIEWPORT = {"width": 1200, "height": 640}
 SCREENSHOTS = os.environ.get("ASSISTANT_FRAMES_SCREENSHOTS")
@@ -132,15 +137,17 @@ def save(name: str, data: bytes) -> None:
 # -- driving the page ----------------------------------------------------------------------
 
 
-def _view_frame(page: BrowserPage, app: AppPage, app_id: str) -> Any:
-    prefix = f"{app.views_origin}/view/{app_id}/"
+def _view_frame(page: BrowserPage, app: AppPage | None, app_id: str) -> Any:
+    """The view's frame (on ``app``'s views origin, when given)."""
+    prefix = f"{app.views_origin}/view/{app_id}/" if app is not None else None
     for frame in page._page.frames:
-        if frame.url.startswith(prefix):
+        url = frame.url
+        if url.startswith(prefix) if prefix is not None else f"/view/{app_id}/" in url:
             return frame
     raise LookupError(f"no frame for {app_id}: {[f.url for f in page._page.frames]}")
 
 
-async def view_wait(page: BrowserPage, app: AppPage, app_id: str, expression: str) -> Any:
+async def view_wait(page: BrowserPage, app: AppPage | None, app_id: str, expression: str) -> Any:
     """Wait (bounded) until ``expression`` is truthy in the view's frame; its value.
 
     Polled with ``evaluate``: ``wait_for_function`` evaluates strings, which the view's
@@ -411,3 +418,60 @@ async def test_a_real_app_view_modes_csp_links_and_teardown(
         ]
         assert {"jsonrpc": "2.0", "id": teardown["id"], "result": {}} in traffic(app, "in")
         assert app.views == {}
+
+
+# -- assistant-frames apps preview -----------------------------------------------------------
+
+
+async def test_the_preview_command_serves_the_example_to_chromium(page: BrowserPage) -> None:
+    """``assistant-frames apps preview -- python examples/weather_app.py``, as a person runs
+    it: the example is an MCP server over stdio, the URL is printed, Ctrl-C/SIGTERM stops."""
+    python_path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    command = [sys.executable, "-m", "assistant_frames", "apps", "preview"]
+    command += ["--", sys.executable, str(EXAMPLE)]
+    process = await anyio.open_process(
+        command,
+        cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": python_path},
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        assert process.stdout is not None
+        printed = b""
+        with anyio.fail_after(30):
+            while b"\n" not in printed:
+                printed += await process.stdout.receive()
+        url = printed.decode().strip()
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/#token=[\w-]{20,}", url), url
+
+        await page.browser.call(lambda _c: page._page.set_viewport_size(VIEWPORT))
+        await page.goto(url)
+        await page.wait_for("appPage.state().tools.includes('forecast')")
+        await call_from_page(page, "forecast", {"city": "Oslo"})
+        shown = "document.getElementById('city').textContent === 'Weather in Oslo'"
+        await view_wait(page, None, "view-1", shown)
+        assert (
+            await view_eval_any(page, "view-1", "document.getElementById('sky').textContent")
+            == "snow"
+        )
+        state = await page_view(page, "view-1", "v.state === 'ready'")
+        assert not state["src"].startswith(url.split("/#")[0])  # another origin
+        assert ink(await screenshot(page, '[data-view-id="view-1"] iframe')) > 0.01
+    finally:
+        if process.returncode is None:
+            process.send_signal(signal.SIGTERM)
+        with anyio.fail_after(15):
+            code = await process.wait()
+    assert process.stderr is not None
+    output = b""
+    with anyio.fail_after(5), suppress(anyio.EndOfStream):
+        while True:
+            output += await process.stderr.receive()
+    stderr = output.decode()
+    assert code == 0, stderr
+    assert "Traceback" not in stderr
+    assert "SIGTERM: stopping" in stderr
+
+
+async def view_eval_any(page: BrowserPage, app_id: str, expression: str) -> Any:
+    return await page.browser.call(lambda _c: _view_frame(page, None, app_id).evaluate(expression))
