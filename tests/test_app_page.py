@@ -25,7 +25,7 @@ from test_http_files import http_get
 from assistant_frames import HandshakeRejected
 from assistant_frames.apps import App, LinkPolicy, build_csp, protocol
 from assistant_frames.apps.page import AppPage
-from assistant_frames.browser import relay_source
+from assistant_frames.browser import app_page_files, relay_source
 from assistant_frames.mcp import MCPContextServer, MCPFrame
 from assistant_frames.transports import WebSocketTransport, connect_websocket
 
@@ -88,6 +88,10 @@ async def test_the_page_and_its_files_need_no_token_its_sockets_do() -> None:
         for name in ("app-page.js", "app-page.css", "parent-relay.js"):
             status, _, body = await get(page.origin, f"/assistant-frames/{name}")
             assert (status, body) == (200, relay_source(name)), name
+        for path, (content, content_type) in app_page_files().items():  # the same files
+            if not path.startswith("/assistant-frames/child-relay"):  # frames', not apps'
+                status, headers, body = await get(page.origin, path)
+                assert (status, body, headers["content-type"]) == (200, content, content_type)
         for path in ("/page", "/view/view-1"):
             with pytest.raises(HandshakeRejected) as refused:
                 async with connect_websocket(ws_url(page, path), token="wrong"):

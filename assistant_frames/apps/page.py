@@ -28,6 +28,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass
+from importlib import resources
 from types import TracebackType
 from typing import Any, Literal
 
@@ -201,8 +202,6 @@ class AppPage:
     # -- running -------------------------------------------------------------------------
 
     async def __aenter__(self) -> AppPage:
-        from ..browser import app_page_files  # deferred: browser is a leaf package
-
         async with AsyncExitStack() as stack:
             tasks = await stack.enter_async_context(anyio.create_task_group())
             stack.callback(tasks.cancel_scope.cancel)  # runs before the group exits
@@ -215,7 +214,7 @@ class AppPage:
                     self.host,
                     page_port,
                     token=self.token,
-                    http_files=app_page_files(),
+                    http_files=_page_files(),
                 )
             )
             self._views_server = await stack.enter_async_context(
@@ -528,6 +527,24 @@ class AppPage:
         except Exception as exc:
             logger.info("App page: %s failed: %s", kind, exc)
             self._post({"type": "notice", "level": "error", "text": f"{kind}: {exc}"})
+
+
+# What assistant_frames.browser.app_page_files() gives, read here as package data: the
+# browser package is a layer above this one (tests check both give the same files).
+_PAGE_FILES = {
+    "/": ("app-page.html", _HTML),
+    "/assistant-frames/app-page.js": ("app-page.js", "text/javascript; charset=utf-8"),
+    "/assistant-frames/app-page.css": ("app-page.css", "text/css; charset=utf-8"),
+    "/assistant-frames/parent-relay.js": ("parent-relay.js", "text/javascript; charset=utf-8"),
+}
+
+
+def _page_files() -> dict[str, tuple[bytes, str]]:
+    static = resources.files("assistant_frames").joinpath("browser", "static")
+    return {
+        path: (static.joinpath(name).read_bytes(), kind)
+        for path, (name, kind) in _PAGE_FILES.items()
+    }
 
 
 def _origin(server: WebSocketServer) -> str:
