@@ -142,6 +142,10 @@ async def test_a_tool_call_shows_its_view_served_under_its_csp_and_python_drives
             result = await app.wait_tool_result()
             assert result.structured_content == {"city": "Oslo", "sky": "snow"}
             await next_of(control, "view", id="view-1", state="ready")
+            # A second page (another tab) cannot take the view over: refused at once.
+            async with connect_websocket(ws_url(page, "/view/view-1"), token=page.token) as other:
+                with anyio.fail_after(WAIT), pytest.raises(anyio.EndOfStream):
+                    await other.receive()
             # Every message is in the log, both ways.
             logged = [m for m in SEEN[id(control)] if m["type"] == "log"]
             assert logged[0]["direction"] == "in"

@@ -651,3 +651,52 @@ def test_serve_port_in_use(frame_dir: Path) -> None:
         port = busy.getsockname()[1]
         result = run_cli("serve", "--ws", f"127.0.0.1:{port}", "calc:registry", cwd=frame_dir)
     assert_error(result, 1, f"Cannot listen on 127.0.0.1:{port}")
+
+
+# -- apps preview ------------------------------------------------------------------------------
+
+
+def test_apps_preview_prints_a_loopback_url_serves_the_page_and_stops_on_ctrl_c(
+    tmp_path: Path,
+) -> None:
+    import urllib.request
+
+    example = Path(__file__).resolve().parents[1] / "examples" / "weather_app.py"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "assistant_frames",
+            "apps",
+            "preview",
+            "--",
+            sys.executable,
+            str(example),
+        ],
+        cwd=tmp_path,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    try:
+        lines: queue.Queue[str] = queue.Queue()
+        assert process.stdout is not None
+        threading.Thread(target=lambda: lines.put(process.stdout.readline()), daemon=True).start()
+        url = lines.get(timeout=TIMEOUT).strip()
+        match = re.fullmatch(r"(http://127\.0\.0\.1:\d+)/#token=[\w-]{20,}", url)
+        assert match, url
+        with urllib.request.urlopen(match.group(1) + "/", timeout=TIMEOUT) as answer:
+            assert answer.status == 200
+            assert b"app-page.js" in answer.read()
+        process.send_signal(signal.SIGINT)
+        _, stderr = process.communicate(timeout=TIMEOUT)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait(timeout=5)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    assert "previewing" in stderr
+    assert "weather" in stderr

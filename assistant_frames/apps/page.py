@@ -480,6 +480,9 @@ class AppPage:
             logger.info("App page: no view at %s", path)
             return
         app_id = view.app_id
+        if view.bridge is not None:  # e.g. the page open in two tabs: the first one has it
+            logger.info("App page: view %s is already shown in another page", app_id)
+            return
 
         def record(direction: Literal["in", "out"], message: Any) -> None:
             self._record(app_id, direction, message)

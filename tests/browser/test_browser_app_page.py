@@ -420,6 +420,74 @@ async def test_a_real_app_view_modes_csp_links_and_teardown(
         assert app.views == {}
 
 
+# -- the corner tile ---------------------------------------------------------------------------
+
+TILE_VIEW = """<!doctype html><html><head><meta charset="utf-8"></head><body>
+<p>Shown in <b id="mode">?</b></p><script>
+  // The MCP Apps handshake by hand; it records each display mode it is told.
+  window.modes = [];
+  const send = (m) => parent.postMessage({ jsonrpc: "2.0", ...m }, "*");
+  const show = (mode) => { modes.push(mode); document.getElementById("mode").textContent = mode; };
+  addEventListener("message", (event) => {
+    const m = event.data;
+    if (event.source !== parent || !m || m.jsonrpc !== "2.0") return;
+    if (m.id === 1 && m.result) {
+      show(m.result.hostContext.displayMode);
+      send({ method: "ui/notifications/initialized" });
+    } else if (m.method === "ui/notifications/host-context-changed" && m.params.displayMode) {
+      show(m.params.displayMode);
+    } else if (m.method === "ui/resource-teardown") {
+      send({ id: m.id, result: {} });
+    }
+  });
+  send({ id: 1, method: "ui/initialize", params: { protocolVersion: "2026-01-26",
+    appInfo: { name: "tile", version: "1" },
+    appCapabilities: { availableDisplayModes: ["inline", "pip"] } } });
+</script></body></html>"""
+
+
+async def test_pip_is_the_corner_tile(page: BrowserPage) -> None:
+    server = MCPServer("tile")
+
+    @server.tool(meta={"ui": {"resourceUri": "ui://tile/view.html"}})
+    def tile() -> str:
+        """Show the tile."""
+        return "tile"
+
+    @server.resource("ui://tile/view.html", mime_type=protocol.APP_MIME_TYPE)
+    def view_html() -> str:
+        return TILE_VIEW
+
+    async with (
+        MCPFrame(server, name="tile", timeout=WAIT) as frame,
+        AppPage(frame, timeout=WAIT, init_timeout=WAIT) as app,
+    ):
+        await open_page(page, app)
+        await page.evaluate("document.getElementById('call-mode').value = 'pip'")
+        await call_from_page(page, "tile", {})
+        assert await view_wait(page, app, "view-1", "window.modes.length && window.modes") == [
+            "pip"
+        ]
+        tile = await page_view(page, "view-1", "v.state === 'ready' && v.displayMode === 'pip'")
+        assert "pip" in tile["boxClass"]
+        rect = tile["rect"]  # the iframe, in the bottom right corner, small
+        assert rect["width"] < VIEWPORT["width"] / 3
+        assert VIEWPORT["width"] - 40 < rect["x"] + rect["width"] <= VIEWPORT["width"]
+        assert VIEWPORT["height"] - 40 < rect["y"] + rect["height"] <= VIEWPORT["height"]
+        assert await page.evaluate("document.querySelector('.item').classList.contains('away')")
+        assert ink(await screenshot(page, '[data-view-id="view-1"] iframe')) > 0.005
+
+        buttons = '[data-view-id="view-1"] button'
+        await page.evaluate(f"""document.querySelector('{buttons}[data-mode="inline"]').click()""")
+        shown = "window.modes.length === 2 && window.modes"
+        assert await view_wait(page, app, "view-1", shown) == ["pip", "inline"]
+        inline = await page_view(page, "view-1", "!v.boxClass.includes('pip')")
+        assert inline["loads"] == 1
+        assert await page.evaluate(
+            f"document.querySelector('{buttons}[data-mode=fullscreen]').disabled"
+        )
+
+
 # -- assistant-frames apps preview -----------------------------------------------------------
 
 
