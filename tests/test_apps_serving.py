@@ -130,7 +130,8 @@ async def listings(client: Client) -> dict[str, Any]:
 
 @MODES
 async def test_the_sdk_and_our_server_give_the_same_listings(mode: str) -> None:
-    ours = MCPContextServer(registry_app())
+    # The MCP Apps dialect alone: ChatGPT's (test_chatgpt_metadata.py) is not the SDK's.
+    ours = MCPContextServer(registry_app(), app_dialects=["mcp-apps"])
     with anyio.fail_after(WAIT):
         async with ours.running(), Client(ours.server, mode=mode) as client:
             our_view = await listings(client)
@@ -227,14 +228,16 @@ def validate(defs: dict[str, Any], name: str, instance: Any) -> None:
 async def test_what_we_emit_validates_against_the_ext_apps_schema(
     schema_defs: dict[str, Any], mode: str
 ) -> None:
-    ours = MCPContextServer(registry_app())
+    ours = MCPContextServer(registry_app())  # ChatGPT's keys too: they must not get in the way
     with anyio.fail_after(WAIT):
         async with ours.running(), Client(ours.server, mode=mode) as client:
             tools = (await client.list_tools()).tools
-            resources = (await client.list_resources()).resources
+            listed = (await client.list_resources()).resources
             contents = (await client.read_resource(URI)).contents
+    resources = [r for r in listed if r.mime_type == APP_MIME_TYPE]
     assert len(tools) == 2
     assert len(resources) == 1
+    assert len(listed) == 2  # and its text/html+skybridge variant
     assert len(contents) == 1
     for tool in tools:
         assert tool.meta is not None

@@ -12,7 +12,15 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "assistant_frames.mcp needs the official MCP SDK: pip install 'assistant-frames[mcp]'"
     ) from exc
 
+from ._openai import SKYBRIDGE_MIME_TYPE, AppDialect, skybridge_uri
 from .frame import MCPFrame
 from .server import HTTPAuth, MCPContextServer
 
-__all__ = ["HTTPAuth", "MCPContextServer", "MCPFrame"]
+__all__ = [
+    "SKYBRIDGE_MIME_TYPE",
+    "AppDialect",
+    "HTTPAuth",
+    "MCPContextServer",
+    "MCPFrame",
+    "skybridge_uri",
+]

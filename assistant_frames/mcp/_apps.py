@@ -21,6 +21,14 @@ from mcp.shared.exceptions import MCPError
 from ..registry.context import ModelContext
 from ..registry.ui import ToolUI, UIResource
 from ..tool_formats import MCPTool
+from ._openai import (
+    DIALECTS,
+    AppDialect,
+    skybridge_contents,
+    skybridge_of,
+    skybridge_resource,
+    stamp_openai,
+)
 
 __all__ = [
     "LEGACY_RESOURCE_URI_KEY",
@@ -35,13 +43,15 @@ LEGACY_RESOURCE_URI_KEY: Final = "ui/resourceUri"
 """The flat ``_meta`` key older hosts read (``apps.protocol.RESOURCE_URI_META_KEY``)."""
 
 
-def stamp_tools(tools: list[MCPTool]) -> list[MCPTool]:
-    """``tools`` with the legacy flat key added to each that declares a UI (in place)."""
+def stamp_tools(tools: list[MCPTool], dialects: tuple[AppDialect, ...] = DIALECTS) -> list[MCPTool]:
+    """``tools`` with the legacy flat key added to each that declares a UI, and the
+    ``dialects``' keys kept or added (in place: ``to_mcp_tools`` copied ``_meta``)."""
     for tool in tools:
         meta: Any = tool.get("_meta")
         ui = ToolUI.from_meta(meta)
         if ui is not None and LEGACY_RESOURCE_URI_KEY not in meta:
-            meta[LEGACY_RESOURCE_URI_KEY] = ui.resource_uri  # to_mcp_tools copied meta
+            meta[LEGACY_RESOURCE_URI_KEY] = ui.resource_uri
+        stamp_openai(tool, openai="openai" in dialects, mcp_apps="mcp-apps" in dialects)
     return tools
 
 
@@ -59,16 +69,30 @@ def _resource(resource: UIResource) -> dict[str, Any]:
     return entry
 
 
-def list_resources(context: ModelContext) -> dict[str, Any]:
-    """A ``resources/list`` result (wire form) of the context's UI resources."""
-    return {"resources": [_resource(r) for r in context.ui_resources.values()]}
+def list_resources(
+    context: ModelContext, dialects: tuple[AppDialect, ...] = DIALECTS
+) -> dict[str, Any]:
+    """A ``resources/list`` result (wire form) of the context's UI resources: each as an
+    MCP App and/or as its ``text/html+skybridge`` variant, as ``dialects`` say."""
+    listed: list[dict[str, Any]] = []
+    for resource in context.ui_resources.values():
+        if "mcp-apps" in dialects:
+            listed.append(_resource(resource))
+        if "openai" in dialects:
+            listed.append(skybridge_resource(resource))
+    return {"resources": listed}
 
 
-def read_resource(resources: Mapping[str, UIResource], uri: str) -> dict[str, Any]:
+def read_resource(
+    resources: Mapping[str, UIResource], uri: str, dialects: tuple[AppDialect, ...] = DIALECTS
+) -> dict[str, Any]:
     """A ``resources/read`` result (wire form); an unknown URI is an invalid-params error."""
-    resource = resources.get(uri)
+    resource = resources.get(uri) if "mcp-apps" in dialects else None
     if resource is None:
-        raise MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}")
+        variant = skybridge_of(resources, uri) if "openai" in dialects else None
+        if variant is None:
+            raise MCPError(types.INVALID_PARAMS, f"Unknown resource: {uri}")
+        return {"contents": [skybridge_contents(variant)]}
     content: dict[str, Any] = {"uri": uri, "mimeType": APP_MIME_TYPE}
     ui = resource.ui_meta()
     if ui:

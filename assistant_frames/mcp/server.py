@@ -19,7 +19,7 @@ import inspect
 import logging
 import socket
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +45,7 @@ from ..registry.context import ModelContext, ModelContextProvider
 from ..registry.events import ToolEvent, ToolLog, ToolProgress
 from ..tool_formats import MCPTool, to_mcp_tools
 from ._apps import list_resources, read_resource, stamp_tools
+from ._openai import DIALECTS, AppDialect, check_dialects
 from ._results import error_result, failure, tool_result
 
 if TYPE_CHECKING:
@@ -109,6 +110,11 @@ class MCPContextServer:
     registry that federates many frames. ``instructions`` overrides the context's
     system text as the server's instructions.
 
+    ``app_dialects`` says how UI tools and ``ui://`` resources are served: ``"mcp-apps"``
+    (``_meta.ui``, ``text/html;profile=mcp-app``) and ``"openai"`` (ChatGPT's
+    ``openai/*`` keys, each resource again as ``text/html+skybridge`` under
+    ``ui://widget/skybridge/...``). Both by default.
+
     Serve it with :meth:`run_stdio` or :meth:`run_http`, or embed :meth:`http_app` in
     your own ASGI server; :attr:`server` is the underlying ``mcp`` low-level server
     (for example for ``mcp.Client(server.server)`` in tests, inside :meth:`running`).
@@ -121,6 +127,7 @@ class MCPContextServer:
         name: str = "assistant-frames",
         version: str | None = None,
         instructions: str | None = None,
+        app_dialects: Sequence[AppDialect] = DIALECTS,
     ) -> None:
         if not callable(getattr(provider, "get_model_context", None)):
             raise TypeError(f"{provider!r} is not a ModelContextProvider")
@@ -129,6 +136,7 @@ class MCPContextServer:
 
             version = __version__
         self.provider = provider
+        self.app_dialects = check_dialects(app_dialects)
         self._fixed_instructions = instructions
         self._bus = InMemorySubscriptionBus()
         self._listen = ListenHandler(self._bus)
@@ -151,7 +159,8 @@ class MCPContextServer:
             "resources/read", types.ReadResourceRequestParams, self._read_resource
         )
         # Advertised whatever the context holds now: it is live, and UIs may come later.
-        self.server.extensions[EXTENSION_ID] = {}
+        if "mcp-apps" in self.app_dialects:
+            self.server.extensions[EXTENSION_ID] = {}
         # Lives as long as each handshake-era connection: see _track_session.
         self.server.add_notification_handler(
             "notifications/initialized", types.NotificationParams, self._track_session
@@ -302,7 +311,7 @@ class MCPContextServer:
     async def _list_resources(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> dict[str, Any]:
-        listing = list_resources(self.provider.get_model_context())
+        listing = list_resources(self.provider.get_model_context(), self.app_dialects)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return {**listing, **_MODERN_LISTING}
         return listing
@@ -310,7 +319,8 @@ class MCPContextServer:
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> dict[str, Any]:
-        result = read_resource(self.provider.get_model_context().ui_resources, str(params.uri))
+        resources = self.provider.get_model_context().ui_resources
+        result = read_resource(resources, str(params.uri), self.app_dialects)
         if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
             return {**result, **_MODERN_LISTING}
         return result
@@ -373,13 +383,14 @@ class MCPContextServer:
         the list for all the others. Each such tool is logged once.
         """
         try:
-            return stamp_tools(to_mcp_tools(context))
+            return stamp_tools(to_mcp_tools(context), self.app_dialects)
         except ValueError:
             pass
         tools: list[MCPTool] = []
         for name, tool in context.tools.items():
             try:
-                tools += stamp_tools(to_mcp_tools(ModelContext(tools={name: tool})))
+                single = ModelContext(tools={name: tool})
+                tools += stamp_tools(to_mcp_tools(single), self.app_dialects)
             except ValueError as exc:
                 if name not in self._unlistable:
                     self._unlistable.add(name)

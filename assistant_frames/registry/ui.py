@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from pydantic_core import to_jsonable_python
@@ -35,6 +35,27 @@ _CSP_KEYS: Final = frozenset(
 _PERMISSION_KEYS: Final = frozenset({"camera", "microphone", "geolocation", "clipboardWrite"})
 
 
+# ChatGPT Apps (the Apps SDK) keys a tool's UI declares beside ``_meta.ui``: at the top
+# level of ``_meta``, since McpUiToolMeta allows no extra keys under ``ui``.
+INVOKING_KEY: Final = "openai/toolInvocation/invoking"
+INVOKED_KEY: Final = "openai/toolInvocation/invoked"
+FILE_PARAMS_KEY: Final = "openai/fileParams"
+MAX_STATUS_LENGTH: Final = 64
+"""ChatGPT's limit on the ``invoking`` / ``invoked`` status texts."""
+
+
+def _check_status(value: object, what: str) -> None:
+    if value is None:
+        return
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{what} must be a non-empty string, not {value!r}")
+    if len(value) > MAX_STATUS_LENGTH:
+        raise ValueError(
+            f"{what} must be at most {MAX_STATUS_LENGTH} characters (ChatGPT's limit), "
+            f"not {len(value)}: {value!r}"
+        )
+
+
 def check_ui_uri(uri: object, what: str = "A UI resource URI") -> str:
     """``uri`` if it is a ``ui://`` URI with something after the scheme, else ``ValueError``."""
     if not isinstance(uri, str) or not uri.startswith("ui://") or len(uri) == len("ui://"):
@@ -49,10 +70,20 @@ class ToolUI:
     ``visibility`` is ``("model", "app")`` by default; ``("app",)`` makes a tool the
     view may call but a host never offers to a model. Give it as ``ui=`` when adding a
     tool (a bare URI string is ``ToolUI(uri)``); it becomes the tool's ``_meta.ui``.
+
+    For ChatGPT: ``invoking`` and ``invoked`` are the status texts shown while the tool
+    runs and once it is done (at most 64 characters, checked here), ``file_params`` the
+    names of parameters that take files. They are kept at the top level of ``_meta`` as
+    ``openai/toolInvocation/invoking``, ``openai/toolInvocation/invoked`` and
+    ``openai/fileParams``.
     """
 
     resource_uri: str
     visibility: Sequence[Visibility] = DEFAULT_VISIBILITY
+    """Kept as a tuple, whatever sequence it was given as."""
+    invoking: str | None = field(default=None, kw_only=True)
+    invoked: str | None = field(default=None, kw_only=True)
+    file_params: Sequence[str] | None = field(default=None, kw_only=True)
     """Kept as a tuple, whatever sequence it was given as."""
 
     def __post_init__(self) -> None:
@@ -68,6 +99,18 @@ class ToolUI:
                 f"not {list(values)!r}"
             )
         object.__setattr__(self, "visibility", values)
+        _check_status(self.invoking, "invoking")
+        _check_status(self.invoked, "invoked")
+        params = self.file_params
+        if params is not None:
+            if isinstance(params, str) or not isinstance(params, Iterable):
+                raise ValueError(f"file_params must be a list of parameter names, not {params!r}")
+            params = tuple(params)
+            if not all(isinstance(p, str) and p for p in params) or len(set(params)) != len(params):
+                raise ValueError(
+                    f"file_params must list parameter names, each once, not {list(params)!r}"
+                )
+            object.__setattr__(self, "file_params", params)
 
     @classmethod
     def coerce(cls, value: ToolUI | str) -> ToolUI:
@@ -86,13 +129,34 @@ class ToolUI:
             return None
         visibility = ui.get("visibility", list(DEFAULT_VISIBILITY))
         try:
-            return cls(ui.get("resourceUri"), tuple(visibility))  # type: ignore[arg-type]
+            found = cls(ui.get("resourceUri"), tuple(visibility))  # type: ignore[arg-type]
         except (ValueError, TypeError):
             return None
+        try:  # ChatGPT's keys are extras: malformed ones (from a server, say) are dropped
+            return cls(
+                found.resource_uri,
+                found.visibility,
+                invoking=meta.get(INVOKING_KEY) if meta else None,
+                invoked=meta.get(INVOKED_KEY) if meta else None,
+                file_params=meta.get(FILE_PARAMS_KEY) if meta else None,
+            )
+        except (ValueError, TypeError):
+            return found
 
     def to_meta(self) -> dict[str, Any]:
         """The ``_meta.ui`` entry: exactly McpUiToolMeta's keys (it allows no others)."""
         return {"resourceUri": self.resource_uri, "visibility": list(self.visibility)}
+
+    def openai_meta(self) -> dict[str, Any]:
+        """The ChatGPT keys set on this UI, for the top level of the tool's ``_meta``."""
+        meta: dict[str, Any] = {}
+        if self.invoking is not None:
+            meta[INVOKING_KEY] = self.invoking
+        if self.invoked is not None:
+            meta[INVOKED_KEY] = self.invoked
+        if self.file_params is not None:
+            meta[FILE_PARAMS_KEY] = list(self.file_params)
+        return meta
 
 
 def with_ui(meta: Mapping[str, Any] | None, ui: ToolUI | str | None) -> Mapping[str, Any] | None:
@@ -101,7 +165,8 @@ def with_ui(meta: Mapping[str, Any] | None, ui: ToolUI | str | None) -> Mapping[
         return meta  # checked (and copied) by the tool
     if meta is not None and not isinstance(meta, Mapping):
         return meta  # the tool's check says what is wrong with it
-    return {**(meta or {}), "ui": ToolUI.coerce(ui).to_meta()}
+    tool_ui = ToolUI.coerce(ui)
+    return {**(meta or {}), "ui": tool_ui.to_meta(), **tool_ui.openai_meta()}
 
 
 def _wire(value: Any, keys: frozenset[str], what: str) -> dict[str, Any] | None:
