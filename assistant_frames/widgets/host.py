@@ -1,0 +1,404 @@
+"""``WidgetHost``: the host side of one ``AUI_*`` widget, over any transport of ours.
+
+One task reads the transport; each method call is answered in a task of its own (so a
+slow handler holds up nothing), bounded by ``timeout``; sends go one at a time, each
+bounded too. Malformed messages are ignored: the first is logged as a warning, later
+ones at debug level, and none reaches a handler.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any, TypeAlias
+
+import anyio
+import mcp_types as mcp
+from anyio.abc import ObjectStream
+from mcp import Client
+
+from .._anyio import HeldTaskGroup, call_maybe_async
+from ..apps import protocol as apps_protocol
+from ..apps.bridge_machine import BridgeMachine
+from ..apps.client_server import ClientServer
+from ..apps.forwarding import AppServer
+from ..errors import AssistantFramesError, FrameDisconnected
+from . import protocol
+from .manifest import WidgetManifest
+from .protocol import LegacyMessage, MethodCall
+from .store import MemoryWidgetStateStore, WidgetState, WidgetStateStore
+
+__all__ = ["MethodError", "WidgetHost"]
+
+logger = logging.getLogger("assistant_frames.widgets")
+
+_CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
+
+#: A host callback: plain or async.
+Callback: TypeAlias = Callable[..., Any]
+
+
+class MethodError(Exception):
+    """Raised by a handler (or the host) to reject a widget's call with this message."""
+
+
+class WidgetHost:
+    """The host end of one widget instance speaking the ``AUI_*`` wire.
+
+    ``transport`` carries the widget's messages as dicts (a :func:`memory_pair` end, a
+    WebSocket relay...); the host closes it on exit. ``widget_id`` names the widget
+    instance: its state is saved in ``store`` under it (default: a fresh in-memory
+    store) and comes back as the ``widgetState`` global when a host for the same id
+    starts again. ``globals`` are the initial globals (``theme``, ``toolInput``...);
+    they are pushed in full when the widget says ``ready``, and after that only the
+    ones that change (``full_updates=True`` pushes them all each time).
+
+    ``manifest`` grants methods; a call to any other is refused. ``callTool`` goes to
+    ``server`` (the MCP server the widget came from), only for a tool whose visibility
+    includes ``"app"``, or to ``on_call_tool(name, args)`` when no server is given.
+    Other handlers, plain or async: ``on_widget_state(state)`` after the state is saved
+    (whether it reaches the model is the host's choice), ``on_follow_up(args)``,
+    ``on_request_display_mode(mode) -> mode granted``, ``on_request_modal(options)``,
+    ``on_request_close()``, ``on_open_external(href)``, ``on_intrinsic_height(height)``;
+    ``methods`` adds handlers for methods beyond the plan's (called with the call's
+    args). A granted method without a handler is rejected as unsupported; a handler's
+    exception rejects its call (a :class:`MethodError`'s message is passed on as is).
+    Legacy messages go to ``on_ready()``, ``on_resize(height)`` (and
+    ``on_intrinsic_height``), ``on_action(payload)``, ``on_add_result(payload)`` and
+    ``on_widget_error(payload)``.
+
+    ``timeout`` bounds each handler and each store operation, ``send_timeout`` each send;
+    ``max_calls`` bounds the widget's calls in flight (more are rejected);
+    ``max_state_bytes`` bounds a widget state as JSON.
+    """
+
+    def __init__(
+        self,
+        transport: ObjectStream[Any],
+        widget_id: str,
+        *,
+        globals: Mapping[str, Any] | None = None,  # the plan's own name
+        manifest: WidgetManifest | None = None,
+        store: WidgetStateStore | None = None,
+        server: AppServer | Client | None = None,
+        full_updates: bool = False,
+        timeout: float = 30.0,
+        send_timeout: float = 5.0,
+        max_calls: int = 64,
+        max_state_bytes: int = 256_000,
+        on_call_tool: Callback | None = None,
+        on_widget_state: Callback | None = None,
+        on_follow_up: Callback | None = None,
+        on_request_display_mode: Callback | None = None,
+        on_request_modal: Callback | None = None,
+        on_request_close: Callback | None = None,
+        on_open_external: Callback | None = None,
+        on_intrinsic_height: Callback | None = None,
+        on_ready: Callback | None = None,
+        on_resize: Callback | None = None,
+        on_action: Callback | None = None,
+        on_add_result: Callback | None = None,
+        on_widget_error: Callback | None = None,
+        methods: Mapping[str, Callback] | None = None,
+    ) -> None:
+        if not timeout > 0 or not send_timeout > 0:
+            raise ValueError("timeout and send_timeout must be positive")
+        if max_calls < 1:
+            raise ValueError(f"max_calls must be at least 1, not {max_calls!r}")
+        self.widget_id = widget_id
+        self.manifest = manifest or WidgetManifest()
+        self.store: WidgetStateStore = store or MemoryWidgetStateStore()
+        self.server: AppServer | None = (
+            ClientServer(server) if isinstance(server, Client) else server
+        )
+        self.full_updates = full_updates
+        self.timeout = timeout
+        self.send_timeout = send_timeout
+        self.max_calls = max_calls
+        self.max_state_bytes = max_state_bytes
+        self.on_call_tool = on_call_tool
+        self.on_widget_state = on_widget_state
+        self.on_follow_up = on_follow_up
+        self.on_request_display_mode = on_request_display_mode
+        self.on_request_modal = on_request_modal
+        self.on_request_close = on_request_close
+        self.on_open_external = on_open_external
+        self.on_intrinsic_height = on_intrinsic_height
+        self.on_ready = on_ready
+        self.on_resize = on_resize
+        self.on_action = on_action
+        self.on_add_result = on_add_result
+        self.on_widget_error = on_widget_error
+        self.methods: dict[str, Callback] = dict(methods or {})
+        #: How many malformed messages were ignored.
+        self.ignored = 0
+        self._globals: dict[str, Any] = dict(globals or {})
+        self._sent: dict[str, Any] | None = None  # what the widget has, once it is ready
+        self._transport = transport
+        self._send_lock = anyio.Lock()
+        self._tasks = HeldTaskGroup()
+        self._in_flight = 0
+        self._ready: anyio.Event | None = None
+        self._ended: anyio.Event | None = None
+        self._entered = False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def __aenter__(self) -> WidgetHost:
+        if self._entered:
+            raise RuntimeError("A WidgetHost can be entered only once")
+        self._entered = True
+        self._ready = anyio.Event()
+        self._ended = anyio.Event()
+        with anyio.fail_after(self.timeout):
+            state = await self.store.load(self.widget_id)
+        if state is not None or "widgetState" not in self._globals:
+            self._globals["widgetState"] = state
+        async with self._tasks.open() as group:
+            group.start_soon(self._receive_loop)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            await self._tasks.close(exc_type, exc, tb)
+        finally:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(self.send_timeout):
+                await self._transport.aclose()
+
+    @property
+    def globals(self) -> dict[str, Any]:
+        """The globals as the host has them now (a copy)."""
+        return dict(self._globals)
+
+    @property
+    def ready(self) -> bool:
+        """Whether the widget has said ``ready`` (and got the globals)."""
+        return self._sent is not None
+
+    async def wait_ready(self, timeout: float = 30.0) -> None:
+        """Wait until the widget says ``ready``; ``TimeoutError`` after ``timeout``.
+
+        Raises :class:`~assistant_frames.FrameDisconnected` if the transport ends first.
+        """
+        if self._ready is None:
+            raise RuntimeError("Enter the WidgetHost first")
+        with anyio.fail_after(timeout):
+            await self._ready.wait()  # set by ready, and by the end of the transport
+        if not self.ready:
+            raise FrameDisconnected(f"widget {self.widget_id!r} went before it was ready")
+
+    async def update_globals(self, **changes: Any) -> None:
+        """Change globals; a ready widget gets those that changed (nothing if none did)."""
+        self._globals.update(changes)
+        await self._push_globals()
+
+    # -- receiving ---------------------------------------------------------------------------
+
+    async def _receive_loop(self) -> None:
+        assert self._ended is not None
+        try:
+            while True:
+                try:
+                    raw = await self._transport.receive()
+                except _CLOSED:
+                    return
+                message = protocol.decode(raw)
+                if isinstance(message, str):
+                    self._ignore(message)
+                elif isinstance(message, MethodCall):
+                    self._start_call(message)
+                else:
+                    await self._legacy(message)
+        finally:
+            self._ended.set()
+            if self._ready is not None:
+                self._ready.set()  # wakes wait_ready, which then says the widget went
+
+    def _ignore(self, why: str) -> None:
+        self.ignored += 1
+        log = logger.warning if self.ignored == 1 else logger.debug
+        log("widget %r: ignored a malformed message: %s", self.widget_id, why)
+
+    def _start_call(self, call: MethodCall) -> None:
+        group = self._tasks.group
+        if group is None:  # pragma: no cover - the loop runs only while the group is open
+            return
+        if self._in_flight >= self.max_calls:
+            error = f"Too many calls in flight (at most {self.max_calls}): {call.method}"
+            group.start_soon(self._send, protocol.encode_error(call.id, error))
+            return
+        self._in_flight += 1
+        group.start_soon(self._serve, call)
+
+    async def _serve(self, call: MethodCall) -> None:
+        try:
+            try:
+                with anyio.fail_after(self.timeout):
+                    result = await self._dispatch(call)
+                answer = protocol.encode_result(call.id, result)
+            except MethodError as exc:
+                answer = protocol.encode_error(call.id, str(exc))
+            except TimeoutError:
+                error = f"{call.method} timed out after {self.timeout:g} s on the host"
+                answer = protocol.encode_error(call.id, error)
+            except Exception as exc:
+                logger.debug("widget %r: %s failed", self.widget_id, call.method, exc_info=True)
+                answer = protocol.encode_error(call.id, f"{call.method} failed: {exc}")
+        finally:
+            self._in_flight -= 1
+        await self._send(answer)
+
+    async def _legacy(self, message: LegacyMessage) -> None:
+        try:
+            if message.type == "ready":
+                await self._push_globals(full=True)
+                assert self._ready is not None
+                self._ready.set()
+                await self._callback(self.on_ready)
+            elif message.type == "resize":
+                height = message.payload
+                if isinstance(height, bool) or not isinstance(height, int | float):
+                    self._ignore("resize without a numeric height")
+                    return
+                await self._callback(self.on_resize, height)
+                await self._callback(self.on_intrinsic_height, height)
+            elif message.type == "action":
+                await self._callback(self.on_action, message.payload)
+            elif message.type == "addResult":
+                await self._callback(self.on_add_result, message.payload)
+            else:
+                await self._callback(self.on_widget_error, message.payload)
+        except Exception:  # a host callback's failure must not end the connection
+            logger.exception("widget %r: the %s callback failed", self.widget_id, message.type)
+
+    async def _callback(self, callback: Callback | None, *args: Any) -> None:
+        if callback is not None:
+            with anyio.fail_after(self.timeout):
+                await call_maybe_async(callback, *args)
+
+    # -- methods -----------------------------------------------------------------------------
+
+    async def _dispatch(self, call: MethodCall) -> Any:
+        method, args = call.method, call.args
+        if method not in protocol.METHODS and method not in self.methods:
+            raise MethodError(f"Unknown method: {method}")
+        if not self.manifest.grants(method):
+            raise MethodError(f"Method not granted to this widget by its manifest: {method}")
+        if method in self.methods:
+            return await call_maybe_async(self.methods[method], *args)
+        if method == "callTool":
+            name = _arg(args, 0, str, "callTool(name, args): name")
+            tool_args = args[1] if len(args) > 1 and args[1] is not None else {}
+            if not isinstance(tool_args, dict):
+                raise MethodError("callTool(name, args): args must be an object")
+            return await self._call_tool(name, tool_args)
+        if method == "setWidgetState":
+            state = args[0] if args else None
+            if state is not None and not isinstance(state, dict):
+                raise MethodError("setWidgetState(state): state must be an object or null")
+            return await self._set_widget_state(state)
+        if method == "sendFollowUpMessage":
+            follow_up = _arg(args, 0, dict, "sendFollowUpMessage({prompt})")
+            if not isinstance(follow_up.get("prompt"), str):
+                raise MethodError("sendFollowUpMessage({prompt}): prompt must be a string")
+            return await self._handle(method, self.on_follow_up, follow_up)
+        if method == "requestDisplayMode":
+            mode = _arg(args, 0, dict, "requestDisplayMode({mode})").get("mode")
+            if mode not in ("inline", "fullscreen", "pip"):
+                raise MethodError(f"requestDisplayMode: unknown mode {mode!r}")
+            granted = await self._handle(method, self.on_request_display_mode, mode)
+            granted = mode if granted is None else granted
+            await self.update_globals(displayMode=granted)
+            return {"mode": granted}
+        if method == "requestModal":
+            options = args[0] if args and args[0] is not None else {}
+            if not isinstance(options, dict):
+                raise MethodError("requestModal(options): options must be an object")
+            return await self._handle(method, self.on_request_modal, options)
+        if method == "requestClose":
+            return await self._handle(method, self.on_request_close)
+        if method == "openExternal":
+            href = _arg(args, 0, dict, "openExternal({href})").get("href")
+            if not isinstance(href, str) or not href.startswith(("https://", "http://")):
+                raise MethodError(f"openExternal: not an http(s) URL: {href!r}")
+            return await self._handle(method, self.on_open_external, href)
+        height = _arg(args, 0, (int, float), "notifyIntrinsicHeight(height)")
+        return await self._handle(method, self.on_intrinsic_height, height)
+
+    async def _handle(self, method: str, handler: Callback | None, *args: Any) -> Any:
+        if handler is None:
+            raise MethodError(f"This host does not support {method}")
+        return await call_maybe_async(handler, *args)
+
+    async def _set_widget_state(self, state: WidgetState) -> None:
+        size = len(json.dumps(state))
+        if size > self.max_state_bytes:
+            raise MethodError(
+                f"setWidgetState: the state is {size} bytes as JSON, over the host's "
+                f"limit of {self.max_state_bytes}"
+            )
+        await self.store.save(self.widget_id, state)
+        # The widget has the state already: record it as sent, so no update repeats it.
+        self._globals["widgetState"] = state
+        if self._sent is not None:
+            self._sent["widgetState"] = state
+        if self.on_widget_state is not None:
+            await call_maybe_async(self.on_widget_state, state)
+
+    async def _call_tool(self, name: str, args: dict[str, Any]) -> Any:
+        if self.server is None:
+            return await self._handle("callTool", self.on_call_tool, name, args)
+        try:
+            tool = (await self.server.wait_for_context(self.timeout)).tools.get(name)
+            if tool is None:
+                raise MethodError(f'Tool "{name}" is not a tool of the widget\'s server')
+            # Asked at each call, like the MCP Apps bridge: tools come, go and change.
+            if not BridgeMachine.may_call(tool.meta):
+                shown = list(apps_protocol.visibility(tool.meta))
+                raise MethodError(
+                    f'Tool "{name}" is not visible to apps (its visibility is {shown})'
+                )
+            result: mcp.CallToolResult = await self.server.call_tool_result(name, args)
+        except FrameDisconnected as exc:
+            raise MethodError(f"The widget's server is gone: {exc.message}") from None
+        except AssistantFramesError as exc:
+            raise MethodError(f"callTool {name} failed: {exc}") from None
+        return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+    # -- sending -----------------------------------------------------------------------------
+
+    async def _push_globals(self, *, full: bool = False) -> None:
+        if full or (self._sent is not None and self.full_updates):
+            changes = dict(self._globals)
+        elif self._sent is None:
+            return  # not ready: the widget gets them all when it is
+        else:
+            changes = protocol.changed_globals(self._sent, self._globals)
+            if not changes:
+                return
+        self._sent = dict(self._globals)
+        await self._send(protocol.encode_set_globals(changes))
+
+    async def _send(self, message: dict[str, Any]) -> None:
+        try:
+            async with self._send_lock:
+                with anyio.fail_after(self.send_timeout):
+                    await self._transport.send(message)
+        except _CLOSED:
+            logger.debug("widget %r: gone; dropped %s", self.widget_id, message.get("type"))
+        except TimeoutError:
+            logger.warning("widget %r: a send timed out; dropped it", self.widget_id)
+
+
+def _arg(args: tuple[Any, ...], index: int, kind: Any, what: str) -> Any:
+    value = args[index] if len(args) > index else None
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise MethodError(f"{what}: invalid argument {value!r}")
+    return value
