@@ -34,6 +34,7 @@ __all__ = ["MethodError", "WidgetHost"]
 
 logger = logging.getLogger("assistant_frames.widgets")
 
+_CALL_TOOL_KEYS = frozenset({"content", "structuredContent", "isError", "_meta"})
 _CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 
 #: A host callback: plain or async.
@@ -370,7 +371,9 @@ class WidgetHost:
             raise MethodError(f"The widget's server is gone: {exc.message}") from None
         except AssistantFramesError as exc:
             raise MethodError(f"callTool {name} failed: {exc}") from None
-        return result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        # The plan's CallToolResponse: content, structuredContent, isError (and _meta).
+        answer = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return {k: v for k, v in answer.items() if k in _CALL_TOOL_KEYS}
 
     # -- sending -----------------------------------------------------------------------------
 
