@@ -370,6 +370,24 @@ async def test_widget_state_survives_a_host_restart_with_the_sqlite_store(tmp_pa
     assert await SQLiteWidgetStateStore(path).load("other") == {"cart": []}
 
 
+async def test_the_state_set_last_wins_when_many_calls_race(tmp_path: Path) -> None:
+    path = tmp_path / "widgets.sqlite3"
+    async with pair(store=SQLiteWidgetStateStore(path)) as (_host, widget):
+        for n in range(20):
+            await widget.send(
+                {
+                    "type": protocol.METHOD_CALL,
+                    "id": n,
+                    "method": "setWidgetState",
+                    "args": [{"n": n}],
+                }
+            )
+        answers = [await widget.receive() for _ in range(20)]
+        assert sorted(a["id"] for a in answers) == list(range(20))
+        assert all(a["result"] is None for a in answers)
+    assert await SQLiteWidgetStateStore(path).load("w1") == {"n": 19}
+
+
 async def test_a_widget_state_that_is_too_large_or_not_an_object_is_refused() -> None:
     store = MemoryWidgetStateStore()
     async with pair(store=store, max_state_bytes=100) as (_host, widget):

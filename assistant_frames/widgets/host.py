@@ -141,6 +141,9 @@ class WidgetHost:
         self._send_lock = anyio.Lock()
         self._tasks = HeldTaskGroup()
         self._in_flight = 0
+        self._received = 0  # method calls received, numbering them in arrival order
+        self._state_lock = anyio.Lock()
+        self._saved = 0  # the number of the call whose state was saved last
         self._ready: anyio.Event | None = None
         self._ended: anyio.Event | None = None
         self._entered = False
@@ -153,12 +156,17 @@ class WidgetHost:
         self._entered = True
         self._ready = anyio.Event()
         self._ended = anyio.Event()
-        with anyio.fail_after(self.timeout):
-            state = await self.store.load(self.widget_id)
-        if state is not None or "widgetState" not in self._globals:
-            self._globals["widgetState"] = state
-        async with self._tasks.open() as group:
-            group.start_soon(self._receive_loop)
+        try:
+            with anyio.fail_after(self.timeout):
+                state = await self.store.load(self.widget_id)
+            if state is not None or "widgetState" not in self._globals:
+                self._globals["widgetState"] = state
+            async with self._tasks.open() as group:
+                group.start_soon(self._receive_loop)
+        except BaseException:
+            with anyio.CancelScope(shield=True), anyio.move_on_after(self.send_timeout):
+                await self._transport.aclose()
+            raise
         return self
 
     async def __aexit__(
@@ -236,13 +244,14 @@ class WidgetHost:
             group.start_soon(self._send, protocol.encode_error(call.id, error))
             return
         self._in_flight += 1
-        group.start_soon(self._serve, call)
+        self._received += 1
+        group.start_soon(self._serve, call, self._received)
 
-    async def _serve(self, call: MethodCall) -> None:
+    async def _serve(self, call: MethodCall, number: int) -> None:
         try:
             try:
                 with anyio.fail_after(self.timeout):
-                    result = await self._dispatch(call)
+                    result = await self._dispatch(call, number)
                 answer = protocol.encode_result(call.id, result)
             except MethodError as exc:
                 answer = protocol.encode_error(call.id, str(exc))
@@ -286,7 +295,7 @@ class WidgetHost:
 
     # -- methods -----------------------------------------------------------------------------
 
-    async def _dispatch(self, call: MethodCall) -> Any:
+    async def _dispatch(self, call: MethodCall, number: int) -> Any:
         method, args = call.method, call.args
         if method not in protocol.METHODS and method not in self.methods:
             raise MethodError(f"Unknown method: {method}")
@@ -304,7 +313,7 @@ class WidgetHost:
             state = args[0] if args else None
             if state is not None and not isinstance(state, dict):
                 raise MethodError("setWidgetState(state): state must be an object or null")
-            return await self._set_widget_state(state)
+            return await self._set_widget_state(state, number)
         if method == "sendFollowUpMessage":
             follow_up = _arg(args, 0, dict, "sendFollowUpMessage({prompt})")
             if not isinstance(follow_up.get("prompt"), str):
@@ -338,20 +347,26 @@ class WidgetHost:
             raise MethodError(f"This host does not support {method}")
         return await call_maybe_async(handler, *args)
 
-    async def _set_widget_state(self, state: WidgetState) -> None:
+    async def _set_widget_state(self, state: WidgetState, number: int) -> None:
         size = len(json.dumps(state))
         if size > self.max_state_bytes:
             raise MethodError(
                 f"setWidgetState: the state is {size} bytes as JSON, over the host's "
                 f"limit of {self.max_state_bytes}"
             )
-        await self.store.save(self.widget_id, state)
-        # The widget has the state already: record it as sent, so no update repeats it.
-        self._globals["widgetState"] = state
-        if self._sent is not None:
-            self._sent["widgetState"] = state
-        if self.on_widget_state is not None:
-            await call_maybe_async(self.on_widget_state, state)
+        # Calls are served in tasks, which may run in any order: the state the widget
+        # set last (by arrival) wins, and an older one arriving late is not saved.
+        async with self._state_lock:
+            if number < self._saved:
+                return
+            await self.store.save(self.widget_id, state)
+            self._saved = number
+            # The widget has the state already: record it as sent, so no update repeats it.
+            self._globals["widgetState"] = state
+            if self._sent is not None:
+                self._sent["widgetState"] = state
+            if self.on_widget_state is not None:  # in order too, the model may see it
+                await call_maybe_async(self.on_widget_state, state)
 
     async def _call_tool(self, name: str, args: dict[str, Any]) -> Any:
         if self.server is None:
