@@ -25,6 +25,8 @@ ALLOWED: dict[str, set[str]] = {
     "frames": {"registry", "transports"},
     # The view's proxied requests go to an MCP server; its tools are listed as MCP's.
     "apps": {"registry", "transports", "mcp", "tool_formats"},
+    # The AUI_* widget host: its callTool goes to an app's server, gated as the bridge does.
+    "widgets": {"apps", "registry", "transports", "mcp"},
 }
 TOP = {"cli", "demo", "_demo_worker", "__main__"}  # applications of the library
 
