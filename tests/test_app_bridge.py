@@ -262,6 +262,38 @@ async def test_a_failing_handler_answers_its_request_with_an_error_and_nothing_e
         assert bridge.state == "initialized"
 
 
+async def test_extensions_answer_their_own_methods_and_others_stay_not_found() -> None:
+    seen: list[Any] = []
+
+    async def modal(params: dict[str, Any]) -> dict[str, Any]:
+        seen.append(params)
+        return {"opened": params["title"]}
+
+    def broken(params: dict[str, Any]) -> None:
+        raise PermissionError("no uploads here")
+
+    extensions = {"x-test/modal": modal, "x-test/upload": broken, "x-test/none": lambda p: None}
+    async with pair(extensions=extensions) as (bridge, view):
+        await view.initialize()
+        answer = await view.request("x-test/modal", {"title": "Details"})
+        assert answer["result"] == {"opened": "Details"}
+        assert seen == [{"title": "Details"}]
+        assert (await view.request("x-test/none"))["result"] == {}
+        answer = await view.request("x-test/upload", {})
+        assert answer["error"] == {"code": -32603, "message": "no uploads here"}
+        answer = await view.request("x-test/other", {})
+        assert answer["error"]["code"] == protocol.METHOD_NOT_FOUND
+        # A notification by an extension's name is not a request: the machine drops it.
+        await view.send({"jsonrpc": "2.0", "method": "x-test/modal", "params": {}})
+        assert (await view.request("ping"))["result"] == {}
+        assert len(seen) == 1
+        assert bridge.state == "initialized"
+    host_side, view_side = memory_pair()
+    async with host_side, view_side:
+        with pytest.raises(ValueError, match="ui/message"):
+            AppBridge(host_side, extensions={protocol.MESSAGE: modal})
+
+
 async def test_display_mode_defaults_to_the_current_one_and_a_change_is_announced() -> None:
     async with pair(host_context={"displayMode": "inline"}) as (bridge, view):
         await view.initialize()

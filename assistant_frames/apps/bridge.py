@@ -103,8 +103,9 @@ class AppBridge:
 
     Handlers (``on_message``... as keywords or attributes) are plain or async callables
     taking the request's typed params; an unset one makes its method answer "method not
-    found". A handler's exception answers its request with an error; it never reaches
-    the bridge.
+    found". ``extensions`` adds requests MCP Apps does not have (namespaced names such
+    as ``x-assistant-frames/modal``), each answered by its handler from the raw params.
+    A handler's exception answers its request with an error; it never reaches the bridge.
     """
 
     def __init__(
@@ -130,6 +131,7 @@ class AppBridge:
         on_log: Handler | None = None,
         on_request_teardown: Callable[[], Any] | None = None,
         on_initialize: Callable[[protocol.InitializeParams], HostContext | None] | None = None,
+        extensions: Mapping[str, Handler] | None = None,
     ) -> None:
         if timeout is not None and not timeout > 0:
             raise ValueError(f"timeout must be positive or None, not {timeout!r}")
@@ -138,6 +140,12 @@ class AppBridge:
         if max_requests < 1:
             raise ValueError(f"max_requests must be at least 1, not {max_requests!r}")
         self.name = name or "app"
+        clashes = sorted(set(extensions or ()) & set(protocol.METHODS))
+        if clashes:
+            raise ValueError(f"extensions cannot take over MCP Apps methods: {clashes}")
+        #: Requests outside MCP Apps this host answers, ``{method: handler}``: the
+        #: handler takes the params as received (a dict) and returns a result object.
+        self.extensions: dict[str, Handler] = dict(extensions or {})
         #: The app's server (an ``mcp.Client`` passed in, wrapped in a ``ClientServer``).
         self.server: AppServer | None = (
             ClientServer(server) if isinstance(server, Client) else server
@@ -685,6 +693,12 @@ class AppBridge:
         try:
             while True:
                 raw = await receive()
+                extension = self._extension_request(raw)
+                if extension is not None:
+                    scope = await self._admit(extension)
+                    if scope is not None:
+                        return [(extension, scope)]
+                    continue
                 was, initializations = self._machine.state, self._machine.initializations
                 out = self._machine.receive(raw)
                 if self._machine.initializations > max(initializations, 1):
@@ -700,6 +714,21 @@ class AppBridge:
             logger.warning("Transport of %s failed: %r", self.name, exc)
             self._lose(FrameDisconnected(f"The transport of {self.name} failed: {exc!r}"))
         return None
+
+    def _extension_request(self, raw: object) -> Request | None:
+        """``raw`` as a request for one of :attr:`extensions` (``None``: any other message).
+
+        Checked before the machine, which knows MCP Apps methods only and would answer
+        "method not found".
+        """
+        if not (isinstance(raw, dict) and self.extensions and protocol.is_jsonrpc(raw)):
+            return None
+        method, request_id, params = raw.get("method"), raw.get("id"), raw.get("params")
+        if method not in self.extensions or not isinstance(params, dict | None):
+            return None
+        if not isinstance(request_id, str | int) or isinstance(request_id, bool):
+            return None
+        return Request(request_id, method, params or {}, params)
 
     async def _apply(self, out: Received, was: str) -> list[tuple[Request, anyio.CancelScope]]:
         """Act on what the machine made of a message; the requests admitted to be served."""
@@ -771,6 +800,9 @@ class AppBridge:
             return {}
         if method == protocol.REQUEST_DISPLAY_MODE:
             return await self._display_mode(request.params)
+        if method in self.extensions:
+            result = await call_maybe_async(self.extensions[method], request.params)
+            return {} if result is None else result
         handler = self._handlers().get(method)
         if handler is None:
             raise protocol.MethodNotFound(
