@@ -7,6 +7,9 @@ dependencies), under ``assistant_frames/browser/static/``:
   host (``AssistantFramesRelay.parent({url, token, src})``).
 * ``child-relay.js`` and ``child-relay.html``: the iframe a JS ``AssistantFrameHost``
   talks to, bridged to a Python frame.
+* ``openai-runtime.js``: ``window.openai`` (ChatGPT's Apps SDK widget API) over MCP Apps
+  JSON-RPC, for a widget written for ChatGPT to run in any MCP Apps host (see
+  ``docs/widgets.md``).
 * ``app-page.html``, ``app-page.js`` and ``app-page.css``: the page that shows MCP Apps
   views for :class:`assistant_frames.apps.AppPage` (and ``assistant-frames apps
   preview``); :func:`app_page_files` serves it with the relays.
@@ -27,6 +30,7 @@ RELAY_FILES: dict[str, str] = {
     "parent-relay.js": "text/javascript; charset=utf-8",
     "child-relay.js": "text/javascript; charset=utf-8",
     "child-relay.html": "text/html; charset=utf-8",
+    "openai-runtime.js": "text/javascript; charset=utf-8",
 }
 
 

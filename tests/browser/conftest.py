@@ -30,7 +30,13 @@ from browser_support import (
 )
 from helpers import one_process_at_a_time
 
-PAGE_SOURCES = ("frame-page.js", "host-page.js", "app-view-page.js", "app-host-page.js")
+PAGE_SOURCES = (
+    "frame-page.js",
+    "host-page.js",
+    "app-view-page.js",
+    "app-host-page.js",
+    "openai-host-page.js",
+)
 NPM_TIMEOUT = 300
 ESBUILD_TIMEOUT = 60
 
