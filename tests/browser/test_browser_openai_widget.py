@@ -410,6 +410,7 @@ async def test_a_window_openai_widget_runs_under_the_ext_apps_app_bridge(
         assert log["errors"] == []
 
         # What this host lacks rejects at once, and says so (the bound stays 30 s).
+        assert await view_eval(page, origin, "openai.timeout") == 30000
         for call, api in [
             ("openai.requestModal({ title: 'x' })", "requestModal"),
             ("openai.uploadFile(widgetTest.file())", "uploadFile"),
