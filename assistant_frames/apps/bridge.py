@@ -534,8 +534,12 @@ class AppBridge:
             limit = math.inf if self.timeout is None or not bounded else self.timeout
             with anyio.fail_after(limit):
                 for message in rest:
-                    await self._outbox.send(message)
-                    self._queued += 1
+                    self._queued += 1  # counted before the writer can take it
+                    try:
+                        await self._outbox.send(message)
+                    except BaseException:
+                        self._queued -= 1
+                        raise
 
     def _queue(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Queue for the writer what fits without waiting; the rest (the queue is full)."""
