@@ -714,8 +714,10 @@ async def bench_apps(config: Config, backend: str, log: Callable[[str], None]) -
             "app_view_stdio": await stack.enter_async_context(app_view_target(stdio_frame)),
             "app_frame_stdio": stdio_frame_call,
         }
-        paired = {"app_view": ("app_frame", frame_call, config.sequential_calls // 2)}
-        paired["app_view_stdio"] = ("app_frame_stdio", stdio_frame_call, config.mcp_stdio_calls)
+        paired = {
+            "app_view": ("app_frame", frame_call, config.sequential_calls // 2),
+            "app_view_stdio": ("app_frame_stdio", stdio_frame_call, config.transport_calls // 2),
+        }
         for key, call in targets.items():
             await _check(results[key].label, call)
             await measure_sequential(call, config.warmup_calls)
