@@ -48,7 +48,7 @@ from ..registry.tool import Tool, ToolCallContext
 from ..transports.contract import TransportAttribute, close_reason
 from . import protocol
 from .bridge_machine import BridgeMachine, Received
-from .client_server import ClientServer
+from .client_server import as_app_server
 from .errors import AppRequestError, AppTimeout
 from .forwarding import FORWARDED, AppServer, forward
 from .protocol import (
@@ -147,9 +147,7 @@ class AppBridge:
         #: handler takes the params as received (a dict) and returns a result object.
         self.extensions: dict[str, Handler] = dict(extensions or {})
         #: The app's server (an ``mcp.Client`` passed in, wrapped in a ``ClientServer``).
-        self.server: AppServer | None = (
-            ClientServer(server) if isinstance(server, Client) else server
-        )
+        self.server: AppServer | None = as_app_server(server)
         self.timeout = timeout
         self.init_timeout = init_timeout
         self.max_requests = max_requests

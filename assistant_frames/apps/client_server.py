@@ -16,7 +16,7 @@ since the cache serves what the server allowed to be cached, for as long as it a
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import mcp_types as types
@@ -25,14 +25,24 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from ..errors import FrameDisconnected, ToolCallError, ToolCallTimeout
-from ..mcp._client import Listing, list_all, progress_callback
+from ..mcp._client import Listing, check_arguments, list_all, progress_callback
 from ..mcp._results import from_call_result
 from ..mcp._tools import tool_from_mcp
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.events import ToolEventCallback, deliver_event
 from ..registry.tool import Tool, ToolCallContext
 
-__all__ = ["ClientServer"]
+if TYPE_CHECKING:
+    from .forwarding import AppServer
+
+__all__ = ["ClientServer", "as_app_server"]
+
+
+def as_app_server(server: AppServer | Client | None) -> AppServer | None:
+    """``server`` as the hosts of views use it: an entered ``mcp.Client`` is wrapped in a
+    :class:`ClientServer`; an ``MCPFrame`` (or any ``AppServer``) is used as it is."""
+    return ClientServer(server) if isinstance(server, Client) else server
+
 
 _T = TypeVar("_T")
 # What a transport that broke under the client raises, besides the SDK's CONNECTION_CLOSED.
@@ -102,11 +112,7 @@ class ClientServer:
         :class:`FrameDisconnected` when the client is or gets closed.
         """
         client = self._connected(name)
-        if args is not None and not isinstance(args, dict):
-            raise ToolCallError(
-                f'Arguments for tool "{name}" must be a JSON object, not {type(args).__name__}',
-                tool_name=name,
-            )
+        check_arguments(name, args)
         progress = None
         if on_event is not None:
             progress = progress_callback(None, name, lambda event: deliver_event(on_event, event))

@@ -39,7 +39,7 @@ from .._anyio import call_maybe_async
 from ..errors import ContextTimeout, FrameDisconnected
 from ..mcp._tools import mcp_tools
 from .bridge import AppBridge
-from .client_server import ClientServer
+from .client_server import as_app_server
 from .display import DISPLAY_MODES, allowed_display_modes, choose_display_mode
 from .forwarding import AppServer
 from .links import LinkPolicy
@@ -137,9 +137,7 @@ class AppView:
         #: The display mode the item asked for (what the view may use decides).
         self.requested_display_mode: DisplayMode = display_mode
         self.display_modes: tuple[DisplayMode, ...] = modes
-        self.server: AppServer | None = (
-            ClientServer(server) if isinstance(server, Client) else server
-        )
+        self.server: AppServer | None = as_app_server(server)
         self.host_info = host_info
         self.link_policy = link_policy or LinkPolicy()
         self.on_open_link = on_open_link

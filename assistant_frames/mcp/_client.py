@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final, Literal
 
+from ..errors import ToolCallError
 from ..registry.events import ToolProgress
 
 if TYPE_CHECKING:
@@ -17,7 +18,7 @@ if TYPE_CHECKING:
     from mcp.client.caching import CacheMode
     from mcp.shared.dispatcher import ProgressFnT
 
-__all__ = ["MAX_PAGES", "Listing", "list_all", "progress_callback"]
+__all__ = ["MAX_PAGES", "Listing", "check_arguments", "list_all", "progress_callback"]
 
 MAX_PAGES: Final = 1000  # a server that keeps returning cursors is not followed forever
 
@@ -58,3 +59,13 @@ def progress_callback(
         deliver(ToolProgress(progress, total, message, call_id, name))
 
     return progress
+
+
+def check_arguments(name: str, args: Any, frame: str | None = None) -> None:
+    """MCP carries a tool's arguments as a JSON object (or none): else ``ToolCallError``."""
+    if args is not None and not isinstance(args, dict):
+        raise ToolCallError(
+            f'Arguments for tool "{name}" must be a JSON object, not {type(args).__name__}',
+            tool_name=name,
+            frame=frame,
+        )

@@ -56,7 +56,7 @@ from ..registry.tool import Tool, ToolCallContext
 from ..registry.ui import UIResource
 from ..transports.contract import CloseReason
 from ._apps import declares_ui, ui_resource_from_read
-from ._client import list_all, progress_callback
+from ._client import check_arguments, list_all, progress_callback
 from ._resources import READ_RESOURCE, read_resource_tool
 from ._results import from_call_result
 from ._stdio import describe_exit, server_process
@@ -399,12 +399,7 @@ class MCPFrame:
         """
         if self._state != "connected":
             raise self._lost(f"The MCP frame {self.name} is not connected", name)
-        if args is not None and not isinstance(args, dict):
-            raise ToolCallError(
-                f'Arguments for tool "{name}" must be a JSON object, not {type(args).__name__}',
-                tool_name=name,
-                frame=self.name,
-            )
+        check_arguments(name, args, self.name)
         limit = self.timeout if timeout is None else timeout
         # One scope for the deadline and for the frame closing or losing its server (an
         # in-process server runs the call in this very task, where no transport ends

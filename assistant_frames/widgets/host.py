@@ -22,7 +22,7 @@ from mcp import Client
 from .._anyio import HeldTaskGroup, call_maybe_async
 from ..apps import protocol as apps_protocol
 from ..apps.bridge_machine import BridgeMachine
-from ..apps.client_server import ClientServer
+from ..apps.client_server import as_app_server
 from ..apps.forwarding import AppServer
 from ..errors import AssistantFramesError, FrameDisconnected
 from . import protocol
@@ -111,9 +111,7 @@ class WidgetHost:
         self.widget_id = widget_id
         self.manifest = manifest or WidgetManifest()
         self.store: WidgetStateStore = store or MemoryWidgetStateStore()
-        self.server: AppServer | None = (
-            ClientServer(server) if isinstance(server, Client) else server
-        )
+        self.server: AppServer | None = as_app_server(server)
         self.full_updates = full_updates
         self.timeout = timeout
         self.send_timeout = send_timeout
