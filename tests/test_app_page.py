@@ -131,7 +131,8 @@ async def test_a_tool_call_shows_its_view_served_under_its_csp_and_python_drives
         assert csp == build_csp(protocol.ResourceCsp(connect_domains=[]))
         assert "connect-src 'none'" in csp
         assert headers["referrer-policy"] == "no-referrer"
-        assert (await get(page.views_origin, path[:-1] + "x"))[0] == 404
+        wrong = path[:-1] + ("y" if path.endswith("x") else "x")  # another secret, always
+        assert (await get(page.views_origin, wrong))[0] == 404
         assert (await get(page.origin, path))[0] == 404
 
         capabilities = protocol.AppCapabilities(available_display_modes=["inline", "fullscreen"])
