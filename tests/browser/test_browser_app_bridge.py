@@ -8,7 +8,6 @@ carries the view's JSON-RPC over the WebSocket to the Python side.
 
 from __future__ import annotations
 
-import itertools
 import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,52 +17,31 @@ from typing import Any
 import anyio
 import mcp_types as mcp
 import pytest
-from mcp.server.mcpserver import MCPServer
 
 from assistant_frames import ModelContextRegistry
 from assistant_frames.apps.bridge_machine import BridgeMachine
 from assistant_frames.apps.protocol import HostCapabilities, HostContext
 from assistant_frames.browser import relay_files
-from assistant_frames.mcp import MCPFrame
 from assistant_frames.transports import WebSocketServer, websocket_server
 
 from browser_support import BrowserPage
 from helpers import wait_until
+from view_support import (
+    HOST_INFO,
+    HTML,
+    JS,
+    PARENT_HTML,
+    TOKEN,
+    WAIT,
+    Weather,
+    page_url,
+    view_base,
+    view_eval,
+    view_wait,
+    weather_server,
+)
 
 pytestmark = pytest.mark.anyio
-
-TOKEN = "app-view-token"
-WAIT = 10.0
-HTML = "text/html; charset=utf-8"
-JS = "text/javascript; charset=utf-8"
-
-# The relay page. Its URL fragment says where the view is (`src`) and what it may use.
-PARENT_HTML = b"""<!doctype html>
-<html><head><meta charset="utf-8"><title>app host page</title></head>
-<body>
-<script src="/assistant-frames/parent-relay.js"></script>
-<script>
-  const config = new URLSearchParams(location.hash.slice(1));
-  window.relayLog = [];
-  window.seen = [];  // every JSON-RPC message this page gets, and from where
-  window.addEventListener("message", (event) => {
-    if (event.data && event.data.jsonrpc === "2.0")
-      seen.push({ id: event.data.id ?? null, method: event.data.method ?? null,
-                  origin: event.origin,
-                  bridged: !!relay.iframe && event.source === relay.iframe.contentWindow });
-  });
-  window.relay = AssistantFramesRelay.parent({
-    url: `ws://${location.host}/apps/view`,
-    token: config.get("token"),
-    app: true,
-    src: config.get("src"),
-    permissions: JSON.parse(config.get("permissions") || "{}"),
-    initialDelay: 100,
-    onStatus: (status, info) => relayLog.push({ status, reason: info.reason ?? null }),
-  });
-</script>
-</body></html>
-"""
 
 VIEW_HTML = b"""<!doctype html>
 <html><head><meta charset="utf-8"><title>view</title></head>
@@ -79,9 +57,6 @@ SENDER_HTML = b"""<!doctype html>
 </script></body></html>
 """
 
-_LOADS = itertools.count()
-HOST_INFO = mcp.Implementation(name="relay-test-host", version="1.2.3")
-
 
 def files(bundles: dict[str, bytes]) -> dict[str, tuple[bytes, str]]:
     return {
@@ -91,50 +66,6 @@ def files(bundles: dict[str, bytes]) -> dict[str, tuple[bytes, str]]:
         "/view.html": (VIEW_HTML, HTML),
         "/sender.html": (SENDER_HTML, HTML),
     }
-
-
-def page_url(server: WebSocketServer, src: str, **options: str) -> str:
-    fragment = "&".join(f"{k}={v}" for k, v in {"token": TOKEN, "src": src, **options}.items())
-    # A fresh query each time: a new document, not a fragment change of the last one.
-    return f"http://127.0.0.1:{server.port}/parent.html?{next(_LOADS)}#{fragment}"
-
-
-def view_base(server: WebSocketServer) -> str:
-    """The view's origin: the same server, reached as ``localhost`` (another origin)."""
-    return f"http://localhost:{server.port}"
-
-
-# -- the view's frame, reached through Playwright (the page cannot script it: other origin)
-
-
-def _view_frame(page: BrowserPage, origin: str) -> Any:
-    for frame in page._page.frames:
-        if frame.url.startswith(origin + "/view.html"):
-            return frame
-    raise LookupError(f"no view frame from {origin}: {[f.url for f in page._page.frames]}")
-
-
-async def view_eval(page: BrowserPage, origin: str, expression: str, arg: Any = None) -> Any:
-    """Evaluate ``expression`` in the view's frame."""
-    return await page.browser.call(lambda _c: _view_frame(page, origin).evaluate(expression, arg))
-
-
-async def view_wait(page: BrowserPage, origin: str, expression: str, timeout: float = WAIT) -> Any:
-    """Wait (bounded) until ``expression`` is truthy in the view's frame; return its value."""
-
-    def wait(_context: Any) -> Any:
-        # The view's frame appears once the relay's socket is open.
-        for _ in range(int(timeout / 0.05)):
-            try:
-                frame = _view_frame(page, origin)
-                break
-            except LookupError:
-                page._page.wait_for_timeout(50)
-        frame = _view_frame(page, origin)
-        return frame.wait_for_function(expression, timeout=timeout * 1000).json_value()
-
-    with anyio.fail_after(2 * timeout + 5):
-        return await page.browser.call(wait)
 
 
 # -- relay rules, with a hand-driven BridgeMachine on the Python side ---------------------------
@@ -322,35 +253,6 @@ class BridgeSide:
     async def next_bridge(self) -> Any:
         with anyio.fail_after(WAIT):
             return await self.bridges.receive()
-
-
-@dataclass
-class Weather:
-    """A real MCP server (the ``mcp`` SDK's ``MCPServer``) in an entered ``MCPFrame``."""
-
-    frame: MCPFrame
-    calls: list[str]
-
-
-@asynccontextmanager
-async def weather_server() -> AsyncIterator[Weather]:
-    server = MCPServer("weather", subscriptions=False)
-    calls: list[str] = []
-
-    @server.tool(meta={"ui": {"visibility": ["app", "model"]}})
-    def forecast(city: str) -> str:
-        """The forecast for a city (the view may call it)."""
-        calls.append(f"forecast {city}")
-        return f"Sunny in {city}"
-
-    @server.tool(meta={"ui": {"visibility": ["model"]}})
-    def secret() -> str:
-        """For the model only: a view must never reach it."""
-        calls.append("secret")
-        return "classified"
-
-    async with MCPFrame(server, timeout=WAIT) as frame:
-        yield Weather(frame, calls)
 
 
 @asynccontextmanager

@@ -20,7 +20,13 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from test_browser_app_bridge import (
+from assistant_frames.apps.protocol import HostContext
+from assistant_frames.browser import relay_files
+from assistant_frames.mcp import MCPContextServer, MCPFrame
+from assistant_frames.transports import websocket_server
+
+from browser_support import BrowserPage
+from view_support import (
     HOST_INFO,
     HTML,
     PARENT_HTML,
@@ -31,13 +37,6 @@ from test_browser_app_bridge import (
     view_eval,
     view_wait,
 )
-
-from assistant_frames.apps.protocol import HostContext
-from assistant_frames.browser import relay_files
-from assistant_frames.mcp import MCPContextServer, MCPFrame
-from assistant_frames.transports import websocket_server
-
-from browser_support import BrowserPage
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,14 @@ from urllib.parse import quote
 import anyio
 import mcp_types as mcp
 import pytest
-from test_browser_app_bridge import (
+
+from assistant_frames.apps import AppBridge, protocol
+from assistant_frames.browser import relay_files
+from assistant_frames.transports import WebSocketServer, websocket_server
+
+from browser_support import BrowserPage
+from helpers import wait_until
+from view_support import (
     HOST_INFO,
     PARENT_HTML,
     TOKEN,
@@ -33,13 +40,6 @@ from test_browser_app_bridge import (
     view_wait,
     weather_server,
 )
-
-from assistant_frames.apps import AppBridge, protocol
-from assistant_frames.browser import relay_files
-from assistant_frames.transports import WebSocketServer, websocket_server
-
-from browser_support import BrowserPage
-from helpers import wait_until
 
 pytestmark = pytest.mark.anyio
 

@@ -1,0 +1,130 @@
+"""Hosting a view in Chromium behind the shipped parent relay, for the browser tests.
+
+The page (``/parent.html`` on ``http://127.0.0.1:<port>``) runs the parent relay in app
+mode; the view is served by the same server reached as ``http://localhost:<port>``:
+another origin, as MCP Apps ask of web hosts. The page cannot script the view (other
+origin), so the tests reach its frame through Playwright.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import mcp_types as mcp
+from mcp.server.mcpserver import MCPServer
+
+from assistant_frames.mcp import MCPFrame
+from assistant_frames.transports import WebSocketServer
+
+from browser_support import BrowserPage
+
+TOKEN = "app-view-token"
+WAIT = 10.0
+HTML = "text/html; charset=utf-8"
+JS = "text/javascript; charset=utf-8"
+
+# The relay page. Its URL fragment says where the view is (`src`) and what it may use.
+PARENT_HTML = b"""<!doctype html>
+<html><head><meta charset="utf-8"><title>app host page</title></head>
+<body>
+<script src="/assistant-frames/parent-relay.js"></script>
+<script>
+  const config = new URLSearchParams(location.hash.slice(1));
+  window.relayLog = [];
+  window.seen = [];  // every JSON-RPC message this page gets, and from where
+  window.addEventListener("message", (event) => {
+    if (event.data && event.data.jsonrpc === "2.0")
+      seen.push({ id: event.data.id ?? null, method: event.data.method ?? null,
+                  origin: event.origin,
+                  bridged: !!relay.iframe && event.source === relay.iframe.contentWindow });
+  });
+  window.relay = AssistantFramesRelay.parent({
+    url: `ws://${location.host}/apps/view`,
+    token: config.get("token"),
+    app: true,
+    src: config.get("src"),
+    permissions: JSON.parse(config.get("permissions") || "{}"),
+    initialDelay: 100,
+    onStatus: (status, info) => relayLog.push({ status, reason: info.reason ?? null }),
+  });
+</script>
+</body></html>
+"""
+
+_LOADS = itertools.count()
+HOST_INFO = mcp.Implementation(name="relay-test-host", version="1.2.3")
+
+
+def page_url(server: WebSocketServer, src: str, **options: str) -> str:
+    fragment = "&".join(f"{k}={v}" for k, v in {"token": TOKEN, "src": src, **options}.items())
+    # A fresh query each time: a new document, not a fragment change of the last one.
+    return f"http://127.0.0.1:{server.port}/parent.html?{next(_LOADS)}#{fragment}"
+
+
+def view_base(server: WebSocketServer) -> str:
+    """The view's origin: the same server, reached as ``localhost`` (another origin)."""
+    return f"http://localhost:{server.port}"
+
+
+def _view_frame(page: BrowserPage, origin: str) -> Any:
+    for frame in page._page.frames:
+        if frame.url.startswith(origin + "/view.html"):
+            return frame
+    raise LookupError(f"no view frame from {origin}: {[f.url for f in page._page.frames]}")
+
+
+async def view_eval(page: BrowserPage, origin: str, expression: str, arg: Any = None) -> Any:
+    """Evaluate ``expression`` in the view's frame."""
+    return await page.browser.call(lambda _c: _view_frame(page, origin).evaluate(expression, arg))
+
+
+async def view_wait(page: BrowserPage, origin: str, expression: str, timeout: float = WAIT) -> Any:
+    """Wait (bounded) until ``expression`` is truthy in the view's frame; return its value."""
+
+    def wait(_context: Any) -> Any:
+        # The view's frame appears once the relay's socket is open.
+        for _ in range(int(timeout / 0.05)):
+            try:
+                frame = _view_frame(page, origin)
+                break
+            except LookupError:
+                page._page.wait_for_timeout(50)
+        frame = _view_frame(page, origin)
+        return frame.wait_for_function(expression, timeout=timeout * 1000).json_value()
+
+    with anyio.fail_after(2 * timeout + 5):
+        return await page.browser.call(wait)
+
+
+@dataclass
+class Weather:
+    """A real MCP server (the ``mcp`` SDK's ``MCPServer``) in an entered ``MCPFrame``."""
+
+    frame: MCPFrame
+    calls: list[str]
+
+
+@asynccontextmanager
+async def weather_server() -> AsyncIterator[Weather]:
+    server = MCPServer("weather", subscriptions=False)
+    calls: list[str] = []
+
+    @server.tool(meta={"ui": {"visibility": ["app", "model"]}})
+    def forecast(city: str) -> str:
+        """The forecast for a city (the view may call it)."""
+        calls.append(f"forecast {city}")
+        return f"Sunny in {city}"
+
+    @server.tool(meta={"ui": {"visibility": ["model"]}})
+    def secret() -> str:
+        """For the model only: a view must never reach it."""
+        calls.append("secret")
+        return "classified"
+
+    async with MCPFrame(server, timeout=WAIT) as frame:
+        yield Weather(frame, calls)
