@@ -7,7 +7,7 @@ dependencies), under ``assistant_frames/browser/static/``:
   host (``AssistantFramesRelay.parent({url, token, src})``).
 * ``child-relay.js`` and ``child-relay.html``: the iframe a JS ``AssistantFrameHost``
   talks to, bridged to a Python frame.
-* ``openai-runtime.js``: ``window.openai`` (ChatGPT's Apps SDK widget API) over MCP Apps
+* ``widget-runtime.js``: ``window.openai`` (ChatGPT's Apps SDK widget API) over MCP Apps
   JSON-RPC, for a widget written for ChatGPT to run in any MCP Apps host (see
   ``docs/widgets.md``).
 * ``app-page.html``, ``app-page.js`` and ``app-page.css``: the page that shows MCP Apps
@@ -30,7 +30,7 @@ RELAY_FILES: dict[str, str] = {
     "parent-relay.js": "text/javascript; charset=utf-8",
     "child-relay.js": "text/javascript; charset=utf-8",
     "child-relay.html": "text/html; charset=utf-8",
-    "openai-runtime.js": "text/javascript; charset=utf-8",
+    "widget-runtime.js": "text/javascript; charset=utf-8",
 }
 
 

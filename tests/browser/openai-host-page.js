@@ -1,5 +1,5 @@
 // A real ext-apps AppBridge (2.0.4) hosting a window.openai widget directly: the widget's
-// iframe (another origin) loads the shipped openai-runtime.js, which speaks MCP Apps
+// iframe (another origin) loads the shipped widget-runtime.js, which speaks MCP Apps
 // JSON-RPC to this bridge. Bundled by esbuild at test time (conftest.py).
 import { AppBridge, PostMessageTransport } from "@modelcontextprotocol/ext-apps/app-bridge";
 

@@ -1,7 +1,7 @@
 """A widget written only against ``window.openai`` (Apps SDK style), in headless Chromium.
 
 The widget (``/view.html``, served from ``http://localhost:<port>``: another origin than
-the page) loads the shipped ``openai-runtime.js``, which speaks MCP Apps JSON-RPC to its
+the page) loads the shipped ``widget-runtime.js``, which speaks MCP Apps JSON-RPC to its
 parent. It runs under two hosts:
 
 * ours: the parent relay in app mode, carrying the JSON-RPC over a WebSocket to a Python
@@ -50,9 +50,9 @@ JS = "text/javascript; charset=utf-8"
 WIDGET_HTML = b"""<!doctype html>
 <html><head><meta charset="utf-8"><title>pizza widget</title>
 <script>
-  window.assistantFramesOpenAI = { appInfo: { name: "pizza-widget", version: "1.0.0" } };
+  window.assistantFramesWidget = { appInfo: { name: "pizza-widget", version: "1.0.0" } };
 </script>
-<script src="/assistant-frames/openai-runtime.js"></script>
+<script src="/assistant-frames/widget-runtime.js"></script>
 </head><body><div id="root"></div>
 <script>
   const KEYS = ["theme", "locale", "displayMode", "maxHeight", "safeArea", "userAgent", "view",
