@@ -52,9 +52,16 @@
  *   - accepts messages only from that iframe's window AND the view origin, and posts
  *     only to the view origin (never "*"): if the view navigates elsewhere, nothing
  *     reaches it and nothing it sends is forwarded;
- *   - forwards JSON-RPC 2.0 only (option channels adds channels; jsonrpc is always on);
+ *   - forwards JSON-RPC 2.0 only (option channels adds channels; jsonrpc is always on,
+ *     unless wire is "aui", below);
  *   - reloads the view when the WebSocket reconnects: a new socket is a new host-side
  *     bridge, and a view initializes (ui/initialize) once per document.
+ *
+ * Widgets on the AUI_* wire (option wire: "aui", e.g. with app: true for a widget on
+ * another origin running widget-runtime.js with data-wire="aui"): the relay forwards,
+ * instead of JSON-RPC, the widget's objects whose type is AUI_METHOD_CALL or one of
+ * the plan's older messages (ready, resize, action, addResult, error); option jsonrpc:
+ * true forwards JSON-RPC as well. A WidgetHost on the Python side answers them.
  *
  * The iframe is created only once the WebSocket is open. Failed connections are
  * retried a bounded number of times with exponential backoff; then the relay
@@ -69,6 +76,8 @@
   var RELAY_CHANNEL = "assistant-frames-relay";
   var FRAME_CHANNEL = "assistant-ui-frame";
   var MAX_BUFFERED = 1000;
+  // What a widget on the AUI_* wire sends its host (assistant-ui's tool-UI plan).
+  var AUI_TYPES = ["AUI_METHOD_CALL", "ready", "resize", "action", "addResult", "error"];
   // What the MCP Apps spec asks of web hosts for a view iframe.
   var APP_SANDBOX = "allow-scripts allow-same-origin";
   // McpUiResourcePermissions -> Permission Policy features, in ext-apps' order.
@@ -97,12 +106,13 @@
   }
 
   // Whether a message from the bridged window may go to the WebSocket: a JSON object
-  // on an allowed channel, or (unless jsonrpc is false) a JSON-RPC 2.0 message; never
-  // one on the relay's own channel.
-  function allowed(data, channels, jsonrpc) {
+  // on an allowed channel, a JSON-RPC 2.0 message (if jsonrpc), or an AUI_* widget
+  // message (if aui); never one on the relay's own channel.
+  function allowed(data, channels, jsonrpc, aui) {
     if (data === null || typeof data !== "object" || Array.isArray(data)) return false;
     if (data.channel === RELAY_CHANNEL) return false;
     if (jsonrpc && data.jsonrpc === "2.0") return true;
+    if (aui && AUI_TYPES.indexOf(data.type) >= 0) return true;
     if (channels === "*") return true;
     return channels.indexOf(data.channel) >= 0;
   }
@@ -176,7 +186,11 @@
     var initialDelay = options.initialDelay === undefined ? 250 : options.initialDelay;
     var maxDelay = options.maxDelay === undefined ? 4000 : options.maxDelay;
     var channels = options.channels || (app ? [] : [FRAME_CHANNEL]);
-    var jsonrpc = app || options.jsonrpc !== false;
+    var aui = options.wire === "aui";
+    if (options.wire !== undefined && !aui && options.wire !== "mcp-apps") {
+      throw new Error('AssistantFramesRelay.parent: options.wire must be "mcp-apps" or "aui"');
+    }
+    var jsonrpc = aui ? options.jsonrpc === true : app || options.jsonrpc !== false;
     var statusElement = resolveElement(options.statusElement, document.documentElement);
     var socketUrl = withToken(options.url, options.token);
 
@@ -258,7 +272,7 @@
     function onWindowMessage(event) {
       if (!iframe || event.source !== iframe.contentWindow) return;
       if (event.origin !== targetOrigin) return;
-      if (!allowed(event.data, channels, jsonrpc)) return;
+      if (!allowed(event.data, channels, jsonrpc, aui)) return;
       if (!socket || socket.readyState !== WebSocket.OPEN) return;
       var text = toJson(event.data);
       if (text !== null) socket.send(text);
@@ -343,4 +357,5 @@
   var relay = (window.AssistantFramesRelay = window.AssistantFramesRelay || {});
   relay.parent = parent;
   relay.RELAY_CHANNEL = RELAY_CHANNEL;
+  relay.AUI_TYPES = AUI_TYPES.slice();
 })();
