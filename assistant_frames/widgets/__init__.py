@@ -1,7 +1,9 @@
 """Hosting widgets written for the ``AUI_*`` wire (assistant-ui's ``window.aui`` plan).
 
 :class:`WidgetHost` answers one widget's method calls, pushes its globals, keeps its
-state in a :class:`WidgetStateStore` and enforces its :class:`WidgetManifest`; the wire
+state in a :class:`WidgetStateStore` and enforces its :class:`WidgetManifest`.
+:class:`WidgetStateKeeper` keeps state the same way for an MCP Apps ``AppBridge`` hosting
+a widget that runs ``widget-runtime.js``. The ``AUI_*`` wire
 itself is in :mod:`assistant_frames.widgets.protocol`, without I/O.
 """
 
@@ -9,11 +11,14 @@ from __future__ import annotations
 
 from . import protocol
 from .host import MethodError, WidgetHost
+from .keeper import WIDGET_STATE_METHOD, InvalidWidgetState, WidgetStateKeeper
 from .manifest import BASE_METHODS, PERMISSION_METHODS, WidgetManifest
 from .store import MemoryWidgetStateStore, SQLiteWidgetStateStore, WidgetState, WidgetStateStore
 
 __all__ = [
     "BASE_METHODS",
+    "WIDGET_STATE_METHOD",
+    "InvalidWidgetState",
     "PERMISSION_METHODS",
     "MemoryWidgetStateStore",
     "MethodError",
@@ -21,6 +26,7 @@ __all__ = [
     "WidgetHost",
     "WidgetManifest",
     "WidgetState",
+    "WidgetStateKeeper",
     "WidgetStateStore",
     "protocol",
 ]

@@ -8,7 +8,6 @@ ones at debug level, and none reaches a handler.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping
 from types import TracebackType
@@ -26,9 +25,10 @@ from ..apps.client_server import as_app_server
 from ..apps.forwarding import AppServer
 from ..errors import AssistantFramesError, FrameDisconnected
 from . import protocol
+from .keeper import InvalidWidgetState, WidgetStateKeeper
 from .manifest import WidgetManifest
 from .protocol import LegacyMessage, MethodCall
-from .store import MemoryWidgetStateStore, WidgetState, WidgetStateStore
+from .store import WidgetState, WidgetStateStore
 
 __all__ = ["MethodError", "WidgetHost"]
 
@@ -110,15 +110,20 @@ class WidgetHost:
             raise ValueError(f"max_calls must be at least 1, not {max_calls!r}")
         self.widget_id = widget_id
         self.manifest = manifest or WidgetManifest()
-        self.store: WidgetStateStore = store or MemoryWidgetStateStore()
+        #: The widget's state: its store, size limit and ``on_widget_state`` callback.
+        self.state = WidgetStateKeeper(
+            store,
+            widget_id,
+            on_widget_state=on_widget_state,
+            max_state_bytes=max_state_bytes,
+            timeout=timeout,
+        )
         self.server: AppServer | None = as_app_server(server)
         self.full_updates = full_updates
         self.timeout = timeout
         self.send_timeout = send_timeout
         self.max_calls = max_calls
-        self.max_state_bytes = max_state_bytes
         self.on_call_tool = on_call_tool
-        self.on_widget_state = on_widget_state
         self.on_follow_up = on_follow_up
         self.on_request_display_mode = on_request_display_mode
         self.on_request_modal = on_request_modal
@@ -139,9 +144,6 @@ class WidgetHost:
         self._send_lock = anyio.Lock()
         self._tasks = HeldTaskGroup()
         self._in_flight = 0
-        self._received = 0  # method calls received, numbering them in arrival order
-        self._state_lock = anyio.Lock()
-        self._saved = 0  # the number of the call whose state was saved last
         self._ready: anyio.Event | None = None
         self._ended: anyio.Event | None = None
         self._entered = False
@@ -155,8 +157,7 @@ class WidgetHost:
         self._ready = anyio.Event()
         self._ended = anyio.Event()
         try:
-            with anyio.fail_after(self.timeout):
-                state = await self.store.load(self.widget_id)
+            state = await self.state.load()
             if state is not None or "widgetState" not in self._globals:
                 self._globals["widgetState"] = state
             async with self._tasks.open() as group:
@@ -242,8 +243,7 @@ class WidgetHost:
             group.start_soon(self._send, protocol.encode_error(call.id, error))
             return
         self._in_flight += 1
-        self._received += 1
-        group.start_soon(self._serve, call, self._received)
+        group.start_soon(self._serve, call, self.state.ticket())
 
     async def _serve(self, call: MethodCall, number: int) -> None:
         try:
@@ -346,25 +346,17 @@ class WidgetHost:
         return await call_maybe_async(handler, *args)
 
     async def _set_widget_state(self, state: WidgetState, number: int) -> None:
-        size = len(json.dumps(state))
-        if size > self.max_state_bytes:
-            raise MethodError(
-                f"setWidgetState: the state is {size} bytes as JSON, over the host's "
-                f"limit of {self.max_state_bytes}"
-            )
-        # Calls are served in tasks, which may run in any order: the state the widget
-        # set last (by arrival) wins, and an older one arriving late is not saved.
-        async with self._state_lock:
-            if number < self._saved:
-                return
-            await self.store.save(self.widget_id, state)
-            self._saved = number
+        # Calls are served in tasks, which may run in any order: the keeper saves the
+        # state the widget set last (by arrival, `number`), never an older one after it.
+        try:
+            saved = await self.state.save(state, number)
+        except InvalidWidgetState as exc:
+            raise MethodError(f"setWidgetState: {exc}") from None
+        if saved and self.state.state is state:  # and no later save came in since
             # The widget has the state already: record it as sent, so no update repeats it.
             self._globals["widgetState"] = state
             if self._sent is not None:
                 self._sent["widgetState"] = state
-            if self.on_widget_state is not None:  # in order too, the model may see it
-                await call_maybe_async(self.on_widget_state, state)
 
     async def _call_tool(self, name: str, args: dict[str, Any]) -> Any:
         if self.server is None:
