@@ -202,6 +202,12 @@ class WidgetHost:
         if not self.ready:
             raise FrameDisconnected(f"widget {self.widget_id!r} went before it was ready")
 
+    async def wait_disconnected(self) -> None:
+        """Wait until the widget's transport ends (the widget went, or the host closed)."""
+        if self._ended is None:
+            raise RuntimeError("Enter the WidgetHost first")
+        await self._ended.wait()
+
     async def update_globals(self, **changes: Any) -> None:
         """Change globals; a ready widget gets those that changed (nothing if none did)."""
         self._globals.update(changes)
