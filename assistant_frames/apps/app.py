@@ -318,8 +318,16 @@ class App:
         ``timeout`` seconds (default: the App's; the host is told with
         ``notifications/cancelled``), :class:`AppDisconnected` when the connection is
         or goes away, and :class:`~assistant_frames.apps.protocol.InvalidParams` when
-        the result does not match the method's.
+        the result does not match the method's. A method MCP Apps does not define (a
+        host's extension, such as ``x-assistant-frames/widget-state``) returns its result
+        as a dict; one MCP Apps defines as a notification raises ``MethodNotFound``
+        before anything is sent.
         """
+        spec = protocol.METHODS.get(method)
+        if spec is not None and spec.result is None:  # refused before the host acts on it
+            raise protocol.MethodNotFound(
+                f"{method} is a notification, not a request", method=method
+            )
         if self._disconnected is not None or self._state in ("new", "closed"):
             raise AppDisconnected(self._disconnected or "The App is not open", method=method)
         limit = self.timeout if timeout is None else timeout
@@ -342,6 +350,8 @@ class App:
             raise AppDisconnected(error.message, method=method)
         if isinstance(error, protocol.ErrorResponse):
             raise AppRequestError(method, error.code, error.message, error.data)
+        if spec is None:  # a host's extension (x-assistant-frames/...): its result as sent
+            return dict(call.result)
         return protocol.parse_result(method, call.result)
 
     async def _abandon(self, call: PendingCall, reason: str) -> None:
