@@ -28,7 +28,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping
 from contextlib import suppress
 from types import TracebackType
-from typing import Any, Literal, TypeAlias
+from typing import Any, Literal, Protocol, TypeAlias
 
 import anyio
 import mcp_types as mcp
@@ -38,7 +38,7 @@ from mcp import Client
 from .._anyio import call_maybe_async
 from ..errors import ContextTimeout, FrameDisconnected
 from ..mcp._tools import mcp_tools
-from .bridge import AppBridge
+from .bridge import AppBridge, Handler
 from .client_server import as_app_server
 from .display import DISPLAY_MODES, allowed_display_modes, choose_display_mode
 from .forwarding import AppServer
@@ -58,7 +58,7 @@ from .protocol import (
 )
 from .resource import AppResource, AppResourceError, check_ui_uri, resolve_resource
 
-__all__ = ["AppView", "ViewCallback", "ViewState"]
+__all__ = ["AppView", "ViewCallback", "ViewState", "WidgetStateSource"]
 
 logger = logging.getLogger("assistant_frames.apps")
 
@@ -69,6 +69,19 @@ initialized (yet, or again after its connection ended); ``ready``: initialized;
 
 #: A host callback: called with the view and the request's typed params; plain or async.
 ViewCallback: TypeAlias = Callable[["AppView", Any], Any]
+
+
+class WidgetStateSource(Protocol):
+    """Where a view's widget state is kept, e.g. a ``widgets.WidgetStateKeeper``."""
+
+    async def load(self) -> Any:
+        """The state kept for the widget instance (``None``: none)."""
+        ...
+
+    @property
+    def extensions(self) -> Mapping[str, Handler]:
+        """The extension requests that save it (``x-assistant-frames/widget-state``)."""
+        ...
 
 
 class AppView:
@@ -86,7 +99,11 @@ class AppView:
     supports. ``link_policy`` decides which ``ui/open-link`` requests reach
     ``on_open_link(view, url)``; ``on_message`` and ``on_update_model_context`` get
     ``(view, params)``; ``on_change(view)`` (plain) is called when :attr:`state` or
-    :attr:`display_mode` changes. ``init_timeout`` bounds the view's initialization,
+    :attr:`display_mode` changes. ``extensions`` answers requests MCP Apps does not have
+    (as ``AppBridge(extensions=...)``). ``widget_state`` (a ``widgets.WidgetStateKeeper``)
+    keeps the state a ``widget-runtime.js`` widget sets: each connection of the view is
+    told the state kept last, as the host context's ``widgetState``, so a re-render gets
+    it back. ``init_timeout`` bounds the view's initialization,
     ``teardown_timeout`` its teardown, ``timeout`` every other request either way.
     """
 
@@ -113,6 +130,8 @@ class AppView:
         on_update_model_context: ViewCallback | None = None,
         on_size_changed: ViewCallback | None = None,
         on_change: Callable[[AppView], object] | None = None,
+        extensions: Mapping[str, Handler] | None = None,
+        widget_state: WidgetStateSource | None = None,
         init_timeout: float = 30.0,
         teardown_timeout: float = 5.0,
         timeout: float = 30.0,
@@ -145,6 +164,8 @@ class AppView:
         self.on_update_model_context = on_update_model_context
         self.on_size_changed = on_size_changed
         self.on_change = on_change
+        self.extensions: dict[str, Handler] = dict(extensions or {})
+        self.widget_state = widget_state
         self.init_timeout = init_timeout
         self.teardown_timeout = teardown_timeout
         self.timeout = timeout
@@ -167,6 +188,7 @@ class AppView:
         self._result: mcp.CallToolResult | Mapping[str, Any] | None = None
         self._cancelled: tuple[str | None] | None = None
         self._bridge: AppBridge | None = None
+        self._widget_state: Any = None  # as read for the connection in progress
         self._sending: anyio.Lock | None = None
         self._stop: anyio.Event | None = None
         self._done: anyio.Event | None = None
@@ -197,13 +219,16 @@ class AppView:
     @property
     def host_context(self) -> HostContext:
         """The host context this view is (or will be) told: the host's, plus its display
-        mode, the modes it may use and its tool."""
+        mode, the modes it may use, its tool and (with ``widget_state``) the widget state
+        read when its connection began."""
         extra: dict[str, Any] = {
             "display_mode": self._display_mode,
             "available_display_modes": list(self.allowed_display_modes),
         }
         if self._tool_info is not None:
             extra["tool_info"] = self._tool_info
+        if self._widget_state is not None:
+            extra["widgetState"] = self._widget_state
         return self._host_context.model_copy(update=extra)
 
     @property
@@ -299,6 +324,7 @@ class AppView:
         stop, done = self._stop, self._done = anyio.Event(), anyio.Event()
         self._sending = self._sending or anyio.Lock()
         try:
+            self._widget_state = await self._load_widget_state()
             async with anyio.create_task_group() as group:
                 await group.start(self._drive, transport, stop, done)
                 try:
@@ -314,6 +340,18 @@ class AppView:
             self._stop = self._done = None
             if self._closing:
                 self._set_state("closed")
+
+    async def _load_widget_state(self) -> Any:
+        if self.widget_state is None:
+            return None
+        try:
+            with anyio.fail_after(self.timeout):
+                return await self.widget_state.load()
+        except Exception:  # the view is shown without its state rather than not at all
+            logger.warning(
+                "App view %s: its widget state could not be read", self.app_id, exc_info=True
+            )
+            return None
 
     async def _drive(
         self,
@@ -371,11 +409,15 @@ class AppView:
             self._closing = True
             stop.set()
 
+        extensions = dict(self.extensions)
+        if self.widget_state is not None:
+            extensions.update(self.widget_state.extensions)
         bridge = AppBridge(
             transport,
             server=self.server,
             host_info=self.host_info,
             host_context=self.host_context,
+            extensions=extensions,
             sandbox=self._sandbox(),
             name=self.app_id,
             timeout=self.timeout,
