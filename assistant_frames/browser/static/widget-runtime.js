@@ -116,7 +116,8 @@
 
   // Calls waiting for an answer: id -> {resolve, reject, timer, method, api}.
   var nextId = 1;
-  var pending = {};
+  // No prototype: an answer's id such as "__proto__" or "constructor" finds no call.
+  var pending = Object.create(null);
 
   // Sends `message` (built from the call's id) and waits, bounded, for settle(id, ...).
   function waitFor(api, method, message) {
