@@ -287,6 +287,12 @@ async def test_globals_and_every_method(page: BrowserPage, tmp_path: Path) -> No
         assert side.seen("widget-state") == [state]
         assert await view_eval(page, origin, "aui.widgetState") == state
         assert await SQLiteWidgetStateStore(tmp_path / "state.db").load(WIDGET_ID) == state
+        # A state that is no object is refused by the runtime: the widget keeps its own.
+        bad = await run(page, origin, "aui.setWidgetState('x')")
+        assert bad["error"]["code"] == "invalid"
+        assert "must be an object or null" in bad["error"]["message"]
+        assert await view_eval(page, origin, "aui.widgetState") == state
+        assert side.seen("widget-state") == [state]
 
         follow_up = "aui.sendFollowUpMessage({ prompt: 'Two more', scrollToBottom: true })"
         assert await run(page, origin, follow_up) == {"result": None}

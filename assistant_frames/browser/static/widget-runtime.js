@@ -445,8 +445,14 @@
     Object.keys(wire.methods).forEach(function (method) {
       api[method] = function () {
         var args = [prefix + method].concat(Array.prototype.slice.call(arguments));
-        // The widget sees its own state at once, as in ChatGPT; the host keeps it.
-        if (method === "setWidgetState") setGlobals({ widgetState: arguments[0] === undefined ? null : arguments[0] });
+        if (method === "setWidgetState") {
+          var state = arguments[0] === undefined ? null : arguments[0];
+          if (state !== null && !isObject(state)) {
+            return Promise.reject(fail(prefix + method + ": the state must be an object or null",
+                                       "invalid", method));
+          }
+          setGlobals({ widgetState: state }); // the widget sees it at once, as in ChatGPT
+        }
         return wire.methods[method].apply(null, args);
       };
     });
