@@ -3,7 +3,8 @@
 The page (``/parent.html`` on ``http://127.0.0.1:<port>``) runs the parent relay in app
 mode; the view is served by the same server reached as ``http://localhost:<port>``:
 another origin, as MCP Apps ask of web hosts. The page cannot script the view (other
-origin), so the tests reach its frame through Playwright.
+origin), so the tests reach its frame through Playwright. ``kept_state_host`` serves a
+widget behind the relay with its state kept by a ``WidgetStateKeeper``.
 """
 
 from __future__ import annotations
@@ -11,15 +12,18 @@ from __future__ import annotations
 import itertools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
 import mcp_types as mcp
+from anyio.abc import ObjectReceiveStream
 from mcp.server.mcpserver import MCPServer
 
+from assistant_frames.apps import AppBridge
 from assistant_frames.mcp import MCPFrame
-from assistant_frames.transports import WebSocketServer
+from assistant_frames.transports import WebSocketServer, websocket_server
+from assistant_frames.widgets import WidgetState, WidgetStateKeeper, WidgetStateStore
 
 from browser_support import BrowserPage
 
@@ -128,3 +132,86 @@ async def weather_server() -> AsyncIterator[Weather]:
 
     async with MCPFrame(server, timeout=WAIT) as frame:
         yield Weather(frame, calls)
+
+
+@dataclass
+class KeptStateHost:
+    """A host whose every relay connection is an ``AppBridge`` keeping widget state.
+
+    Each connection (the first render, and each re-render after :meth:`drop`) gets a new
+    ``WidgetStateKeeper`` on the same store and widget id, and a new bridge told the kept
+    state as the host-context key ``widgetState``, as a host renders a widget again.
+    """
+
+    server: WebSocketServer
+    weather: Weather
+    bridges: ObjectReceiveStream[AppBridge]
+    #: Every state the keepers saved, in order (their ``on_widget_state``).
+    states: list[WidgetState] = field(default_factory=list)
+    transports: list[Any] = field(default_factory=list)
+
+    async def next_bridge(self) -> AppBridge:
+        """The bridge of the next connection, once its view has initialized."""
+        with anyio.fail_after(WAIT):
+            return await self.bridges.receive()
+
+    async def drop(self) -> None:
+        """Close the newest connection: the relay reconnects and reloads the view."""
+        await self.transports[-1].aclose()
+
+
+@asynccontextmanager
+async def kept_state_host(
+    files: dict[str, tuple[bytes, str]],
+    store: WidgetStateStore,
+    widget_id: str,
+    *,
+    host_context: dict[str, Any],
+    extensions: dict[str, Any] | None = None,
+    **bridge_options: Any,
+) -> AsyncIterator[KeptStateHost]:
+    """Serve ``files`` and, behind the relay, the weather server through kept-state bridges.
+
+    ``bridge_options`` (handlers...) go to each ``AppBridge``; ``extensions`` join the
+    keeper's ``x-assistant-frames/widget-state``.
+    """
+    send, receive = anyio.create_memory_object_stream[AppBridge](10)
+    done = anyio.Event()
+    host: KeptStateHost
+
+    async def accept(transport: Any) -> None:
+        host.transports.append(transport)
+        keeper = WidgetStateKeeper(store, widget_id, on_widget_state=host.states.append)
+        bridge = AppBridge(
+            transport,
+            server=weather.frame,
+            host_info=HOST_INFO,
+            host_context={**host_context, "widgetState": await keeper.load()},
+            timeout=WAIT,
+            init_timeout=WAIT,
+            extensions={**(extensions or {}), **keeper.extensions},
+            **bridge_options,
+        )
+        async with bridge, anyio.create_task_group() as group:
+            await bridge.wait_initialized()
+            await send.send(bridge)
+
+            async def until_done() -> None:
+                await done.wait()
+                group.cancel_scope.cancel()
+
+            group.start_soon(until_done)
+            await bridge.wait_disconnected()  # dropped: this connection's part is over
+            group.cancel_scope.cancel()
+
+    async with (
+        weather_server() as weather,
+        send,
+        receive,
+        websocket_server(accept, token=TOKEN, http_files=files) as server,
+    ):
+        host = KeptStateHost(server, weather, receive)
+        try:
+            yield host
+        finally:
+            done.set()
