@@ -8,6 +8,9 @@ parent. It runs under two hosts:
   ``AppBridge`` (with its ``x-assistant-frames/*`` extensions) in front of a real MCP server;
 * the real ext-apps 2.0.4 ``AppBridge`` in the page (``openai-host-page.js``), which has
   no extensions: those methods must reject at once, saying the host lacks them.
+
+And the widget's state, kept by a ``WidgetStateKeeper`` in an SQLite file, comes back as
+``window.openai.widgetState`` after a re-render and after a host restart.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import base64
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -26,6 +30,7 @@ import pytest
 from assistant_frames.apps import AppBridge, protocol
 from assistant_frames.browser import relay_files
 from assistant_frames.transports import WebSocketServer, websocket_server
+from assistant_frames.widgets import SQLiteWidgetStateStore
 
 from browser_support import BrowserPage
 from helpers import wait_until
@@ -34,6 +39,7 @@ from view_support import (
     PARENT_HTML,
     TOKEN,
     WAIT,
+    kept_state_host,
     page_url,
     view_base,
     view_eval,
@@ -425,3 +431,59 @@ async def test_a_window_openai_widget_runs_under_the_ext_apps_app_bridge(
             )
             assert outcome["error"]["method"].startswith("x-assistant-frames/")
             assert outcome["ms"] < 2000
+
+
+# -- widget state kept by a WidgetStateKeeper, across a re-render and a host restart -----------
+
+
+async def test_window_openai_widget_state_is_kept_across_a_re_render_and_a_host_restart(
+    page: BrowserPage, bundles: dict[str, bytes], tmp_path: Path
+) -> None:
+    path = tmp_path / "widgets.sqlite3"
+    widget = "message-3/pizza"
+    context = {key: value for key, value in HOST_CONTEXT.items() if key != "widgetState"}
+
+    async def run(origin: str, expression: str) -> Any:
+        with anyio.fail_after(WAIT):
+            return await view_eval(page, origin, f"widgetTest.settle({expression})")
+
+    async with kept_state_host(
+        files(bundles), SQLiteWidgetStateStore(path), widget, host_context=context
+    ) as host:
+        origin = view_base(host.server)
+        await page.goto(page_url(host.server, quote(f"{origin}/view.html", safe="")))
+        await host.next_bridge()
+        await view_wait(page, origin, READY)
+        assert await view_eval(page, origin, "openai.widgetState") is None  # nothing kept yet
+        assert await run(origin, "openai.setWidgetState({ count: 3 })") == {"result": None}
+        assert host.states == [{"count": 3}]  # saved before the call resolved
+
+        # A re-render: the relay reconnects and reloads the iframe; a new bridge, a new
+        # keeper on the same store, and the widget reads the state it set.
+        document = await view_eval(page, origin, "performance.timeOrigin")
+        await host.drop()
+        await host.next_bridge()
+        await view_wait(page, origin, READY)
+        assert await view_eval(page, origin, "performance.timeOrigin") != document
+        assert await view_eval(page, origin, "openai.widgetState") == {"count": 3}
+        assert await run(origin, "openai.setWidgetState({ count: 4, size: 'large' })") == {
+            "result": None
+        }
+        assert host.states == [{"count": 3}, {"count": 4, "size": "large"}]
+
+    # A host restart: a new server, a new store object on the same file, a fresh page.
+    async with kept_state_host(
+        files(bundles), SQLiteWidgetStateStore(path), widget, host_context=context
+    ) as host:
+        origin = view_base(host.server)
+        await page.goto(page_url(host.server, quote(f"{origin}/view.html", safe="")))
+        await host.next_bridge()
+        await view_wait(page, origin, READY)
+        assert await view_eval(page, origin, "openai.widgetState") == {"count": 4, "size": "large"}
+        assert await view_eval(page, origin, "widgetTest.globals().widgetState") == {
+            "count": 4,
+            "size": "large",
+        }
+        assert await run(origin, "openai.setWidgetState(null)") == {"result": None}
+        assert host.states == [None]
+    assert await SQLiteWidgetStateStore(path).load(widget) is None
