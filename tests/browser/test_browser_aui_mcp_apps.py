@@ -67,6 +67,9 @@ WIDGET_HTML = b"""<!doctype html>
     render();
   });
   render();
+  // ?early=<city>: the widget sets its state as it loads, before the host has answered.
+  const early = new URLSearchParams(location.search).get("early");
+  if (early) window.aui.setWidgetState({ city: early });
   // The user picks a city: the plan's setWidgetState returns nothing to wait for.
   function pick(city) {
     window.aui.setWidgetState({ ...window.aui.widgetState, city });
@@ -337,6 +340,27 @@ async def test_a_window_aui_widget_runs_under_our_app_bridge_and_its_state_is_ke
         await view_eval(page, origin, "widgetTest.pick('Brest')")
         await wait_until(lambda: host.states == [{"city": "Brest"}], timeout=WAIT)
     assert await SQLiteWidgetStateStore(path).load(WIDGET) == {"city": "Brest"}
+
+
+async def test_a_state_set_as_the_widget_loads_wins_over_the_one_kept_before(
+    page: BrowserPage, bundles: dict[str, bytes], tmp_path: Path
+) -> None:
+    path = tmp_path / "widgets.sqlite3"
+    await SQLiteWidgetStateStore(path).save(WIDGET, {"city": "Lyon"})  # from an earlier render
+    async with kept_state_host(
+        files(bundles), SQLiteWidgetStateStore(path), WIDGET, host_context=HOST_CONTEXT
+    ) as host:
+        origin = view_base(host.server)
+        src = quote(f"{origin}/view.html?early=Paris", safe="")
+        await page.goto(page_url(host.server, src))
+        bridge = await host.next_bridge()
+        assert bridge.host_context.model_extra == {"widgetState": {"city": "Lyon"}}
+        await view_wait(page, origin, READY)
+        await wait_until(lambda: host.states == [{"city": "Paris"}], timeout=WAIT)
+        # The widget set Paris after the host read Lyon: both sides now hold Paris.
+        assert await view_eval(page, origin, "aui.widgetState") == {"city": "Paris"}
+        assert await view_eval(page, origin, "widgetTest.text()") == "dark/inline: Paris"
+    assert await SQLiteWidgetStateStore(path).load(WIDGET) == {"city": "Paris"}
 
 
 # -- under the real ext-apps AppBridge ----------------------------------------------------------

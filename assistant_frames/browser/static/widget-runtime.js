@@ -31,6 +31,9 @@
  * ui/notifications/tool-input, toolOutput and toolResponseMetadata from the
  * structuredContent and _meta of ui/notifications/tool-result. A change dispatches
  * "openai:set_globals" and "aui:set_globals" on window, detail {globals: {...changed}}.
+ * setWidgetState sets widgetState at once; a state the widget set before the host's
+ * first globals (the ui/initialize answer, the first AUI_SET_GLOBALS) wins over the one
+ * those carry, which the host read before the widget's request reached it.
  *
  * Methods. On "aui" each is one AUI_METHOD_CALL of the same name, its arguments as
  * args. On "mcp-apps":
@@ -86,6 +89,8 @@
     widgetState: null,
   };
   var events = []; // the set_globals event of each API installed
+  var firstGlobals = true; // the host has not sent its first globals yet
+  var stateSetEarly = false; // the widget set its state before they came
 
   function fail(message, code, method) {
     var error = new Error(message);
@@ -112,6 +117,17 @@
     events.forEach(function (name) {
       window.dispatchEvent(new CustomEvent(name, { detail: { globals: changed } }));
     });
+  }
+
+  // The host's first globals, less a widgetState older than the one the widget set.
+  function firstFromHost(changes) {
+    firstGlobals = false;
+    if (!stateSetEarly) return changes;
+    var out = {};
+    Object.keys(changes).forEach(function (key) {
+      if (key !== "widgetState") out[key] = changes[key];
+    });
+    return out;
   }
 
   // Calls waiting for an answer: id -> {resolve, reject, timer, method, api}.
@@ -278,7 +294,7 @@
       wire.hostInfo = result.hostInfo || null;
       wire.hostCapabilities = result.hostCapabilities || {};
       notify("ui/notifications/initialized");
-      mergeContext(result.hostContext || {});
+      mergeContext(firstFromHost(result.hostContext || {}));
     });
 
     // After the handshake, one request; its result passed through `then`.
@@ -378,7 +394,7 @@
     wire.onMessage = function (message) {
       if (message.type === "AUI_SET_GLOBALS") {
         if (!isObject(message.globals)) return; // malformed
-        setGlobals(message.globals);
+        setGlobals(firstGlobals ? firstFromHost(message.globals) : message.globals);
         gotGlobals();
       } else if (message.type === "AUI_METHOD_RESPONSE" && typeof message.id === "string") {
         if (message.error === undefined || message.error === null) {
@@ -451,6 +467,7 @@
             return Promise.reject(fail(prefix + method + ": the state must be an object or null",
                                        "invalid", method));
           }
+          if (firstGlobals) stateSetEarly = true;
           setGlobals({ widgetState: state }); // the widget sees it at once, as in ChatGPT
         }
         return wire.methods[method].apply(null, args);
