@@ -260,9 +260,13 @@ async def test_a_window_aui_widget_runs_under_our_app_bridge_and_its_state_is_ke
         }
         assert [link.url for link in log.of("link")] == ["https://weather.example/paris"]
 
+        # Not a number (the plan's table writes {height}): refused here, not sent as null.
+        bad = await run("aui.notifyIntrinsicHeight({ height: 321 })")
+        assert bad["error"]["code"] == protocol.INVALID_PARAMS
+        assert 'must be a number of pixels, not {"height":321}' in bad["error"]["message"]
         assert await run("aui.notifyIntrinsicHeight(321)") == {"result": None}
         await wait_until(lambda: bool(log.of("size")), timeout=WAIT)
-        assert log.of("size")[0].height == 321
+        assert [size.height for size in log.of("size")] == [321]
 
         # setWidgetState, as the plan calls it: nothing awaited. The widget sees it at
         # once; the model is told; the keeper saves it in the SQLite file.

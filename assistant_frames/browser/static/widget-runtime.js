@@ -42,7 +42,8 @@
  *   requestDisplayMode({mode})             ui/request-display-mode -> {mode}
  *   requestClose()                         ui/notifications/request-teardown
  *   openExternal({href})                   ui/open-link (redirectUrl has no equivalent)
- *   notifyIntrinsicHeight(height)          ui/notifications/size-changed
+ *   notifyIntrinsicHeight(height)          ui/notifications/size-changed (a number, else
+ *                                          it rejects with code -32602)
  *   setWidgetState(state)                  ui/update-model-context {structuredContent:
  *                                          {widgetState}} and x-assistant-frames/widget-state
  * and, where MCP Apps has no request, the extension family "x-assistant-frames/"
@@ -334,9 +335,14 @@
         return call(api, "ui/open-link", { url: hrefOf(options) }, refusedIfError(api));
       },
       notifyIntrinsicHeight: function (api, height) {
+        // Not a number would go out as null (JSON has no NaN), a size the host cannot use.
+        if (typeof height !== "number" || !isFinite(height)) {
+          return Promise.reject(fail(api + ": the height must be a number of pixels, not " +
+            JSON.stringify(height), -32602, "ui/notifications/size-changed"));
+        }
         return afterReady(function () {
           notify("ui/notifications/size-changed",
-            { width: document.documentElement.scrollWidth, height: Number(height) });
+            { width: document.documentElement.scrollWidth, height: height });
         });
       },
       setWidgetState: function (api, state) {
