@@ -313,17 +313,39 @@ async def test_the_keeper_alone_loads_saves_and_checks(tmp_path: Path) -> None:
         WidgetStateKeeper(None, WIDGET, timeout=0)
 
 
-async def test_a_store_that_hangs_times_out_and_keeps_nothing() -> None:
-    class Stuck(MemoryWidgetStateStore):
-        async def save(self, widget_id: str, state: WidgetState) -> None:
-            await anyio.sleep_forever()
+class Stuck(MemoryWidgetStateStore):
+    """A store whose every operation hangs."""
 
+    async def load(self, widget_id: str) -> WidgetState:
+        await anyio.sleep_forever()
+
+    async def save(self, widget_id: str, state: WidgetState) -> None:
+        await anyio.sleep_forever()
+
+
+async def test_a_store_that_hangs_times_out_saying_so_and_keeps_nothing() -> None:
     reported: list[WidgetState] = []
     keeper = WidgetStateKeeper(Stuck(), WIDGET, on_widget_state=reported.append, timeout=0.1)
-    with anyio.fail_after(WAIT), pytest.raises(TimeoutError):
+    with anyio.fail_after(WAIT), pytest.raises(TimeoutError, match=r"took over 0\.1 s"):
         await keeper.save({"count": 1})
+    with anyio.fail_after(WAIT), pytest.raises(TimeoutError, match="Loading the state of widget"):
+        await keeper.load()
     assert keeper.state is None
     assert reported == []
     # The lock was let go: a save that works gets through.
     keeper.store = MemoryWidgetStateStore()
     assert await keeper.save({"count": 2}) is True
+
+
+async def test_the_view_hears_why_when_the_store_hangs() -> None:
+    keeper = WidgetStateKeeper(Stuck(), WIDGET, timeout=0.1)
+    host_side, view_side = memory_pair()
+    async with AppBridge(host_side, extensions=keeper.extensions):
+        view = RawView(view_side)
+        await view.initialize()
+        answer = await view.keep({"count": 1})
+        assert answer["error"] == {
+            "code": -32603,
+            "message": f"Keeping the state of widget '{WIDGET}' took over 0.1 s",
+        }
+        assert (await view.request("ping"))["result"] == {}

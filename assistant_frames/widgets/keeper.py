@@ -9,7 +9,8 @@ Both hosts keep widget state the same way through it: :class:`~.host.WidgetHost`
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any, Final
 
 import anyio
@@ -76,9 +77,20 @@ class WidgetStateKeeper:
 
     async def load(self) -> WidgetState:
         """The state kept for this widget instance (``None``: none yet)."""
-        with anyio.fail_after(self.timeout):
+        with self._bounded("Loading"):
             self.state = await self.store.load(self.widget_id)
         return self.state
+
+    @contextmanager
+    def _bounded(self, doing: str) -> Iterator[None]:
+        # anyio's TimeoutError says nothing; a widget hears this message (-32603).
+        try:
+            with anyio.fail_after(self.timeout):
+                yield
+        except TimeoutError:
+            raise TimeoutError(
+                f"{doing} the state of widget {self.widget_id!r} took over {self.timeout:g} s"
+            ) from None
 
     def ticket(self) -> int:
         """A number for a save, taken when its request arrives: the later one wins."""
@@ -91,7 +103,8 @@ class WidgetStateKeeper:
         A state whose ``ticket`` is older than the one saved last is not saved (requests
         are served concurrently, so they may get here out of order): the state the widget
         set last wins. Raises :class:`InvalidWidgetState` for a state that is not an
-        object or ``None``, or is larger than ``max_state_bytes`` as JSON.
+        object or ``None``, or is larger than ``max_state_bytes`` as JSON, and
+        ``TimeoutError`` when the store and ``on_widget_state`` take over ``timeout``.
         """
         if ticket is None:
             ticket = self.ticket()
@@ -109,7 +122,7 @@ class WidgetStateKeeper:
         async with self._lock:
             if ticket < self._saved:
                 return False
-            with anyio.fail_after(self.timeout):
+            with self._bounded("Keeping"):
                 await self.store.save(self.widget_id, state)
                 self._saved = ticket
                 self.state = state
