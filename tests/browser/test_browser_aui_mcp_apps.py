@@ -367,6 +367,40 @@ async def test_a_state_set_as_the_widget_loads_wins_over_the_one_kept_before(
     assert await SQLiteWidgetStateStore(path).load(WIDGET) == {"city": "Paris"}
 
 
+async def test_a_state_the_host_refuses_to_keep_rejects_set_widget_state(
+    page: BrowserPage, bundles: dict[str, bytes], tmp_path: Path
+) -> None:
+    path = tmp_path / "widgets.sqlite3"
+    log = Log()
+    async with kept_state_host(
+        files(bundles),
+        SQLiteWidgetStateStore(path),
+        WIDGET,
+        host_context=HOST_CONTEXT,
+        max_state_bytes=100,
+        on_update_model_context=log("model-context"),
+    ) as host:
+        origin = view_base(host.server)
+        await page.goto(page_url(host.server, quote(f"{origin}/view.html", safe="")))
+        await host.next_bridge()
+        await view_wait(page, origin, READY)
+
+        async def run(expression: str) -> Any:
+            with anyio.fail_after(WAIT):
+                return await view_eval(page, origin, f"widgetTest.settle({expression})")
+
+        assert await run("aui.setWidgetState({ city: 'Paris' })") == {"result": None}
+        # The model was told (the host answers ui/update-model-context), but the host,
+        # which keeps states, refused this one: the widget must hear it.
+        refused = await run("aui.setWidgetState({ city: 'x'.repeat(200) })")
+        assert refused["error"]["code"] == protocol.INVALID_PARAMS, refused
+        assert "over the host's limit of 100" in refused["error"]["message"]
+        assert refused["error"]["method"] == "x-assistant-frames/widget-state"
+        assert len(log.of("model-context")) == 2
+        assert host.states == [{"city": "Paris"}]
+    assert await SQLiteWidgetStateStore(path).load(WIDGET) == {"city": "Paris"}
+
+
 # -- under the real ext-apps AppBridge ----------------------------------------------------------
 
 

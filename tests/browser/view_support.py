@@ -168,12 +168,13 @@ async def kept_state_host(
     *,
     host_context: dict[str, Any],
     extensions: dict[str, Any] | None = None,
+    max_state_bytes: int = 256_000,
     **bridge_options: Any,
 ) -> AsyncIterator[KeptStateHost]:
     """Serve ``files`` and, behind the relay, the weather server through kept-state bridges.
 
     ``bridge_options`` (handlers...) go to each ``AppBridge``; ``extensions`` join the
-    keeper's ``x-assistant-frames/widget-state``.
+    keeper's ``x-assistant-frames/widget-state``; ``max_state_bytes`` goes to the keeper.
     """
     send, receive = anyio.create_memory_object_stream[AppBridge](10)
     done = anyio.Event()
@@ -181,7 +182,9 @@ async def kept_state_host(
 
     async def accept(transport: Any) -> None:
         host.transports.append(transport)
-        keeper = WidgetStateKeeper(store, widget_id, on_widget_state=host.states.append)
+        keeper = WidgetStateKeeper(
+            store, widget_id, on_widget_state=host.states.append, max_state_bytes=max_state_bytes
+        )
         bridge = AppBridge(
             transport,
             server=weather.frame,

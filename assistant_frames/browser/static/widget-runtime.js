@@ -45,7 +45,9 @@
  *   notifyIntrinsicHeight(height)          ui/notifications/size-changed (a number, else
  *                                          it rejects with code -32602)
  *   setWidgetState(state)                  ui/update-model-context {structuredContent:
- *                                          {widgetState}} and x-assistant-frames/widget-state
+ *                                          {widgetState}} and x-assistant-frames/widget-state;
+ *                                          resolves if the host lacks one of them, rejects
+ *                                          if it lacks both, or refuses or drops either
  * and, where MCP Apps has no request, the extension family "x-assistant-frames/"
  * (answered by hosts that implement it, e.g. AppBridge(extensions=...); any other
  * host answers -32601 and the promise rejects saying the host does not support it):
@@ -348,9 +350,14 @@
       setWidgetState: function (api, state) {
         var model = call(api, "ui/update-model-context", { structuredContent: { widgetState: state } });
         var kept = call(api, EXT + "widget-state", { state: state });
-        // Either is enough: the model sees it, or the host keeps it for the next render.
+        // A host may lack either (-32601): the model sees the state, or the host keeps it
+        // for the next render. But a host that refuses it (the state too large...) or never
+        // answers must be heard: the widget would believe its state kept.
         return Promise.allSettled([model, kept]).then(function (outcomes) {
-          if (outcomes.every(function (o) { return o.status === "rejected"; })) throw outcomes[0].reason;
+          var failed = outcomes.filter(function (o) { return o.status === "rejected"; });
+          var refused = failed.filter(function (o) { return o.reason.code !== METHOD_NOT_FOUND; });
+          if (refused.length) throw refused[refused.length - 1].reason; // both: the keeping one
+          if (failed.length === outcomes.length) throw failed[0].reason;
           return undefined;
         });
       },
