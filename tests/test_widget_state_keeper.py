@@ -307,7 +307,13 @@ async def test_the_keeper_alone_loads_saves_and_checks(tmp_path: Path) -> None:
         await small.save(["x"])
     with pytest.raises(InvalidWidgetState, match="must be JSON"):
         await small.save({"n": {1, 2}})
-    assert await small.load() == {"n": "x" * 10}
+    with pytest.raises(InvalidWidgetState, match="must be JSON"):
+        await small.save({"n": float("nan")})
+    # Bytes as the widget sends them (UTF-8): 5 characters of 2 bytes, not 6-byte escapes.
+    assert await small.save({"n": "é" * 5}) is True  # 19 bytes
+    with pytest.raises(InvalidWidgetState, match="is 21 bytes as JSON"):
+        await small.save({"n": "é" * 6})
+    assert await small.load() == {"n": "é" * 5}
 
     with pytest.raises(ValueError, match="timeout must be positive"):
         WidgetStateKeeper(None, WIDGET, timeout=0)

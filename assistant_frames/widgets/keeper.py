@@ -111,7 +111,8 @@ class WidgetStateKeeper:
         if state is not None and not isinstance(state, dict):
             raise InvalidWidgetState("A widget state must be an object or null")
         try:
-            size = len(json.dumps(state))
+            # Its size as the widget sends it: UTF-8, not \u escapes; NaN is not JSON.
+            size = len(json.dumps(state, ensure_ascii=False, allow_nan=False).encode())
         except (TypeError, ValueError) as exc:
             raise InvalidWidgetState(f"A widget state must be JSON: {exc}") from None
         if size > self.max_state_bytes:
