@@ -26,7 +26,6 @@ import mcp_types as mcp
 import pytest
 
 from assistant_frames.apps import protocol
-from assistant_frames.browser import relay_files
 from assistant_frames.transports import websocket_server
 from assistant_frames.widgets import SQLiteWidgetStateStore
 
@@ -43,6 +42,7 @@ from view_support import (
     view_base,
     view_eval,
     view_wait,
+    widget_files,
 )
 
 pytestmark = pytest.mark.anyio
@@ -51,6 +51,7 @@ pytestmark = pytest.mark.anyio
 WIDGET_HTML = b"""<!doctype html>
 <html><head><meta charset="utf-8"><title>weather widget</title>
 <script src="/assistant-frames/widget-runtime.js"></script>
+<script src="/widget-probe.js"></script>
 </head><body><div id="root"></div>
 <script>
   // The plan's globals (AUIGlobals), read as properties of window.aui.
@@ -73,17 +74,6 @@ WIDGET_HTML = b"""<!doctype html>
   // The user picks a city: the plan's setWidgetState returns nothing to wait for.
   function pick(city) {
     window.aui.setWidgetState({ ...window.aui.widgetState, city });
-  }
-  // A call's outcome as data: {result} or {error: {code, message, method}}.
-  async function settle(promise) {
-    const started = performance.now();
-    try {
-      const result = await promise;
-      return { result: result === undefined ? null : result };
-    } catch (e) {
-      const error = { code: e.code ?? null, message: String(e.message), method: e.method ?? null };
-      return { error, ms: performance.now() - started };
-    }
   }
   window.widgetTest = {
     events,
@@ -130,7 +120,7 @@ INITIAL_GLOBALS = {
 
 def files(bundles: dict[str, bytes]) -> dict[str, tuple[bytes, str]]:
     return {
-        **relay_files(),
+        **widget_files(),
         "/parent.html": (PARENT_HTML, HTML),
         "/view.html": (WIDGET_HTML, HTML),
         "/ext-apps-host.html": (HOST_PAGE_HTML, HTML),

@@ -21,13 +21,21 @@ from urllib.parse import quote
 import anyio
 import pytest
 
-from assistant_frames.browser import relay_files
 from assistant_frames.transports import WebSocketServer, websocket_server
 from assistant_frames.widgets import SQLiteWidgetStateStore, WidgetHost, WidgetManifest
 
 from browser_support import BrowserPage
 from helpers import wait_until
-from view_support import TOKEN, WAIT, page_url, view_base, view_eval, view_wait, weather_server
+from view_support import (
+    TOKEN,
+    WAIT,
+    page_url,
+    view_base,
+    view_eval,
+    view_wait,
+    weather_server,
+    widget_files,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -68,6 +76,7 @@ PARENT_HTML = b"""<!doctype html>
 WIDGET_HTML = b"""<!doctype html>
 <html><head><meta charset="utf-8"><title>pizza widget</title>
 <script src="/assistant-frames/widget-runtime.js" data-wire="aui"></script>
+<script src="/widget-probe.js"></script>
 </head><body><div id="root"></div>
 <script>
   const KEYS = ["theme", "locale", "displayMode", "maxHeight", "toolInput", "toolOutput",
@@ -90,17 +99,6 @@ WIDGET_HTML = b"""<!doctype html>
   const fromParent = [], fromOthers = [];
   window.addEventListener("message",
     (e) => (e.source === parent ? fromParent : fromOthers).push(e.data));
-  // A call's outcome as data: {result} or {error: {code, message, method}, ms}.
-  async function settle(promise) {
-    const started = performance.now();
-    try {
-      const result = await promise;
-      return { result: result === undefined ? null : result };
-    } catch (e) {
-      const error = { code: e.code ?? null, message: String(e.message), method: e.method ?? null };
-      return { error, ms: performance.now() - started };
-    }
-  }
   const started = {};
   window.widgetTest = {
     nonce: Math.random(),
@@ -212,7 +210,7 @@ async def aui_side(
                 await connection.end.wait()
 
         files = {
-            **relay_files(),
+            **widget_files(),
             "/parent.html": (PARENT_HTML, HTML),
             "/view.html": (WIDGET_HTML, HTML),
         }

@@ -28,7 +28,6 @@ import mcp_types as mcp
 import pytest
 
 from assistant_frames.apps import AppBridge, protocol
-from assistant_frames.browser import relay_files
 from assistant_frames.transports import WebSocketServer, websocket_server
 from assistant_frames.widgets import SQLiteWidgetStateStore
 
@@ -45,6 +44,7 @@ from view_support import (
     view_eval,
     view_wait,
     weather_server,
+    widget_files,
 )
 
 pytestmark = pytest.mark.anyio
@@ -59,6 +59,7 @@ WIDGET_HTML = b"""<!doctype html>
   window.assistantFramesWidget = { appInfo: { name: "pizza-widget", version: "1.0.0" } };
 </script>
 <script src="/assistant-frames/widget-runtime.js"></script>
+<script src="/widget-probe.js"></script>
 </head><body><div id="root"></div>
 <script>
   const KEYS = ["theme", "locale", "displayMode", "maxHeight", "safeArea", "userAgent", "view",
@@ -73,17 +74,6 @@ WIDGET_HTML = b"""<!doctype html>
     render();
   });
   render();
-  // A call's outcome as data: {result} or {error: {code, message, method}}.
-  async function settle(promise) {
-    const started = performance.now();
-    try {
-      const result = await promise;
-      return { result: result === undefined ? null : result };
-    } catch (e) {
-      const error = { code: e.code ?? null, message: String(e.message), method: e.method ?? null };
-      return { error, ms: performance.now() - started };
-    }
-  }
   window.widgetTest = {
     events,
     settle,
@@ -118,7 +108,7 @@ HOST_CONTEXT = {
 
 def files(bundles: dict[str, bytes]) -> dict[str, tuple[bytes, str]]:
     return {
-        **relay_files(),
+        **widget_files(),
         "/parent.html": (PARENT_HTML, HTML),
         "/view.html": (WIDGET_HTML, HTML),
         "/openai-host.html": (HOST_PAGE_HTML, HTML),

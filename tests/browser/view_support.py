@@ -21,6 +21,7 @@ from anyio.abc import ObjectReceiveStream
 from mcp.server.mcpserver import MCPServer
 
 from assistant_frames.apps import AppBridge
+from assistant_frames.browser import relay_files
 from assistant_frames.mcp import MCPFrame
 from assistant_frames.transports import WebSocketServer, websocket_server
 from assistant_frames.widgets import WidgetState, WidgetStateKeeper, WidgetStateStore
@@ -218,3 +219,24 @@ async def kept_state_host(
             yield host
         finally:
             done.set()
+
+
+# Loaded by the test widgets after the runtime: a call's outcome as data, so Playwright
+# can return it: {result} or {error: {code, message, method}, ms}.
+WIDGET_PROBE = b"""
+  async function settle(promise) {
+    const started = performance.now();
+    try {
+      const result = await promise;
+      return { result: result === undefined ? null : result };
+    } catch (e) {
+      const error = { code: e.code ?? null, message: String(e.message), method: e.method ?? null };
+      return { error, ms: performance.now() - started };
+    }
+  }
+"""
+
+
+def widget_files() -> dict[str, tuple[bytes, str]]:
+    """The relay files (with ``widget-runtime.js``) and the widgets' test probe."""
+    return {**relay_files(), "/widget-probe.js": (WIDGET_PROBE, JS)}
