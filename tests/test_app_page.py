@@ -90,7 +90,7 @@ async def test_the_page_and_its_files_need_no_token_its_sockets_do() -> None:
             assert (status, body) == (200, relay_source(name)), name
         for path, (content, content_type) in app_page_files().items():  # the same files
             # Not the frames' child relay, nor the runtime widgets load on their own origin.
-            if not path.startswith(("/assistant-frames/child-relay", "/assistant-frames/openai-")):
+            if not path.startswith(("/assistant-frames/child-relay", "/assistant-frames/widget-")):
                 status, headers, body = await get(page.origin, path)
                 assert (status, body, headers["content-type"]) == (200, content, content_type)
         for path in ("/page", "/view/view-1"):
