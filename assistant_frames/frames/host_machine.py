@@ -30,7 +30,7 @@ from .protocol import (
     ToolResult,
 )
 
-__all__ = ["EMPTY_CONTEXT", "HostMachine", "HostState", "MakeTool"]
+__all__ = ["EMPTY_CONTEXT", "CallFailed", "HostMachine", "HostState", "MakeTool"]
 
 HostState = Literal["new", "connected", "disconnected", "closed"]
 MakeTool = Callable[[str, SerializedTool], Tool]
@@ -39,6 +39,24 @@ MakeTool = Callable[[str, SerializedTool], Tool]
 EMPTY_CONTEXT = ModelContext()
 _NOTHING: tuple[bool, None] = (False, None)
 _SAMPLES = 3  # ignored messages kept for diagnosis
+
+
+class CallFailed:
+    """Not a wire message: a routing transport's word that one call failed on the way.
+
+    A transport that routes calls through a broker (NATS) hands this to the host as a
+    received value when a call cannot reach any frame, or when the frame running it is
+    lost; the call ends with ``error`` (a fresh copy per caller), the connection stays.
+    """
+
+    __slots__ = ("error", "id")
+
+    def __init__(self, call_id: str, error: ToolCallError) -> None:
+        self.id = call_id
+        self.error = error
+
+    def __repr__(self) -> str:
+        return f"CallFailed({self.id!r}, {self.error!r})"
 
 
 class HostMachine:
@@ -186,6 +204,9 @@ class HostMachine:
         (waking their callers); results for unknown ids are ignored. Malformed messages
         raise :class:`MalformedMessage` after being counted in :attr:`malformed`.
         """
+        if type(raw) is CallFailed:
+            self.calls.resolve(raw.id, None, raw.error)
+            return _NOTHING
         fast = protocol.fast_tool_result(raw)
         if fast is not None:
             call_id, result, error = fast
