@@ -1,0 +1,26 @@
+"""Frames as NATS services: replicas behind queue groups, discovery, live context.
+
+Needs the ``nats`` extra (the official client, ``nats-py``), and asyncio: ``nats-py`` runs
+on asyncio only. The rest of assistant-frames works on trio as well, and never imports
+this package unless asked to.
+"""
+
+from __future__ import annotations
+
+from .connection import NATSTarget, connect_nats, nats_client
+from .errors import NoResponders, ReplicaLost
+from .host import NATSFrameHost
+from .service import NATSFrameService
+from .subjects import DEFAULT_PREFIX, FrameSubjects
+
+__all__ = [
+    "DEFAULT_PREFIX",
+    "FrameSubjects",
+    "NATSFrameHost",
+    "NATSFrameService",
+    "NATSTarget",
+    "NoResponders",
+    "ReplicaLost",
+    "connect_nats",
+    "nats_client",
+]

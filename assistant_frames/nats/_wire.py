@@ -1,0 +1,50 @@
+"""What rides beside the frame protocol on NATS: headers, and the codec of payloads.
+
+Payloads are the frame protocol's own messages as JSON, exactly as on every other
+transport; what NATS adds travels in headers, so a payload never changes meaning.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from .._json import decode_json, encode_json
+
+#: Which replica sent a message (a call's replies, a context update): its service id.
+REPLICA: Final = "AF-Replica"
+#: A call's reply subject, on a ``tool-cancel``: the cancel is for that caller's call.
+REPLY: Final = "AF-Reply"
+#: On a call's reply subject, a message with no payload: the replica still runs the
+#: call. Its value is the replica's heartbeat interval in seconds.
+HEARTBEAT: Final = "AF-Heartbeat"
+#: On a call's reply subject: the replica stops before the call ends (its value says why).
+LOST: Final = "AF-Lost"
+#: NATS' own status header; ``503`` on a reply subject means no one took the request.
+STATUS: Final = "Status"
+NO_RESPONDERS: Final = "503"
+#: The NATS service API's error headers (``nats.micro``'s ``respond_error``).
+SERVICE_ERROR: Final = "Nats-Service-Error"
+
+#: Metadata keys of a frame's service, read by discovery.
+META_PREFIX: Final = "assistant_frames.prefix"
+META_KIND: Final = "assistant_frames.kind"
+KIND: Final = "frame"
+
+
+def encode(message: Any) -> bytes:
+    """One frame-protocol message as a NATS payload."""
+    return encode_json(message)
+
+
+def decode(payload: bytes) -> Any:
+    """A NATS payload as a frame-protocol value; ``ValueError`` if it is no JSON."""
+    return decode_json(payload)
+
+
+def inner(message: Any) -> dict[str, Any] | None:
+    """The ``message`` of a frame-protocol envelope, if ``message`` is one."""
+    if isinstance(message, dict):
+        body = message.get("message")
+        if isinstance(body, dict):
+            return body
+    return None

@@ -1,0 +1,93 @@
+"""Connecting to NATS: the official client (``nats-py``), its options passed through.
+
+Every NATS piece here takes ``nats=``: a server URL (or a list of them), which it
+connects to and closes again, or a connected ``nats.aio.client.Client`` that it shares
+and leaves open. Authentication (token, user and password, a credentials file, TLS) is
+``nats-py``'s: pass its ``connect()`` options as ``nats_options``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TypeAlias
+
+import nats
+from nats.aio.client import Client
+
+from ..errors import ConnectError
+
+__all__ = ["NATSTarget", "Client", "connect_nats", "nats_client"]
+
+logger = logging.getLogger("assistant_frames.nats")
+
+NATSTarget: TypeAlias = str | Sequence[str] | Client
+"""A server URL (``nats://127.0.0.1:4222``), several, or a connected client."""
+
+
+async def connect_nats(
+    servers: str | Sequence[str],
+    *,
+    name: str | None = None,
+    connect_timeout: float = 5.0,
+    **options: Any,
+) -> Client:
+    """A client connected to ``servers``; :class:`~assistant_frames.ConnectError` if not.
+
+    ``options`` go to ``nats.connect`` as they are (``token=``, ``user=``,
+    ``password=``, ``user_credentials=``, ``tls=``, ``max_reconnect_attempts=``...).
+    Unless given, the client reconnects forever, every 0.5 s, and logs what goes wrong
+    on the ``assistant_frames.nats`` logger instead of printing it.
+    """
+
+    async def error_cb(error: Exception) -> None:
+        logger.warning("NATS: %s", error or type(error).__name__)
+
+    async def disconnected_cb() -> None:
+        logger.info("NATS: disconnected from the server")
+
+    async def reconnected_cb() -> None:
+        logger.info("NATS: reconnected")
+
+    settings: dict[str, Any] = {
+        "name": name,
+        "connect_timeout": connect_timeout,
+        "max_reconnect_attempts": -1,
+        "reconnect_time_wait": 0.5,
+        "drain_timeout": 2.0,  # closing never waits long on a server that is gone
+        "error_cb": error_cb,
+        "disconnected_cb": disconnected_cb,
+        "reconnected_cb": reconnected_cb,
+    }
+    settings.update(options)
+    urls = [servers] if isinstance(servers, str) else list(servers)
+    try:
+        return await nats.connect(servers=urls, **settings)
+    except Exception as exc:  # nats-py raises its own and OSError alike
+        raise ConnectError(f"Could not connect to NATS at {', '.join(urls)}: {exc!r}") from exc
+
+
+@asynccontextmanager
+async def nats_client(
+    target: NATSTarget,
+    options: Mapping[str, Any] | None = None,
+    *,
+    name: str | None = None,
+) -> AsyncIterator[Client]:
+    """``target`` as a connected client: a given one as is (left open), or a new one
+    connected to the URL(s) with ``options`` and drained and closed on the way out."""
+    if isinstance(target, Client):
+        if options:
+            raise ValueError("nats_options apply only when connecting to a URL, not to a client")
+        yield target
+        return
+    client = await connect_nats(target, name=name, **dict(options or {}))
+    try:
+        yield client
+    finally:
+        if not client.is_closed:
+            try:
+                await client.drain()
+            except Exception:  # the server may be gone: closing is all that is left
+                await client.close()

@@ -1,0 +1,383 @@
+"""``NATSFrameHost``: the host of one named frame on NATS, whichever replicas serve it.
+
+It is an :class:`~assistant_frames.AssistantFrameHost` (so a ``FrameConnection`` and a
+``ModelContextProvider``, with the same timeouts, cancellation, typed errors and
+progress events) over :class:`_Route`, which carries the frame protocol over the
+frame's subjects:
+
+- a ``tool-call`` is published on the call subject with a reply subject of its own, so
+  it reaches exactly one replica (the queue group picks it) and everything that replica
+  sends about it comes back there: heartbeats, progress and log messages, the result;
+- a ``tool-cancel`` goes on the cancel subject, naming that reply subject: only the
+  replica running the call acts on it;
+- the context comes from the context subject (every replica publishes its changes) and,
+  on connecting, from one replica on request.
+
+The route settles a call itself, as a :class:`~assistant_frames.frames.host_machine.CallFailed`,
+when NATS says no replica took it (:class:`NoResponders`, at once) or when the replica
+running it falls silent (:class:`ReplicaLost`, after ``liveness`` seconds without a
+heartbeat). Calls are never sent again: a tool may not be idempotent.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from types import TracebackType
+from typing import Any
+
+import anyio
+from anyio.abc import ObjectStream
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NATSTimeout
+
+from .._anyio import HeldTaskGroup
+from ..frames.host import AssistantFrameHost
+from ..frames.host_machine import CallFailed
+from ..transports.contract import CloseReason, TransportClosed
+from . import _wire
+from .connection import NATSTarget, nats_client
+from .errors import NoResponders, ReplicaLost
+from .subjects import DEFAULT_PREFIX, FrameSubjects
+
+__all__ = ["NATSFrameHost"]
+
+logger = logging.getLogger("assistant_frames.nats")
+
+# Values received and not yet read by the host: past this, a flood of context messages
+# (from a peer gone wrong) is dropped rather than held.
+_MAX_QUEUED = 4096
+
+
+class _Call:
+    __slots__ = ("id", "liveness", "seen")
+
+    def __init__(self, call_id: str, seen: float, liveness: float) -> None:
+        self.id = call_id
+        self.seen = seen  # when the replica was last heard about this call
+        self.liveness = liveness
+
+
+class _Route(ObjectStream[Any]):
+    """The host's side of the frame protocol, carried over the frame's NATS subjects."""
+
+    def __init__(
+        self, client: Client, subjects: FrameSubjects, *, liveness: float, context_timeout: float
+    ) -> None:
+        self._client = client
+        self._subjects = subjects
+        self.liveness = liveness
+        self._context_timeout = context_timeout
+        self._inbox = client.new_inbox()
+        self._numbers = itertools.count(1)
+        self._calls: dict[str, _Call] = {}  # reply subject -> call
+        self._replies: dict[str, str] = {}  # call id -> reply subject
+        #: The tool sets replicas published, by replica (to report a mismatch).
+        self.replica_tools: dict[str, frozenset[str]] = {}
+        self.mismatch_reported = False
+        send, receive = anyio.create_memory_object_stream[Any](_MAX_QUEUED)
+        self._out, self._in = send, receive
+        self._stack = AsyncExitStack()
+        self.dropped = 0
+
+    async def start(self) -> None:
+        """Subscribe to the replies and the context."""
+        async with AsyncExitStack() as stack:
+            replies = await self._client.subscribe(f"{self._inbox}.*", cb=self._on_reply)
+            stack.push_async_callback(_unsubscribe, replies)
+            contexts = await self._client.subscribe(self._subjects.context, cb=self._on_context)
+            stack.push_async_callback(_unsubscribe, contexts)
+            self._stack = stack.pop_all()
+
+    # -- to the frame ---------------------------------------------------------------------
+
+    async def send(self, item: Any) -> None:
+        body = _wire.inner(item)
+        kind = body.get("type") if body is not None else None
+        try:
+            if kind == "tool-call":
+                assert body is not None
+                reply = f"{self._inbox}.{next(self._numbers)}"
+                call = _Call(body["id"], anyio.current_time(), self.liveness)
+                self._calls[reply] = call
+                self._replies[call.id] = reply
+                await self._client.publish(self._subjects.call, _wire.encode(item), reply=reply)
+            elif kind == "tool-cancel":
+                assert body is not None
+                reply = self._replies.pop(str(body.get("id")), "")
+                if self._calls.pop(reply, None) is not None:
+                    await self._client.publish(
+                        self._subjects.cancel, _wire.encode(item), headers={_wire.REPLY: reply}
+                    )
+            elif kind == "model-context-request":
+                await self._fetch_context()  # sent once, on connecting
+            # model-context-subscribe / -unsubscribe: the context subject is always heard.
+        except (TypeError, ValueError):
+            raise  # no JSON form: the host refuses the call, the route is fine
+        except Exception as exc:  # nats-py's own errors: the connection is closed
+            raise anyio.BrokenResourceError(f"NATS: {exc!r}") from exc
+
+    async def _fetch_context(self) -> None:
+        try:
+            msg = await self._client.request(
+                self._subjects.context_get, b"", timeout=self._context_timeout
+            )
+        except NoRespondersError:
+            self._end(f"No replica of frame {self._subjects.name!r} answers on NATS")
+            return
+        except NATSTimeout:
+            self._end(
+                f"No replica of frame {self._subjects.name!r} sent its context within "
+                f"{self._context_timeout:g} s"
+            )
+            return
+        except Exception as exc:
+            self._end(f"NATS: {exc!r}")
+            return
+        await self._on_context(msg)
+
+    # -- from the frame -------------------------------------------------------------------
+
+    async def _on_reply(self, msg: Msg) -> None:
+        call = self._calls.get(msg.subject)
+        if call is None:
+            return  # finished, cancelled, or never ours
+        headers = msg.headers or {}
+        if headers.get(_wire.STATUS) == _wire.NO_RESPONDERS:
+            self._forget(msg.subject, call)
+            name = self._subjects.name
+            self._push(
+                CallFailed(call.id, NoResponders(f"No replica of frame {name!r} is running"))
+            )
+            return
+        call.seen = anyio.current_time()
+        beat = headers.get(_wire.HEARTBEAT)
+        if beat is not None:
+            call.liveness = max(self.liveness, 4 * _seconds(beat))
+            return
+        lost = headers.get(_wire.LOST)
+        if lost is not None:
+            self._forget(msg.subject, call)
+            self._push(CallFailed(call.id, ReplicaLost(lost)))
+            return
+        error = headers.get(_wire.SERVICE_ERROR)
+        if error is not None:
+            self._forget(msg.subject, call)
+            self._push(CallFailed(call.id, ReplicaLost(f"The frame refused the call: {error}")))
+            return
+        try:
+            message = _wire.decode(msg.data)
+        except ValueError:
+            return
+        body = _wire.inner(message)
+        if body is None or body.get("id") != call.id:
+            return  # a reply about another call than this subject's: not believed
+        if body.get("type") == "tool-result":
+            self._forget(msg.subject, call)
+        self._push(message)
+
+    async def _on_context(self, msg: Msg) -> None:
+        try:
+            message = _wire.decode(msg.data)
+        except ValueError:
+            self.dropped += 1
+            return
+        self._check_replicas(msg, message)
+        self._push(message)
+
+    def _check_replicas(self, msg: Msg, message: Any) -> None:
+        """Report replicas of this frame that publish different tool sets."""
+        replica = (msg.headers or {}).get(_wire.REPLICA)
+        body = _wire.inner(message)
+        context = body.get("modelContext") if body is not None else None
+        tools = context.get("tools") if isinstance(context, dict) else None
+        if replica is None or not isinstance(tools, dict):
+            return
+        self.replica_tools[replica] = frozenset(tools)
+        if len(set(self.replica_tools.values())) > 1 and not self.mismatch_reported:
+            self.mismatch_reported = True
+            sets = {r: sorted(t) for r, t in self.replica_tools.items()}
+            logger.warning(
+                "Replicas of frame %r publish different tools (each call may see other tools): %s",
+                self._subjects.name,
+                sets,
+            )
+
+    def _push(self, value: Any) -> None:
+        try:
+            self._out.send_nowait(value)
+        except anyio.WouldBlock:
+            self.dropped += 1
+            if self.dropped == 1:
+                logger.warning("Frame %r: the host reads too slowly; dropped", self._subjects.name)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    def _forget(self, reply: str, call: _Call) -> None:
+        self._calls.pop(reply, None)
+        self._replies.pop(call.id, None)
+
+    def _end(self, why: str) -> None:
+        """The frame cannot be reached: end the stream, saying why."""
+        self._push(_Ended(why))
+
+    async def watch(self) -> None:
+        """Fail calls whose replica fell silent; runs until cancelled."""
+        while True:
+            await anyio.sleep(self.liveness / 4)
+            now = anyio.current_time()
+            for reply, call in list(self._calls.items()):
+                if now - call.seen > call.liveness:
+                    self._forget(reply, call)
+                    why = (
+                        f"The replica of frame {self._subjects.name!r} running the call went "
+                        f"silent for {call.liveness:g} s (stopped, killed or cut off)"
+                    )
+                    self._push(CallFailed(call.id, ReplicaLost(why)))
+
+    # -- the stream ---------------------------------------------------------------------------
+
+    async def receive(self) -> Any:
+        value = await self._in.receive()
+        if type(value) is _Ended:
+            raise TransportClosed(CloseReason(value.why, clean=False))
+        return value
+
+    async def send_eof(self) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        self._out.close()
+        self._in.close()
+        with anyio.CancelScope(shield=True):
+            await self._stack.aclose()
+
+
+class _Ended:
+    __slots__ = ("why",)
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        return 0.0
+    return value if math.isfinite(value) and value > 0 else 0.0
+
+
+async def _unsubscribe(subscription: Any) -> None:
+    try:
+        await subscription.unsubscribe()
+    except Exception as exc:  # the connection is closed already: nothing to undo
+        logger.debug("NATS: unsubscribing: %r", exc)
+
+
+class NATSFrameHost(AssistantFrameHost):
+    """The host of the frame ``name`` on NATS; a ``FrameConnection`` like any other.
+
+    ``nats`` is a server URL, several, or a connected client (shared, left open);
+    ``nats_options`` go to ``nats.connect``. ``prefix`` is the tenant's subject prefix.
+    ``timeout`` bounds each call, as for every host; ``liveness`` is how long a call's
+    replica may stay silent before the call fails with :class:`ReplicaLost` (at least
+    four of the replica's heartbeats); ``context_timeout`` bounds the wait for the
+    frame's context when connecting. With no replica running, connecting ends the
+    connection at once and a call fails at once with :class:`NoResponders`.
+
+    Needs asyncio (``nats-py`` does).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        nats: NATSTarget,
+        nats_options: Mapping[str, Any] | None = None,
+        prefix: str = DEFAULT_PREFIX,
+        timeout: float | None = 30.0,
+        liveness: float = 3.0,
+        context_timeout: float = 5.0,
+    ) -> None:
+        if not liveness > 0 or not math.isfinite(liveness):
+            raise ValueError(f"liveness must be a positive number of seconds, not {liveness!r}")
+        self.subjects = FrameSubjects(name, prefix)
+        self.liveness = liveness
+        self.context_timeout = context_timeout
+        self._target = nats
+        self._options = nats_options
+        self._client_stack: AsyncExitStack | None = None
+        self._route: _Route | None = None
+        self._watching = HeldTaskGroup()
+        # The transport is made on entering, once the client is connected.
+        super().__init__(_Unopened(), timeout=timeout, name=name)
+
+    @property
+    def route(self) -> _Route:
+        if self._route is None:
+            raise RuntimeError("The host is not connected")
+        return self._route
+
+    async def __aenter__(self) -> NATSFrameHost:
+        async with AsyncExitStack() as stack:
+            client = await stack.enter_async_context(
+                nats_client(self._target, self._options, name=f"host of {self.name}")
+            )
+            route = _Route(
+                client,
+                self.subjects,
+                liveness=self.liveness,
+                context_timeout=self.context_timeout,
+            )
+            await route.start()
+            stack.push_async_callback(route.aclose)
+            self._route = route
+            self._transport = route
+            async with self._watching.open() as group:
+                group.start_soon(route.watch)
+            try:
+                await super().__aenter__()
+            except BaseException as exc:
+                await self._watching.close(type(exc), exc, exc.__traceback__)
+                raise
+            self._client_stack = stack.pop_all()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        try:
+            try:
+                return await super().__aexit__(exc_type, exc, tb)
+            finally:
+                await self._watching.close(exc_type, exc, tb)
+        finally:
+            stack, self._client_stack = self._client_stack, None
+            if stack is not None:
+                with anyio.CancelScope(shield=True):
+                    await stack.aclose()  # unsubscribe, then the client (no task group in it)
+
+
+class _Unopened(ObjectStream[Any]):
+    """Stands for the route until the host connects."""
+
+    async def receive(self) -> Any:
+        raise anyio.ClosedResourceError
+
+    async def send(self, item: Any) -> None:
+        raise anyio.ClosedResourceError
+
+    async def send_eof(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass

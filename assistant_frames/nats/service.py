@@ -1,0 +1,364 @@
+"""``NATSFrameService``: one replica of a frame, served as a NATS service.
+
+The replica is an :class:`~assistant_frames.AssistantFrameProvider` serving one
+"connection" that stands for every host on the bus (:class:`_Route`): tool calls come
+in on the frame's call subject in a queue group, and each call's results, progress and
+log messages go back to that call's own reply subject; the frame's context goes out on
+its context subject whenever it changes (coalesced as on any connection). So calls,
+cancellation, progress, backpressure and bad input are handled by the same code as
+everywhere else, and only the routing is NATS'.
+
+While a call runs, the replica sends a heartbeat on its reply subject every
+``heartbeat`` seconds: a host that hears none for a while knows the replica is gone
+(killed, cut off) and fails the call at once, instead of waiting for its timeout.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AsyncExitStack, suppress
+from types import TracebackType
+from typing import Any
+
+import anyio
+from anyio.abc import ObjectStream
+from nats.aio.client import Client
+from nats.aio.msg import Msg
+from nats.micro import add_service
+from nats.micro.request import Request
+from nats.micro.service import Service
+
+from .._anyio import HeldTaskGroup
+from ..frames import protocol
+from ..frames.provider import AssistantFrameProvider
+from ..registry.context import ModelContextProvider
+from . import _wire
+from .connection import NATSTarget, nats_client
+from .subjects import DEFAULT_PREFIX, FrameSubjects
+
+__all__ = ["NATSFrameService"]
+
+logger = logging.getLogger("assistant_frames.nats")
+
+# Calls received and not yet taken by the frame: more are refused ("busy"), never queued.
+_MAX_QUEUED = 1024
+
+
+class _Running:
+    """One call this replica runs: its caller's id and the request to reply to."""
+
+    __slots__ = ("caller_id", "request")
+
+    def __init__(self, caller_id: str, request: Request) -> None:
+        self.caller_id = caller_id
+        self.request = request
+
+
+class _Route(ObjectStream[Any]):
+    """The frame's one connection: every caller's calls in, each reply to its caller.
+
+    Calls get ids of this replica's own (``"1"``, ``"2"``...) on the way in, and their
+    callers' ids back on the way out: two callers choosing the same id cannot cancel or
+    answer each other's calls.
+    """
+
+    def __init__(
+        self, client: Client, subjects: FrameSubjects, replica: str, heartbeat: float
+    ) -> None:
+        self._client = client
+        self._subjects = subjects
+        self._replica = replica
+        self._beat_headers = {_wire.REPLICA: replica, _wire.HEARTBEAT: f"{heartbeat:g}"}
+        send, receive = anyio.create_memory_object_stream[Any](_MAX_QUEUED)
+        self._incoming_send = send
+        self._incoming = receive
+        self._ids = itertools.count(1)
+        self.running: dict[str, _Running] = {}
+        self._by_caller: dict[tuple[str, str], str] = {}  # (reply subject, caller id) -> id
+        self.malformed = 0
+        self._idle = anyio.Event()
+        # The provider pushes the context to a subscribed connection: subscribe this one.
+        send.send_nowait(protocol.encode_context_subscribe())
+
+    # -- from NATS ------------------------------------------------------------------------
+
+    async def on_call(self, request: Request) -> None:
+        """A ``tool-call`` on the call subject (a ``nats.micro`` endpoint handler)."""
+        reply = request._msg.reply  # the caller's inbox for this call
+        try:
+            message = _wire.decode(request.data)
+        except ValueError:
+            message = None
+        body = _wire.inner(message)
+        if body is None or body.get("type") != "tool-call" or not isinstance(body.get("id"), str):
+            self._malformed("a call that is not a tool-call message")
+            if reply:
+                await request.respond_error("400", "Not a frame tool-call message")
+            return
+        caller_id = body["id"]
+        if (reply, caller_id) in self._by_caller:  # a retransmission of a live call
+            return
+        call_id = str(next(self._ids))
+        routed = {**message, "message": {**body, "id": call_id}}
+        try:
+            self._incoming_send.send_nowait(routed)
+        except anyio.WouldBlock:
+            await request.respond_error("503", f"Frame {self._subjects.name!r} is busy")
+            return
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await request.respond_error("503", f"Frame {self._subjects.name!r} is stopping")
+            return
+        self.running[call_id] = _Running(caller_id, request)
+        self._by_caller[(reply, caller_id)] = call_id
+        await self._beat(request)  # at once: the caller knows which replica has it
+
+    async def on_cancel(self, msg: Msg) -> None:
+        """A ``tool-cancel`` on the cancel subject: for this replica only if it runs it."""
+        body = _wire.inner(_safe_decode(msg.data))
+        reply = (msg.headers or {}).get(_wire.REPLY)
+        if body is None or body.get("type") != "tool-cancel" or not reply:
+            self._malformed("a cancel that is not a tool-cancel message with its reply subject")
+            return
+        call_id = self._by_caller.get((reply, str(body.get("id"))))
+        if call_id is None:
+            return  # another replica's call, or finished
+        self._finished(call_id)
+        cancel = protocol.encode_tool_cancel(call_id)
+        try:
+            self._incoming_send.send_nowait(cancel)
+        except anyio.WouldBlock:  # the queue is full: the call is still in it, drop it there
+            logger.warning("Frame %r: a cancel found the call queue full", self._subjects.name)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+
+    async def wait_idle(self) -> None:
+        """Wait until no call runs here."""
+        while self.running:
+            self._idle = anyio.Event()
+            await self._idle.wait()
+
+    def _finished(self, call_id: str) -> _Running | None:
+        running = self.running.pop(call_id, None)
+        if running is not None:
+            self._by_caller.pop((running.request._msg.reply, running.caller_id), None)
+        if not self.running:
+            self._idle.set()
+        return running
+
+    async def heartbeat(self) -> None:
+        """Tell each running call's caller this replica is still at it."""
+        for running in list(self.running.values()):
+            await self._beat(running.request)
+
+    async def _beat(self, request: Request) -> None:
+        try:
+            await request.respond(b"", headers=self._beat_headers)
+        except Exception as exc:  # the connection is down: the caller will notice
+            logger.debug("Frame %r: a heartbeat was not sent: %r", self._subjects.name, exc)
+
+    def _malformed(self, what: str) -> None:
+        self.malformed += 1
+        log = logger.warning if self.malformed == 1 else logger.debug
+        log("Frame %r: dropped %s on NATS", self._subjects.name, what)
+
+    # -- from the frame -------------------------------------------------------------------
+
+    async def send(self, item: Any) -> None:
+        body = _wire.inner(item)
+        kind = body.get("type") if body is not None else None
+        try:
+            if kind == "model-context-update":
+                await self._client.publish(
+                    self._subjects.context, _wire.encode(item), headers=self._headers
+                )
+                return
+            if body is None or not isinstance(body.get("id"), str):
+                return
+            call_id = body["id"]
+            running = self.running.get(call_id)
+            if running is None:
+                return  # cancelled meanwhile: its caller no longer listens
+            reply = {**item, "message": {**body, "id": running.caller_id}}
+            payload = _wire.encode(reply)
+            if kind == "tool-result":
+                self._finished(call_id)
+            await running.request.respond(payload, headers=self._headers)
+        except (TypeError, ValueError):
+            raise  # no JSON form: the provider answers with its error for that
+        except Exception as exc:  # nats-py's own errors: the connection is gone
+            raise anyio.BrokenResourceError(f"NATS: {exc!r}") from exc
+
+    async def lose_running(self, why: str) -> None:
+        """Tell the callers of every running call that this replica stops without them."""
+        for running in list(self.running.values()):
+            with suppress(Exception):  # the server may be gone: then so is the caller's reply
+                await running.request.respond(b"", headers={**self._headers, _wire.LOST: why})
+        self.running.clear()
+        self._by_caller.clear()
+        self._idle.set()
+
+    @property
+    def _headers(self) -> dict[str, str]:
+        return {_wire.REPLICA: self._replica}
+
+    # -- the stream ---------------------------------------------------------------------------
+
+    async def receive(self) -> Any:
+        return await self._incoming.receive()
+
+    async def send_eof(self) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        self._incoming_send.close()
+        self._incoming.close()
+
+
+async def _quietly(stop: Callable[[], Awaitable[object]]) -> None:
+    """Undo one piece of setup; the server may be gone already, which is fine here."""
+    try:
+        await stop()
+    except Exception as exc:
+        logger.debug("NATS: while stopping: %r", exc)
+
+
+def _safe_decode(payload: bytes) -> Any:
+    try:
+        return _wire.decode(payload)
+    except ValueError:
+        return None
+
+
+class NATSFrameService:
+    """Serves ``provider`` (a registry, or any ``ModelContextProvider``) as the frame
+    ``name`` on NATS: one replica. Run as many replicas of one name as you like, in
+    this process or others; each call goes to exactly one of them.
+
+    Use it as an async context manager: entering connects (``nats``: a URL, URLs, or a
+    connected client, with ``nats_options`` for ``nats.connect``), starts the service
+    and publishes the context; leaving stops taking calls, waits up to
+    ``drain_timeout`` seconds for the running ones, then tells the callers of any still
+    running that the replica is gone, and disconnects.
+
+    ``prefix`` puts the frame's subjects under a tenant's own prefix; ``version`` and
+    ``description`` are what the NATS service API shows. ``heartbeat`` (seconds) is how
+    often a running call's caller hears that the replica is alive.
+    """
+
+    def __init__(
+        self,
+        provider: ModelContextProvider,
+        name: str,
+        *,
+        nats: NATSTarget,
+        nats_options: Mapping[str, Any] | None = None,
+        prefix: str = DEFAULT_PREFIX,
+        version: str = "0.1.0",
+        description: str | None = None,
+        heartbeat: float = 0.5,
+        drain_timeout: float = 5.0,
+    ) -> None:
+        if not heartbeat > 0 or not math.isfinite(heartbeat):
+            raise ValueError(f"heartbeat must be a positive number of seconds, not {heartbeat!r}")
+        self.subjects = FrameSubjects(name, prefix)
+        self.name = name
+        self.provider = (
+            provider
+            if isinstance(provider, AssistantFrameProvider)
+            else AssistantFrameProvider(provider)
+        )
+        self.version = version
+        self.description = description
+        self.heartbeat = heartbeat
+        self.drain_timeout = drain_timeout
+        self._target = nats
+        self._options = nats_options
+        self._tasks = HeldTaskGroup()
+        self._stack: AsyncExitStack | None = None
+        self._service: Service | None = None
+        self._route: _Route | None = None
+
+    @property
+    def replica(self) -> str:
+        """This replica's id (its NATS service instance id)."""
+        if self._service is None:
+            raise RuntimeError("The service is not running")
+        return str(self._service.id)
+
+    @property
+    def running_calls(self) -> int:
+        """How many calls this replica runs now."""
+        return 0 if self._route is None else len(self._route.running)
+
+    async def __aenter__(self) -> NATSFrameService:
+        async with AsyncExitStack() as stack:
+            client = await stack.enter_async_context(
+                nats_client(self._target, self._options, name=f"frame {self.name}")
+            )
+            service = await add_service(
+                client,
+                name=self.name,
+                version=self.version,
+                description=self.description or "",
+                metadata={_wire.META_KIND: _wire.KIND, _wire.META_PREFIX: self.subjects.prefix},
+            )
+            self._service = service
+            stack.push_async_callback(_quietly, service.stop)
+            route = self._route = _Route(client, self.subjects, str(service.id), self.heartbeat)
+            await service.add_endpoint(
+                name="call",
+                subject=self.subjects.call,
+                queue_group=self.subjects.queue,
+                handler=route.on_call,
+            )
+            await service.add_endpoint(
+                name="context",
+                subject=self.subjects.context_get,
+                queue_group=self.subjects.queue,
+                handler=self._on_context_get,
+            )
+            cancels = await client.subscribe(self.subjects.cancel, cb=route.on_cancel)
+            stack.push_async_callback(_quietly, cancels.unsubscribe)
+            async with self._tasks.open() as group:
+                group.start_soon(self.provider.serve, route)
+                group.start_soon(self._beat)
+            self._stack = stack.pop_all()
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        route, service, stack = self._route, self._service, self._stack
+        assert route is not None
+        assert service is not None
+        assert stack is not None
+        try:
+            with anyio.CancelScope(shield=True):
+                await _quietly(service.stop)  # no new calls (nor discovery) from here on
+                with anyio.move_on_after(self.drain_timeout):
+                    await route.wait_idle()
+                await route.lose_running(f"The replica of frame {self.name!r} stopped")
+                await route.aclose()  # the provider's connection ends: its calls are cancelled
+            await self._tasks.close(exc_type, exc, tb)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await stack.aclose()  # the cancel subscription, then the client
+
+    async def _beat(self) -> None:
+        assert self._route is not None
+        while True:
+            await anyio.sleep(self.heartbeat)
+            await self._route.heartbeat()
+
+    async def _on_context_get(self, request: Request) -> None:
+        context = protocol.serialize_context(self.provider.get_model_context())
+        await request.respond(
+            _wire.encode(protocol.encode_context_update(context)),
+            headers={_wire.REPLICA: self.replica},
+        )
