@@ -24,12 +24,14 @@ from ..transports import memory_pair
 
 __all__ = ["FrameTarget", "TargetKind", "no_context"]
 
-TargetKind: TypeAlias = Literal["in-process", "websocket", "worker", "mcp"]
+TargetKind: TypeAlias = Literal["in-process", "websocket", "worker", "mcp", "nats"]
 """How a target is reached: served in this process, a WebSocket, a worker subprocess
-speaking the frame protocol over stdio, or an MCP server (any of its transports)."""
+speaking the frame protocol over stdio, an MCP server (any of its transports), or NATS
+(one frame by name, or every frame on the bus)."""
 
 _FRAME_SCHEMES = ("ws://", "wss://")
 _MCP_SCHEMES = ("http://", "https://")
+_NATS_SCHEMES = ("nats://", "tls://")
 
 
 class FrameTarget:
@@ -43,6 +45,9 @@ class FrameTarget:
     (a command that starts with a ``.py`` script runs it with this interpreter);
     an ``mcp`` server object (``MCPServer``, low-level ``Server``) is an MCP server in
     this process. ``mcp`` (``None``: by that rule) says explicitly whether it is one.
+    A ``nats://`` URL (or an ``assistant_frames.nats`` ``NATSFrame`` / ``NATSBus``) is
+    one frame on NATS (``nats://host:4222/calc``) or every frame there
+    (``nats://host:4222``); ``token`` is the NATS token.
     """
 
     def __init__(
@@ -66,6 +71,7 @@ class FrameTarget:
         self._env = env
         self._cwd = cwd
         self._command: list[str] | None = None
+        self._nats: Any = None
         self.kind, self.description = self._resolve(target, mcp)
         self.name = name or self.description
         # What the last connection got: its host (frames) and worker transport (commands).
@@ -73,6 +79,21 @@ class FrameTarget:
         self._last_worker: Any = None
 
     def _resolve(self, target: Any, mcp: bool | None) -> tuple[TargetKind, str]:
+        if (isinstance(target, str) and target.startswith(_NATS_SCHEMES)) or _is_nats(target):
+            if mcp:
+                raise ValueError(f"A NATS target is a frame, not an MCP server: {target}")
+            from ..nats.targets import NATSFrame, parse_nats_url
+
+            if isinstance(target, str):
+                options = None if self._token is None else {"token": self._token}
+                self._nats = parse_nats_url(target, options)
+                shown = target.split("@")[-1]  # never the credentials
+            else:
+                self._nats = target
+                shown = f"{type(target).__name__}"
+            if isinstance(self._nats, NATSFrame):
+                return "nats", f"frame {self._nats.name!r} on NATS ({shown})"
+            return "nats", f"the frames on NATS ({shown})"
         if isinstance(target, str) and "://" in target:
             if target.startswith(_FRAME_SCHEMES):
                 if mcp:
@@ -85,7 +106,9 @@ class FrameTarget:
                         "kind of URL (leave mcp unset, or give a ws:// URL)"
                     )
                 return "mcp", f"MCP server {target}"
-            raise ValueError(f"Cannot connect to {target}: use ws://, wss://, http:// or https://")
+            raise ValueError(
+                f"Cannot connect to {target}: use ws://, wss://, http://, https:// or nats://"
+            )
         if isinstance(target, str) or (
             isinstance(target, Sequence) and not isinstance(target, (bytes, bytearray))
         ):
@@ -115,6 +138,10 @@ class FrameTarget:
         if self.kind == "mcp":
             async with self._open_mcp() as frame:
                 yield frame
+            return
+        if self.kind == "nats":
+            async with self._open_nats() as connection:
+                yield connection
             return
         async with contextlib.AsyncExitStack() as stack:
             if self.kind == "in-process":
@@ -179,6 +206,36 @@ class FrameTarget:
         async with frame:
             yield frame
 
+    @contextlib.asynccontextmanager
+    async def _open_nats(self) -> AsyncIterator[FrameConnection]:
+        from ..nats import NATSDiscovery, NATSFrame, NATSFrameHost
+
+        target = self._nats
+        connection: FrameConnection
+        if isinstance(target, NATSFrame):
+            connection = NATSFrameHost(
+                target.name,
+                nats=target.nats,
+                nats_options=target.nats_options,
+                prefix=target.prefix,
+                timeout=self.timeout,
+                liveness=target.liveness,
+                context_timeout=self.connect_timeout,
+            )
+            self._last_host = connection
+        else:
+            connection = NATSDiscovery(
+                nats=target.nats,
+                nats_options=target.nats_options,
+                prefix=target.prefix,
+                interval=target.interval,
+                timeout=self.timeout,
+                connect_timeout=self.connect_timeout,
+                name=self.name,
+            )
+        async with connection:
+            yield connection
+
     def stop_worker(self) -> None:
         """Terminate the last connection's worker now (it is not a frame: it would sit
         out the grace period a frame gets to finish its work)."""
@@ -204,6 +261,11 @@ class FrameTarget:
                 f"the first: {shown}"
             )
         return "received nothing"
+
+
+def _is_nats(target: Any) -> bool:
+    """A NATS target object (checked by module: ``assistant_frames.nats`` may not load)."""
+    return type(target).__module__ == "assistant_frames.nats.targets"
 
 
 def _plural(count: int, noun: str) -> str:

@@ -8,14 +8,19 @@ this package unless asked to.
 from __future__ import annotations
 
 from .connection import NATSTarget, connect_nats, nats_client
+from .discovery import NATSDiscovery
 from .errors import NoResponders, ReplicaLost
 from .host import NATSFrameHost
 from .service import NATSFrameService
 from .subjects import DEFAULT_PREFIX, FrameSubjects
+from .targets import NATSBus, NATSFrame, parse_nats_url
 
 __all__ = [
     "DEFAULT_PREFIX",
     "FrameSubjects",
+    "NATSBus",
+    "NATSDiscovery",
+    "NATSFrame",
     "NATSFrameHost",
     "NATSFrameService",
     "NATSTarget",
@@ -23,4 +28,5 @@ __all__ = [
     "ReplicaLost",
     "connect_nats",
     "nats_client",
+    "parse_nats_url",
 ]

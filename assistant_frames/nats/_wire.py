@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from .._json import decode_json, encode_json
+from .._json import decode_json
+from ..transports.contract import encode_message
 
 #: Which replica sent a message (a call's replies, a context update): its service id.
 REPLICA: Final = "AF-Replica"
@@ -31,9 +32,10 @@ META_KIND: Final = "assistant_frames.kind"
 KIND: Final = "frame"
 
 
-def encode(message: Any) -> bytes:
-    """One frame-protocol message as a NATS payload."""
-    return encode_json(message)
+def encode(message: Any, limit: int | None = None) -> bytes:
+    """One frame-protocol message as a NATS payload; ``MessageTooLarge`` past ``limit``
+    (the server's ``max_payload``: nats-py would refuse it only after encoding)."""
+    return encode_message(message, limit)
 
 
 def decode(payload: bytes) -> Any:

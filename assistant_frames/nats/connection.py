@@ -14,6 +14,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeAlias
 
 import nats
+import sniffio
 from nats.aio.client import Client
 
 from ..errors import ConnectError
@@ -76,7 +77,13 @@ async def nats_client(
     name: str | None = None,
 ) -> AsyncIterator[Client]:
     """``target`` as a connected client: a given one as is (left open), or a new one
-    connected to the URL(s) with ``options`` and drained and closed on the way out."""
+    connected to the URL(s) with ``options`` and drained and closed on the way out.
+
+    Raises ``RuntimeError`` outside asyncio: ``nats-py`` runs on asyncio only.
+    """
+    library = sniffio.current_async_library()
+    if library != "asyncio":
+        raise RuntimeError(f"NATS needs asyncio (nats-py runs on asyncio only), not {library}")
     if isinstance(target, Client):
         if options:
             raise ValueError("nats_options apply only when connecting to a URL, not to a client")

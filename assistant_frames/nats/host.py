@@ -102,17 +102,20 @@ class _Route(ObjectStream[Any]):
         try:
             if kind == "tool-call":
                 assert body is not None
+                payload = _wire.encode(item, self._client.max_payload)  # may refuse it
                 reply = f"{self._inbox}.{next(self._numbers)}"
                 call = _Call(body["id"], anyio.current_time(), self.liveness)
                 self._calls[reply] = call
                 self._replies[call.id] = reply
-                await self._client.publish(self._subjects.call, _wire.encode(item), reply=reply)
+                await self._client.publish(self._subjects.call, payload, reply=reply)
             elif kind == "tool-cancel":
                 assert body is not None
                 reply = self._replies.pop(str(body.get("id")), "")
                 if self._calls.pop(reply, None) is not None:
                     await self._client.publish(
-                        self._subjects.cancel, _wire.encode(item), headers={_wire.REPLY: reply}
+                        self._subjects.cancel,
+                        _wire.encode(item, self._client.max_payload),
+                        headers={_wire.REPLY: reply},
                     )
             elif kind == "model-context-request":
                 await self._fetch_context()  # sent once, on connecting

@@ -172,7 +172,9 @@ class _Route(ObjectStream[Any]):
         try:
             if kind == "model-context-update":
                 await self._client.publish(
-                    self._subjects.context, _wire.encode(item), headers=self._headers
+                    self._subjects.context,
+                    _wire.encode(item, self._client.max_payload),
+                    headers=self._headers,
                 )
                 return
             if body is None or not isinstance(body.get("id"), str):
@@ -182,7 +184,7 @@ class _Route(ObjectStream[Any]):
             if running is None:
                 return  # cancelled meanwhile: its caller no longer listens
             reply = {**item, "message": {**body, "id": running.caller_id}}
-            payload = _wire.encode(reply)
+            payload = _wire.encode(reply, self._client.max_payload)
             if kind == "tool-result":
                 self._finished(call_id)
             await running.request.respond(payload, headers=self._headers)

@@ -1,0 +1,69 @@
+"""``nats://`` targets: what :func:`~assistant_frames.connect` and ``Federation`` reach.
+
+``nats://HOST:PORT/NAME`` is the frame ``NAME`` (any of its replicas);
+``nats://HOST:PORT`` is every frame on the bus (a :class:`~.discovery.NATSDiscovery`).
+``?prefix=acme.frames`` picks a tenant's prefix; credentials in the URL
+(``nats://user:password@host:4222``) and ``tls://`` go to ``nats-py`` as they are.
+:class:`NATSFrame` is the same as an object, to share one connected client.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qs, urlsplit, urlunsplit
+
+from .connection import NATSTarget
+from .subjects import DEFAULT_PREFIX, check_frame_name, check_prefix
+
+__all__ = ["NATSFrame", "NATSBus", "parse_nats_url"]
+
+SCHEMES = ("nats://", "tls://")
+
+
+@dataclass(frozen=True)
+class NATSFrame:
+    """The frame ``name`` on NATS, as a target (``connect(NATSFrame(...))``)."""
+
+    name: str
+    nats: NATSTarget
+    prefix: str = DEFAULT_PREFIX
+    nats_options: Mapping[str, Any] | None = None
+    liveness: float = 3.0
+
+    def __post_init__(self) -> None:
+        check_frame_name(self.name)
+        check_prefix(self.prefix)
+
+
+@dataclass(frozen=True)
+class NATSBus:
+    """Every frame under ``prefix`` on NATS, as a target (discovered)."""
+
+    nats: NATSTarget
+    prefix: str = DEFAULT_PREFIX
+    nats_options: Mapping[str, Any] | None = None
+    interval: float = 1.0
+
+    def __post_init__(self) -> None:
+        check_prefix(self.prefix)
+
+
+def parse_nats_url(url: str, options: Mapping[str, Any] | None = None) -> NATSFrame | NATSBus:
+    """The target a ``nats://`` (or ``tls://``) URL names; ``ValueError`` if it names none."""
+    parts = urlsplit(url)
+    if not url.startswith(SCHEMES) or not parts.netloc:
+        raise ValueError(f"A NATS target is nats://HOST:PORT[/FRAME][?prefix=P], not {url!r}")
+    query = parse_qs(parts.query)
+    unknown = set(query) - {"prefix"}
+    if unknown:
+        raise ValueError(f"Unknown NATS URL parameter(s) {sorted(unknown)} in {url!r}")
+    prefix = query.get("prefix", [DEFAULT_PREFIX])[-1]
+    server = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
+    name = parts.path.strip("/")
+    if not name:
+        return NATSBus(server, prefix, options)
+    if "/" in name:
+        raise ValueError(f"A NATS URL names one frame (nats://HOST:PORT/FRAME), not {url!r}")
+    return NATSFrame(name, server, prefix, options)
