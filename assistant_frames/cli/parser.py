@@ -67,7 +67,8 @@ stderr. --ws serves every host that connects over WebSockets. --mcp-stdio serves
 one MCP client on stdin/stdout (what MCP desktop clients start); --mcp-http serves
 MCP clients over Streamable HTTP at http://HOST:PORT/mcp. HOST defaults to
 127.0.0.1 and port 0 picks a free port; the URL is printed to stderr. MCP clients
-are told when the tool list changes."""
+are told when the tool list changes. --nats serves the frame --name as one replica
+on a NATS server: start as many as you like, each call goes to one of them."""
 
 _SERVE_EPILOG = f"""\
 examples:
@@ -79,6 +80,7 @@ examples:
   {PROG} serve --mcp-stdio myapp.tools:registry
   {PROG} serve --mcp-http :8000 --frame notes='python notes_worker.py' \\
       --frame search=ws://127.0.0.1:8765 --mcp time='uvx mcp-server-time'
+  {PROG} serve --nats nats://127.0.0.1:4222 --name calc myapp.tools:registry
 
 The token may also come from ${TOKEN_ENV}. Stop the server with Ctrl-C."""
 
@@ -296,6 +298,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="HOST:PORT",
         help="serve MCP over Streamable HTTP at http://HOST:PORT/mcp (needs the 'mcp' extra)",
     )
+    how.add_argument(
+        "--nats",
+        metavar="URL",
+        help="serve as one replica of the frame --name on a NATS server, e.g. "
+        "nats://127.0.0.1:4222 (needs the 'nats' extra)",
+    )
     serve.add_argument(
         "--frame",
         action="append",
@@ -314,7 +322,13 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--name",
         default="assistant-frames",
-        help="the server name MCP clients see (default: assistant-frames)",
+        help="the server name MCP clients see, or the frame's name on NATS "
+        "(default: assistant-frames)",
+    )
+    serve.add_argument(
+        "--prefix",
+        default="frames",
+        help="with --nats: the subject prefix, a tenant's own (default: frames)",
     )
     serve.add_argument(
         "--timeout",

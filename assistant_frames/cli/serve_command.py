@@ -28,9 +28,15 @@ def cmd_serve(options: argparse.Namespace) -> int:
     token: str | None = options.token or os.environ.get(TOKEN_ENV) or None
     if options.ws is None and options.allow_origin:
         raise usage_error("--allow-origin is for --ws")
-    if options.ws is None and options.mcp_http is None and options.token:
-        raise usage_error("--token is for --ws and --mcp-http (stdio peers are the parent process)")
-    if options.stdio:
+    if options.ws is None and options.mcp_http is None and options.nats is None and options.token:
+        raise usage_error(
+            "--token is for --ws, --mcp-http and --nats (stdio peers are the parent process)"
+        )
+    if options.nats is None and options.prefix != "frames":
+        raise usage_error("--prefix is for --nats")
+    if options.nats is not None:
+        anyio.run(_serve_nats, options, token, backend="asyncio")  # nats-py needs asyncio
+    elif options.stdio:
         anyio.run(_serve_stdio, options)
     elif options.mcp_stdio:
         anyio.run(_serve_mcp_stdio, options)
@@ -103,6 +109,35 @@ async def _serve_ws(
                         f"warning: listening on {host} without --token: whoever reaches this "
                         "port can call these tools"
                     )
+                async for signum in stop:
+                    note(f"{signal.Signals(signum).name}: stopping")
+                    return
+
+
+async def _serve_nats(options: argparse.Namespace, token: str | None) -> None:
+    try:
+        from ..nats import NATSFrameService
+    except ImportError as exc:
+        raise CommandError(f"--nats needs the 'nats' extra ({exc})") from None
+    shown = options.nats.split("@")[-1]  # never the credentials
+    async with served_frame(options, timeout=options.timeout) as frame:
+        with _stop_signals() as stop:
+            try:
+                service = NATSFrameService(
+                    frame,
+                    options.name,
+                    nats=options.nats,
+                    nats_options={"token": token} if token else None,
+                    prefix=options.prefix,
+                )
+            except ValueError as exc:
+                raise usage_error(str(exc)) from None
+            async with service:
+                note(
+                    f"serving {_describe(options, frame)} on NATS {shown} as frame "
+                    f"{options.name!r} (replica {service.replica}, subjects "
+                    f"{service.subjects.base}.*); Ctrl-C stops"
+                )
                 async for signum in stop:
                     note(f"{signal.Signals(signum).name}: stopping")
                     return

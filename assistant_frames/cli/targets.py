@@ -1,6 +1,7 @@
-"""The frame ``inspect`` and ``call`` talk to: a ws:// URL to connect to, a worker command
-to spawn, or with ``--mcp`` an MCP server (an http(s):// URL or a command), checked as
-the command line gives it and connected with :func:`assistant_frames.connect`."""
+"""The frame ``inspect`` and ``call`` talk to: a ws:// or nats:// URL to connect to, a
+worker command to spawn, or with ``--mcp`` an MCP server (an http(s):// URL or a
+command), checked as the command line gives it and connected with
+:func:`assistant_frames.connect`."""
 
 from __future__ import annotations
 
@@ -50,11 +51,11 @@ def resolve_target(options: argparse.Namespace) -> Target:
                 f"with --mcp, give an http:// or https:// URL, or '-- COMMAND ...'; not {url!r}"
             )
         return Target(url=url, mcp=True)
-    if not url.startswith(("ws://", "wss://")):
+    if not url.startswith(("ws://", "wss://", "nats://", "tls://")):
         hint = " (an MCP server? add --mcp)" if url.startswith(("http://", "https://")) else ""
         raise usage_error(
-            f"the frame must be a ws:// or wss:// URL, or '-- COMMAND ...' to start a worker; "
-            f"not {url!r}{hint}"
+            f"the frame must be a ws://, wss:// or nats:// URL, or '-- COMMAND ...' to start "
+            f"a worker; not {url!r}{hint}"
         )
     return Target(url=url)
 

@@ -42,8 +42,12 @@ async def connect_nats(
     on the ``assistant_frames.nats`` logger instead of printing it.
     """
 
+    connecting = True
+
     async def error_cb(error: Exception) -> None:
-        logger.warning("NATS: %s", error or type(error).__name__)
+        # While connecting, a failure is the error connect_nats raises: not logged twice.
+        log = logger.debug if connecting else logger.warning
+        log("NATS: %s", error or type(error).__name__)
 
     async def disconnected_cb() -> None:
         logger.info("NATS: disconnected from the server")
@@ -62,11 +66,20 @@ async def connect_nats(
         "reconnected_cb": reconnected_cb,
     }
     settings.update(options)
+    # nats-py retries a first connection as it would a lost one (forever, with -1): try
+    # each server twice, then say so; reconnecting later follows the setting.
+    reconnects = settings["max_reconnect_attempts"]
+    settings["max_reconnect_attempts"] = 1
     urls = [servers] if isinstance(servers, str) else list(servers)
+    shown = ", ".join(url.split("@")[-1] for url in urls)  # never the credentials
     try:
-        return await nats.connect(servers=urls, **settings)
+        client = await nats.connect(servers=urls, **settings)
     except Exception as exc:  # nats-py raises its own and OSError alike
-        raise ConnectError(f"Could not connect to NATS at {', '.join(urls)}: {exc!r}") from exc
+        raise ConnectError(f"Could not connect to NATS at {shown}: {exc}") from exc
+    finally:
+        connecting = False
+    client.options["max_reconnect_attempts"] = reconnects
+    return client
 
 
 @asynccontextmanager
