@@ -37,6 +37,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NATSTimeout
 
 from .._anyio import HeldTaskGroup
+from ..errors import ToolCallError
 from ..frames.host import AssistantFrameHost
 from ..frames.host_machine import CallFailed
 from ..transports.contract import CloseReason, TransportClosed
@@ -171,7 +172,8 @@ class _Route(ObjectStream[Any]):
         error = headers.get(_wire.SERVICE_ERROR)
         if error is not None:
             self._forget(msg.subject, call)
-            self._push(CallFailed(call.id, ReplicaLost(f"The frame refused the call: {error}")))
+            why = f"Frame {self._subjects.name!r} refused the call: {error}"  # it never ran
+            self._push(CallFailed(call.id, ToolCallError(why)))
             return
         try:
             message = _wire.decode(msg.data)
