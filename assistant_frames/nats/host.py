@@ -199,9 +199,12 @@ class _Route(ObjectStream[Any]):
         """Report replicas of this frame that publish different tool sets."""
         replica = (msg.headers or {}).get(_wire.REPLICA)
         body = _wire.inner(message)
-        context = body.get("modelContext") if body is not None else None
-        tools = context.get("tools") if isinstance(context, dict) else None
-        if replica is None or not isinstance(tools, dict):
+        if replica is None or body is None or body.get("type") != "model-context-update":
+            return
+        context = body.get("context")
+        # A context without tools leaves the key out: that replica has none.
+        tools = context.get("tools", {}) if isinstance(context, dict) else None
+        if not isinstance(tools, dict):
             return
         self.replica_tools[replica] = frozenset(tools)
         if len(set(self.replica_tools.values())) > 1 and not self.mismatch_reported:
