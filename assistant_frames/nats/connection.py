@@ -16,12 +16,16 @@ from typing import Any, TypeAlias
 import nats
 import sniffio
 from nats.aio.client import Client
+from nats.errors import NoServersError
 
 from ..errors import ConnectError
 
 __all__ = ["NATSTarget", "Client", "connect_nats", "nats_client"]
 
 logger = logging.getLogger("assistant_frames.nats")
+
+# Attempts per server after the first, when connecting (not when reconnecting).
+_CONNECT_ATTEMPTS = 2
 
 NATSTarget: TypeAlias = str | Sequence[str] | Client
 """A server URL (``nats://127.0.0.1:4222``), several, or a connected client."""
@@ -39,12 +43,16 @@ async def connect_nats(
     ``options`` go to ``nats.connect`` as they are (``token=``, ``user=``,
     ``password=``, ``user_credentials=``, ``tls=``, ``max_reconnect_attempts=``...).
     Unless given, the client reconnects forever, every 0.5 s, and logs what goes wrong
-    on the ``assistant_frames.nats`` logger instead of printing it.
+    on the ``assistant_frames.nats`` logger instead of printing it. Connecting itself
+    tries each server a few times only: a server that is down, or refuses the
+    credentials, is a ``ConnectError`` within seconds, not a wait without end.
     """
+    errors: list[Exception] = []  # the last one says why connecting failed
 
     connecting = True
 
     async def error_cb(error: Exception) -> None:
+        errors[:] = [error]
         # While connecting, a failure is the error connect_nats raises: not logged twice.
         log = logger.debug if connecting else logger.warning
         log("NATS: %s", error or type(error).__name__)
@@ -66,16 +74,22 @@ async def connect_nats(
         "reconnected_cb": reconnected_cb,
     }
     settings.update(options)
-    # nats-py retries a first connection as it would a lost one (forever, with -1): try
-    # each server twice, then say so; reconnecting later follows the setting.
+    # nats-py bounds the first connect by max_reconnect_attempts too: at -1 (reconnect
+    # forever) a wrong token or a server that is down makes connect() wait forever. So
+    # connect with a few attempts per server, then reconnect as asked (nats-py reads the
+    # option again at each reconnect).
     reconnects = settings["max_reconnect_attempts"]
-    settings["max_reconnect_attempts"] = 1
+    # (0 is unbounded too, for nats-py.)
+    bounded = reconnects if reconnects > 0 else _CONNECT_ATTEMPTS
+    settings["max_reconnect_attempts"] = min(bounded, _CONNECT_ATTEMPTS)
     urls = [servers] if isinstance(servers, str) else list(servers)
     shown = ", ".join(url.split("@")[-1] for url in urls)  # never the credentials
     try:
         client = await nats.connect(servers=urls, **settings)
     except Exception as exc:  # nats-py raises its own and OSError alike
-        raise ConnectError(f"Could not connect to NATS at {shown}: {exc}") from exc
+        # After its attempts nats-py says only "no servers": the last error says why.
+        cause = errors[-1] if errors and isinstance(exc, NoServersError) else exc
+        raise ConnectError(f"Could not connect to NATS at {shown}: {cause}") from exc
     finally:
         connecting = False
     client.options["max_reconnect_attempts"] = reconnects
