@@ -296,8 +296,10 @@ class NATSFrameHost(AssistantFrameHost):
     ``timeout`` bounds each call, as for every host; ``liveness`` is how long a call's
     replica may stay silent before the call fails with :class:`ReplicaLost` (at least
     four of the replica's heartbeats); ``context_timeout`` bounds the wait for the
-    frame's context when connecting. With no replica running, connecting ends the
-    connection at once and a call fails at once with :class:`NoResponders`.
+    frame's context when connecting. With no replica running when connecting, the
+    connection ends at once (calls fail at once with ``FrameDisconnected`` saying no
+    replica answers); once connected, a call that no replica takes fails at once with
+    :class:`NoResponders`, and the connection stays.
 
     Needs asyncio (``nats-py`` does).
     """
