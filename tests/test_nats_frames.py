@@ -189,6 +189,7 @@ async def test_replicas_share_the_calls_each_call_runs_exactly_once(
             # Each call ran on exactly one replica, and on the one that answered it.
             assert sorted(ran_one + ran_two) == sorted(markers)
             assert set(ran_one) == {m for m, a in answers.items() if a["replica"] == one.id}
+            assert await host.call_tool("cpu", {"n": 1000}) == sum(i * i for i in range(1000))
 
 
 @pytest.mark.parametrize("replicas", [0, 1])
@@ -216,6 +217,7 @@ async def test_no_responders(nats_server: NATSServer, replicas: int) -> None:
                 assert not isinstance(error, ToolCallTimeout)
                 if replicas:
                     assert isinstance(error, NoResponders), error
+                assert "No replica of frame 'calc'" in str(error)
                 assert elapsed < 0.5, f"{elapsed:.3f} s: not at once"
 
 
@@ -353,6 +355,25 @@ async def test_cancelling_a_call_reaches_the_replica_running_it(nats_server: NAT
             await gates[running].cancelled.wait()
             await wait_until(lambda: replicas[running].running_calls == 0)
             assert not gates[1 - running].cancelled.is_set()
+            assert await host.call_tool("add", {"a": 1, "b": 2}) == 3
+
+
+async def test_cancelling_reaches_a_replica_in_another_process(nats_server: NATSServer) -> None:
+    with anyio.fail_after(30):
+        async with (
+            replica_process(nats_server.url, "calc") as replica,
+            host_of(nats_server.url) as host,
+        ):
+            with pytest.raises(ToolCallTimeout):
+                await host.call_tool("slow", {"seconds": 20, "marker": "t"}, timeout=0.3)
+            await wait_until(lambda: replica.has("cancelled t"))
+            async with anyio.create_task_group() as group:
+                group.start_soon(host.call_tool, "slow", {"seconds": 20, "marker": "c"})
+                await wait_until(lambda: replica.started("slow") == ["t", "c"])
+                group.cancel_scope.cancel()
+            await wait_until(lambda: replica.has("cancelled c"))
+            assert not replica.has("end t")
+            assert not replica.has("end c")
             assert await host.call_tool("add", {"a": 1, "b": 2}) == 3
 
 
@@ -590,7 +611,7 @@ async def test_authentication_passes_through(
             nothing: dict[str, Any] = {}
             for options in [nothing, bad]:
                 started = time.perf_counter()
-                with pytest.raises(ConnectError):
+                with pytest.raises(ConnectError, match="Authorization"):
                     await connect_nats(server.url, **options)
                 with pytest.raises(ConnectError):
                     async with NATSFrameHost("calc", nats=server.url, nats_options=options):
