@@ -47,12 +47,13 @@ async def connect_nats(
     tries each server a few times only: a server that is down, or refuses the
     credentials, is a ``ConnectError`` within seconds, not a wait without end.
     """
-    errors: list[Exception] = []  # the last one says why connecting failed
+    errors: list[Exception] = []  # what went wrong while connecting, to say why it failed
 
     connecting = True
 
     async def error_cb(error: Exception) -> None:
-        errors[:] = [error]
+        if connecting:
+            errors.append(error)
         # While connecting, a failure is the error connect_nats raises: not logged twice.
         log = logger.debug if connecting else logger.warning
         log("NATS: %s", error or type(error).__name__)
@@ -87,8 +88,10 @@ async def connect_nats(
     try:
         client = await nats.connect(servers=urls, **settings)
     except Exception as exc:  # nats-py raises its own and OSError alike
-        # After its attempts nats-py says only "no servers": the last error says why.
-        cause = errors[-1] if errors and isinstance(exc, NoServersError) else exc
+        # After its attempts nats-py says only "no servers": the errors say why. The
+        # server's own word (an authorization violation) beats a reset that follows it.
+        said = [e for e in errors if not isinstance(e, OSError)] or errors
+        cause = said[-1] if said and isinstance(exc, NoServersError) else exc
         raise ConnectError(f"Could not connect to NATS at {shown}: {cause}") from exc
     finally:
         connecting = False
