@@ -499,12 +499,12 @@ def test_inspect_worker_that_cannot_load_its_object(frame_dir: Path) -> None:
     ("args", "needle"),
     [
         (["inspect"], "give the frame"),
-        (["inspect", "http://example.com"], "must be a ws:// or wss:// URL"),
+        (["inspect", "http://example.com"], "must be a ws://, wss:// or nats:// URL"),
         (["call", "add"], "give the frame"),
         (["call"], "required: TOOL"),
         (
             ["serve", "calc:registry"],
-            "one of the arguments --stdio --ws --mcp-stdio --mcp-http is required",
+            "one of the arguments --stdio --ws --mcp-stdio --mcp-http --nats is required",
         ),
         (["serve", "--mcp-stdio"], "give what to serve: MODULE:OBJECT, or --frame / --mcp"),
         (["serve", "--mcp-stdio", "--frame", "calc"], "expected NAME=..."),
