@@ -1,0 +1,158 @@
+"""``NATSDiscovery`` against the real ``nats-server``: frames join and leave a parent live.
+
+Frames are ``NATSFrameService`` replicas in this process (one in a child process, to
+show nothing is shared), found through the NATS service API as the discovery runs its
+rounds. asyncio only: ``nats-py`` runs on asyncio.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import anyio
+import pytest
+
+from assistant_frames import ModelContextRegistry, connect
+from assistant_frames.nats import NATSDiscovery, NATSFrameService, nats_client
+
+from helpers import wait_until
+from nats_support import NATSServer, nats_server, replica_process
+
+pytestmark = pytest.mark.anyio
+
+__all__ = ["nats_server"]  # a fixture, used by name
+
+FAST = {"interval": 0.2, "window": 0.1, "missed": 2}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def frame(name: str) -> ModelContextRegistry:
+    registry = ModelContextRegistry()
+
+    def hello(who: str) -> str:
+        """Say hello."""
+        return f"{name} greets {who}"
+
+    registry.tool(hello)
+    return registry
+
+
+def tools(discovery: NATSDiscovery) -> list[str]:
+    return sorted(discovery.get_model_context().tools)
+
+
+async def test_frames_started_after_the_parent_join_and_leave(nats_server: NATSServer) -> None:
+    url = nats_server.url
+    async with NATSDiscovery(nats=url, **FAST) as bus:
+        assert bus.frames == []
+        assert tools(bus) == []
+        async with NATSFrameService(frame("a"), "a", nats=url):
+            started = time.perf_counter()
+            await bus.wait_for("a", timeout=10)
+            assert time.perf_counter() - started < 5  # a few rounds, not a restart
+            assert tools(bus) == ["a_hello"]
+            assert await bus.call_tool("a_hello", {"who": "you"}) == "a greets you"
+            async with NATSFrameService(frame("b"), "b", nats=url):
+                await bus.wait_for("b", timeout=10)
+                assert tools(bus) == ["a_hello", "b_hello"]
+            # b stopped: after `missed` silent rounds it leaves, its tools with it.
+            await wait_until(lambda: tools(bus) == ["a_hello"], timeout=10)
+            assert bus.frames == ["a"]
+        await wait_until(lambda: bus.frames == [], timeout=10)
+
+
+async def test_replicas_are_one_frame_and_the_frame_stays_while_one_is_up(
+    nats_server: NATSServer,
+) -> None:
+    url = nats_server.url
+    async with (
+        NATSFrameService(frame("calc"), "calc", nats=url),
+        NATSDiscovery(nats=url, **FAST) as bus,
+    ):
+        assert bus.frames == ["calc"]  # found on entering, context there
+        assert tools(bus) == ["calc_hello"]
+        async with replica_process(url, "calc"):
+            await bus.discover()
+            assert bus.frames == ["calc"]  # two replicas, one frame
+        for _ in range(FAST["missed"] + 1):  # the child replica went; one is left
+            await bus.discover()
+        assert bus.frames == ["calc"]
+        assert await bus.call_tool("calc_hello", {"who": "me"}) == "calc greets me"
+
+
+async def test_another_tenant_and_other_services_are_invisible(nats_server: NATSServer) -> None:
+    url = nats_server.url
+    async with nats_client(url) as client:
+        # A NATS service that is no frame, and answers that are not what $SRV.INFO says.
+        from nats.micro import add_service
+
+        other = await add_service(client, name="billing", version="1.0.0")
+
+        async def junk(msg: Any) -> None:
+            for payload in [b"not json", b"[1]", json.dumps({"name": "x y"}).encode()]:
+                await client.publish(msg.reply, payload)
+
+        spoiler = await client.subscribe("$SRV.INFO", cb=junk)
+        try:
+            async with (
+                NATSFrameService(frame("notes"), "notes", nats=url, prefix="acme.frames"),
+                NATSFrameService(frame("notes"), "notes", nats=url, prefix="globex.frames"),
+                NATSFrameService(frame("ledger"), "ledger", nats=url, prefix="globex.frames"),
+                NATSDiscovery(nats=url, prefix="acme.frames", **FAST) as acme,
+            ):
+                assert acme.frames == ["notes"]
+                assert await acme.call_tool("notes_hello", {"who": "acme"}) == "notes greets acme"
+                # Many rounds later, still only acme's frame.
+                for _ in range(3):
+                    assert await acme.discover() == ["notes"]
+        finally:
+            await spoiler.unsubscribe()
+            await other.stop()
+
+
+async def test_connect_to_the_bus_and_to_one_frame(nats_server: NATSServer) -> None:
+    url = nats_server.url
+    async with NATSFrameService(frame("x"), "x", nats=url):
+        async with connect(url) as bus:
+            assert sorted(bus.get_model_context().tools) == ["x_hello"]
+            assert await bus.call_tool("x_hello", {"who": "bus"}) == "x greets bus"
+        async with connect(f"{url}/x") as one:
+            assert sorted(one.get_model_context().tools) == ["hello"]
+        async with connect(f"{url}?prefix=nobody") as empty:
+            assert empty.get_model_context().tools == {}
+
+
+async def test_discovery_rides_out_a_server_restart(nats_server: NATSServer) -> None:
+    url = nats_server.url
+    async with (
+        NATSFrameService(frame("r"), "r", nats=url),
+        NATSDiscovery(nats=url, interval=0.2, window=0.1, missed=50) as bus,
+    ):
+        assert bus.frames == ["r"]
+        nats_server.kill()
+        await anyio.sleep(0.5)
+        nats_server.restart()
+        # Reconnected, the frame still answers: a call goes through again.
+        with anyio.fail_after(15):
+            while True:
+                try:
+                    assert await bus.call_tool("r_hello", {"who": "again"}) == "r greets again"
+                    break
+                except Exception:
+                    await anyio.sleep(0.2)
+        assert bus.frames == ["r"]
+
+
+def test_discovery_options_are_checked() -> None:
+    with pytest.raises(ValueError, match="window"):
+        NATSDiscovery(nats="nats://127.0.0.1:1", interval=0.1, window=0.5)
+    with pytest.raises(ValueError, match="missed"):
+        NATSDiscovery(nats="nats://127.0.0.1:1", missed=0)
+    with pytest.raises(ValueError, match="prefix"):
+        NATSDiscovery(nats="nats://127.0.0.1:1", prefix="a.*")
