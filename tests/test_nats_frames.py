@@ -47,6 +47,7 @@ from assistant_frames.nats import (  # noqa: E402  (needs the nats extra, checke
     NoResponders,
     ReplicaLost,
     connect_nats,
+    nats_client,
 )
 
 __all__ = ["nats_server"]  # the fixture, imported for the tests below
@@ -656,3 +657,20 @@ def _env_with_path() -> dict[str, str]:
     import os
 
     return {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+
+
+async def test_a_shared_client_closed_for_good_ends_the_host(nats_server: NATSServer) -> None:
+    """The host notices a client closed under it (not reconnecting): its connection ends."""
+    url = nats_server.url
+    async with (
+        NATSFrameService(calculator(), "calc", nats=url),
+        nats_client(url) as client,
+        NATSFrameHost("calc", nats=client, liveness=0.4) as host,
+    ):
+        await host.wait_for_context(5)
+        await client.close()
+        with anyio.fail_after(5):
+            await host.wait_disconnected()
+        assert host.state == "disconnected"
+        with pytest.raises(FrameDisconnected, match="closed"):
+            await host.call_tool("add", {"a": 1, "b": 2})

@@ -188,6 +188,8 @@ class NATSDiscovery:
         """
         try:
             answered = await self._ask()
+            if not self._client_or_fail().is_connected:
+                return sorted(answered)  # cut off (reconnecting): silence proves nothing
             for name in answered:
                 self._absent.pop(name, None)
                 if name not in self.federation:

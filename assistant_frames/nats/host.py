@@ -238,6 +238,9 @@ class _Route(ObjectStream[Any]):
         """Fail calls whose replica fell silent; runs until cancelled."""
         while True:
             await anyio.sleep(self.liveness / 4)
+            if self._client.is_closed:  # for good (not reconnecting): so is this frame
+                self._end(f"The NATS connection to frame {self._subjects.name!r} was closed")
+                return
             now = anyio.current_time()
             for reply, call in list(self._calls.items()):
                 if now - call.seen > call.liveness:
