@@ -575,6 +575,29 @@ async def test_replicas_with_different_tool_sets_are_reported(
                 assert "extra" in warnings[0].getMessage()
 
 
+async def test_a_replica_reports_a_later_one_with_other_tools_with_no_host_around(
+    nats_server: NATSServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, LOGGER)
+    bigger = calculator()
+
+    @bigger.tool
+    def extra() -> str:
+        """One more tool than the first replica has."""
+        return "extra"
+
+    url = nats_server.url
+    async with NATSFrameService(calculator(), "calc", nats=url, heartbeat=HEARTBEAT) as first:
+        async with NATSFrameService(calculator(), "calc", nats=url) as same:
+            await anyio.sleep(0.3)  # it published its (equal) tools on starting
+            assert first.mismatches == {}
+            assert same.replica not in first.mismatches
+        async with NATSFrameService(bigger, "calc", nats=url) as other:
+            await wait_until(lambda: other.replica in first.mismatches, timeout=5)
+            assert "extra" in first.mismatches[other.replica]
+            assert "publishes other tools" in caplog.text
+
+
 async def test_a_matching_replica_is_not_reported(
     nats_server: NATSServer, caplog: pytest.LogCaptureFixture
 ) -> None:

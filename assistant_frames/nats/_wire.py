@@ -50,3 +50,14 @@ def inner(message: Any) -> dict[str, Any] | None:
         if isinstance(body, dict):
             return body
     return None
+
+
+def published_tools(message: Any) -> frozenset[str] | None:
+    """The tool names a ``model-context-update`` carries (``None``: not one)."""
+    body = inner(message)
+    if body is None or body.get("type") != "model-context-update":
+        return None
+    context = body.get("context")
+    # A context without tools leaves the key out: that replica has none.
+    tools = context.get("tools", {}) if isinstance(context, dict) else None
+    return frozenset(tools) if isinstance(tools, dict) else None

@@ -198,15 +198,10 @@ class _Route(ObjectStream[Any]):
     def _check_replicas(self, msg: Msg, message: Any) -> None:
         """Report replicas of this frame that publish different tool sets."""
         replica = (msg.headers or {}).get(_wire.REPLICA)
-        body = _wire.inner(message)
-        if replica is None or body is None or body.get("type") != "model-context-update":
+        tools = _wire.published_tools(message)
+        if replica is None or tools is None:
             return
-        context = body.get("context")
-        # A context without tools leaves the key out: that replica has none.
-        tools = context.get("tools", {}) if isinstance(context, dict) else None
-        if not isinstance(tools, dict):
-            return
-        self.replica_tools[replica] = frozenset(tools)
+        self.replica_tools[replica] = tools
         if len(set(self.replica_tools.values())) > 1 and not self.mismatch_reported:
             self.mismatch_reported = True
             sets = {r: sorted(t) for r, t in self.replica_tools.items()}

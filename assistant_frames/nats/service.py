@@ -280,6 +280,8 @@ class NATSFrameService:
         self._options = nats_options
         self._tasks = HeldTaskGroup()
         self._stack: AsyncExitStack | None = None
+        #: Other replicas of this frame seen publishing other tools, and theirs.
+        self.mismatches: dict[str, list[str]] = {}
         self._service: Service | None = None
         self._route: _Route | None = None
 
@@ -324,6 +326,8 @@ class NATSFrameService:
             )
             cancels = await client.subscribe(self.subjects.cancel, cb=route.on_cancel)
             stack.push_async_callback(_quietly, cancels.unsubscribe)
+            peers = await client.subscribe(self.subjects.context, cb=self._on_peer_context)
+            stack.push_async_callback(_quietly, peers.unsubscribe)
             async with self._tasks.open() as group:
                 group.start_soon(self.provider.serve, route)
                 group.start_soon(self._beat)
@@ -357,6 +361,30 @@ class NATSFrameService:
         while True:
             await anyio.sleep(self.heartbeat)
             await self._route.heartbeat()
+
+    async def _on_peer_context(self, msg: Msg) -> None:
+        """Another replica's context: report it once if its tools are not this one's."""
+        replica = (msg.headers or {}).get(_wire.REPLICA)
+        if replica is None or self._service is None or replica == str(self._service.id):
+            return
+        try:
+            theirs = _wire.published_tools(_wire.decode(msg.data))
+        except ValueError:
+            return
+        ours = frozenset(self.provider.get_model_context().tools)
+        if theirs is None or theirs == ours:
+            self.mismatches.pop(replica, None)
+            return
+        if replica not in self.mismatches:
+            logger.warning(
+                "Frame %r: replica %s publishes other tools than this one (%s): %s; each "
+                "call may go to either",
+                self.name,
+                replica,
+                sorted(ours),
+                sorted(theirs),
+            )
+        self.mismatches[replica] = sorted(theirs)
 
     async def _on_context_get(self, request: Request) -> None:
         context = protocol.serialize_context(self.provider.get_model_context())
