@@ -48,13 +48,15 @@ _MAX_QUEUED = 1024
 
 
 class _Running:
-    """One call this replica runs: its caller's id and the request to reply to."""
+    """One call this replica runs: its caller's id, the request to reply to, and that
+    request's reply subject (which, with the id, names the call for a cancel)."""
 
-    __slots__ = ("caller_id", "request")
+    __slots__ = ("caller_id", "reply", "request")
 
-    def __init__(self, caller_id: str, request: Request) -> None:
+    def __init__(self, caller_id: str, request: Request, reply: str) -> None:
         self.caller_id = caller_id
         self.request = request
+        self.reply = reply
 
 
 class _Route(ObjectStream[Any]):
@@ -87,7 +89,7 @@ class _Route(ObjectStream[Any]):
 
     async def on_call(self, request: Request) -> None:
         """A ``tool-call`` on the call subject (a ``nats.micro`` endpoint handler)."""
-        reply = request._msg.reply  # the caller's inbox for this call
+        reply = request._msg.reply  # the caller's inbox for this call (micro has no getter)
         try:
             message = _wire.decode(request.data)
         except ValueError:
@@ -111,7 +113,7 @@ class _Route(ObjectStream[Any]):
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             await request.respond_error("503", f"Frame {self._subjects.name!r} is stopping")
             return
-        self.running[call_id] = _Running(caller_id, request)
+        self.running[call_id] = _Running(caller_id, request, reply)
         self._by_caller[(reply, caller_id)] = call_id
         await self._beat(request)  # at once: the caller knows which replica has it
 
@@ -143,7 +145,7 @@ class _Route(ObjectStream[Any]):
     def _finished(self, call_id: str) -> _Running | None:
         running = self.running.pop(call_id, None)
         if running is not None:
-            self._by_caller.pop((running.request._msg.reply, running.caller_id), None)
+            self._by_caller.pop((running.reply, running.caller_id), None)
         if not self.running:
             self._idle.set()
         return running
