@@ -238,7 +238,7 @@ async def test_a_command_that_cannot_start(tmp_path: Any) -> None:
     [
         ("http://127.0.0.1:9/mcp", {"mcp": False}, ValueError, "reached over ws://"),
         ("ws://127.0.0.1:9", {"mcp": True}, ValueError, "http\\(s\\):// URL or a command"),
-        ("ftp://example.com", {}, ValueError, "use ws://, wss://, http:// or https://"),
+        ("ftp://example.com", {}, ValueError, "use ws://, wss://, http://, https:// or nats://"),
         ([], {}, ValueError, "command is empty"),
         (42, {}, TypeError, "not 42"),
     ],
