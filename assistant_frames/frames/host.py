@@ -94,6 +94,10 @@ class AssistantFrameHost:
             try:
                 await self._transport.send(request)
             except _CLOSED:
+                # The receive loop says why, when it can (a worker's exit code, a close
+                # code): give it a moment before saying only that the transport closed.
+                with anyio.move_on_after(_CANCEL_SEND_TIMEOUT):
+                    await self._ended.wait()
                 self._disconnect("The frame's transport was already closed")
         return self
 
