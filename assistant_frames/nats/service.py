@@ -9,8 +9,10 @@ cancellation, progress, backpressure and bad input are handled by the same code 
 everywhere else, and only the routing is NATS'.
 
 While a call runs, the replica sends a heartbeat on its reply subject every
-``heartbeat`` seconds: a host that hears none for a while knows the replica is gone
-(killed, cut off) and fails the call at once, instead of waiting for its timeout.
+``heartbeat`` seconds (the first a few milliseconds after the call arrives, so a quick
+call costs no more than its result): a host that hears none for a while knows the
+replica is gone (killed, cut off) and fails the call at once, instead of waiting for
+its timeout.
 """
 
 from __future__ import annotations
@@ -45,6 +47,9 @@ logger = logging.getLogger("assistant_frames.nats")
 
 # Calls received and not yet taken by the frame: more are refused ("busy"), never queued.
 _MAX_QUEUED = 1024
+# A new call's first heartbeat goes out this many seconds after it arrives, if it still
+# runs: a quick call's result is its only reply (a beat on every call cost some 80 µs).
+_FIRST_BEAT_AFTER = 0.005
 
 
 class _Running:
@@ -82,6 +87,8 @@ class _Route(ObjectStream[Any]):
         self._by_caller: dict[tuple[str, str], str] = {}  # (reply subject, caller id) -> id
         self.malformed = 0
         self._idle = anyio.Event()
+        self._new: list[str] = []  # calls that have not had their first heartbeat
+        self._arrived = anyio.Event()
         # The provider pushes the context to a subscribed connection: subscribe this one.
         send.send_nowait(protocol.encode_context_subscribe())
 
@@ -115,7 +122,8 @@ class _Route(ObjectStream[Any]):
             return
         self.running[call_id] = _Running(caller_id, request, reply)
         self._by_caller[(reply, caller_id)] = call_id
-        await self._beat(request)  # at once: the caller knows which replica has it
+        self._new.append(call_id)
+        self._arrived.set()
 
     async def on_cancel(self, msg: Msg) -> None:
         """A ``tool-cancel`` on the cancel subject: for this replica only if it runs it."""
@@ -149,6 +157,19 @@ class _Route(ObjectStream[Any]):
         if not self.running:
             self._idle.set()
         return running
+
+    async def first_beats(self) -> None:
+        """Soon after a call arrives, tell its caller which replica runs it (and how
+        often it beats), unless it has ended by then; runs until cancelled."""
+        while True:
+            await self._arrived.wait()
+            await anyio.sleep(_FIRST_BEAT_AFTER)
+            self._arrived = anyio.Event()
+            new, self._new = self._new, []
+            for call_id in new:
+                running = self.running.get(call_id)
+                if running is not None:
+                    await self._beat(running.request)
 
     async def heartbeat(self) -> None:
         """Tell each running call's caller this replica is still at it."""
@@ -333,6 +354,7 @@ class NATSFrameService:
             async with self._tasks.open() as group:
                 group.start_soon(self.provider.serve, route)
                 group.start_soon(self._beat)
+                group.start_soon(route.first_beats)
             self._stack = stack.pop_all()
         return self
 
