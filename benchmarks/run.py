@@ -34,7 +34,14 @@ It prints one table, measured in one run on one machine:
   ``MCPServer`` child (scripts: ``benchmarks/_*.py``);
 * worker start: ``spawn_worker`` to the host's first context (and the same for the
   echo child's first reply and mcp's client initialisation);
-* import time of ``assistant_frames`` (``-X importtime`` and wall time).
+* import time of ``assistant_frames`` (``-X importtime`` and wall time);
+* NATS, on asyncio only (``nats-py`` is asyncio-only; on trio these rows are reported as
+  skipped), against a ``nats-server`` the runner starts on a free loopback port: (q)
+  ``NATSFrameHost`` -> ``NATSFrameService`` vs (r) a bare ``nats-py`` request-reply echo
+  and (e) again, in rotating blocks; calls/s of a CPU-bound sync tool served by (s) 1 and
+  (t) 2 replica processes, with 16 calls in flight; and 100 frames (one child process)
+  discovered into one parent by ``NATSDiscovery``: (u) running before it, from entering
+  the discovery, and (v) started after it, until all their tools are in the parent.
 
 The runner reports targets (PASS/MISS) but never fails on them: it exits 0 unless
 something raised. See ``benchmarks/README.md``.
@@ -1797,7 +1804,7 @@ async def bench_nats(config: Config, backend: str, log: Callable[[str], None]) -
             "nats_echo": CallResult(
                 "nats_echo", f"(r) bare nats-py {_version('nats-py') or ''} echo"
             ),
-            "nats_ws": CallResult("nats_ws", "(e) assistant-frames, WebSocket"),
+            "nats_ws": CallResult("nats_ws", "(e) assistant-frames, WebSocket again"),
         }
     )
     binary = nats_server_binary()
@@ -2094,6 +2101,13 @@ def render(
         f"repeats); the workers and the mcp server run on {backend}; (d) runs on its own "
         f"asyncio loop in a thread; worker start = {config.spawns} interleaved starts each",
     ]
+    if not cross.nats.skipped:
+        lines.append(
+            f"method, NATS: latency = median of {config.repeats * config.transport_calls:,} "
+            f"sequential calls each, in blocks of 50 taken in turn; throughput = median of "
+            f"{config.repeats} blocks of {config.nats_cpu_calls} calls each, alternating; "
+            f"discovery = {config.nats_discoveries} runs each way"
+        )
     return "\n".join(lines)
 
 
