@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import json
 import logging
+import shutil
+import ssl
 import sys
 import textwrap
 import time
@@ -649,6 +651,33 @@ async def test_authentication_passes_through(
                 host_of(server.url, nats_options=good) as host,
             ):
                 assert await host.call_tool("add", {"a": 1, "b": 2}) == 3
+    finally:
+        server.kill()
+
+
+@pytest.mark.skipif(shutil.which("openssl") is None, reason="needs the openssl command")
+async def test_tls_passes_through(tmp_path: Path) -> None:
+    """A server that requires TLS: reached over tls:// with the client's own SSL context."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    command = ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+    command += ["-keyout", str(key), "-out", str(cert), "-subj", "/CN=127.0.0.1"]
+    command += ["-addext", "subjectAltName=IP:127.0.0.1"]
+    with anyio.fail_after(30):
+        await anyio.run_process(command)
+    args = ["--tls", "--tlscert", str(cert), "--tlskey", str(key)]
+    server = NATSServer(tmp_path / "tls.log", args).start()
+    url = server.url.replace("nats://", "tls://")
+    trusting = {"tls": ssl.create_default_context(cafile=str(cert))}
+    try:
+        with anyio.fail_after(30):
+            with pytest.raises(ConnectError, match="certificate verify failed"):
+                # The system's CAs do not know this server: refused, within a bound.
+                await connect_nats(url, tls=ssl.create_default_context(), connect_timeout=1.0)
+            async with (
+                service(calculator(), url, nats_options=trusting),
+                host_of(url, nats_options=trusting) as host,
+            ):
+                assert await host.call_tool("add", {"a": 2, "b": 2}) == 4
     finally:
         server.kill()
 

@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, TypeAlias
 
+import anyio
 import nats
 import sniffio
 from nats.aio.client import Client
@@ -85,8 +86,18 @@ async def connect_nats(
     settings["max_reconnect_attempts"] = min(bounded, _CONNECT_ATTEMPTS)
     urls = [servers] if isinstance(servers, str) else list(servers)
     shown = ", ".join(url.split("@")[-1] for url in urls)  # never the credentials
+    # And bounded as a whole: some failures (a TLS handshake the client refuses) would
+    # otherwise keep nats-py trying past every per-attempt timeout.
+    bound = settings["connect_timeout"] * (settings["max_reconnect_attempts"] + 1) * len(urls)
     try:
-        client = await nats.connect(servers=urls, **settings)
+        with anyio.fail_after(bound + 1.0):
+            client = await nats.connect(servers=urls, **settings)
+    except TimeoutError as exc:
+        said = [e for e in errors if not isinstance(e, OSError)] or errors
+        why = f": {said[-1]}" if said else ""
+        raise ConnectError(
+            f"Could not connect to NATS at {shown} within {bound + 1:g} s{why}"
+        ) from exc
     except Exception as exc:  # nats-py raises its own and OSError alike
         # After its attempts nats-py says only "no servers": the errors say why. The
         # server's own word (an authorization violation) beats a reset that follows it.
