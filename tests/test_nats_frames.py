@@ -471,6 +471,9 @@ async def test_bad_messages_on_our_subjects_are_ignored_or_refused(
                 answer = await raw.request(f"{subjects}.call", payload, timeout=5)
                 assert (answer.headers or {}).get("Nats-Service-Error-Code") == "400", answer
             await raw.publish(f"{subjects}.call", b"no reply subject at all")
+            # A real tool-call, but published: nobody to answer, so it must not run.
+            published = {"type": "tool-call", "id": "p1", "toolName": "hold", "args": {}}
+            await raw.publish(f"{subjects}.call", _envelope(published))
             # Cancels: garbage, without AF-Reply, for a call nobody runs.
             await raw.publish(f"{subjects}.cancel", b"\x00\x01")
             await raw.publish(f"{subjects}.cancel", _envelope({"type": "tool-cancel", "id": "1"}))
@@ -500,7 +503,7 @@ async def test_bad_messages_on_our_subjects_are_ignored_or_refused(
             assert held.result == "released"
             assert set(host.get_model_context().tools) == {"add", "hold"}
             assert replica._route is not None
-            assert replica._route.malformed >= 6
+            assert replica._route.malformed >= 7
             assert host.route.dropped >= 1500
             assert host.connected
             assert [await host.call_tool("add", {"a": i, "b": i}) for i in range(5)] == [

@@ -107,6 +107,9 @@ class _Route(ObjectStream[Any]):
             if reply:
                 await request.respond_error("400", "Not a frame tool-call message")
             return
+        if not reply:  # published, not requested: nobody to answer, so nothing to run
+            self._malformed("a tool-call without a reply subject")
+            return
         caller_id = body["id"]
         if (reply, caller_id) in self._by_caller:  # a retransmission of a live call
             return
