@@ -160,3 +160,17 @@ def test_discovery_options_are_checked() -> None:
         NATSDiscovery(nats="nats://127.0.0.1:1", missed=0)
     with pytest.raises(ValueError, match="prefix"):
         NATSDiscovery(nats="nats://127.0.0.1:1", prefix="a.*")
+
+
+async def test_a_call_goes_to_the_frame_whose_namespace_it_is(nats_server: NATSServer) -> None:
+    """Frames "a" and "a_b" both prefix "a_b_hello": it is a_b's hello."""
+    url = nats_server.url
+    async with (
+        NATSFrameService(frame("a"), "a", nats=url),
+        NATSFrameService(frame("a_b"), "a_b", nats=url),
+        NATSDiscovery(nats=url, **FAST) as bus,
+    ):
+        await bus.wait_for("a", "a_b", timeout=10)
+        assert tools(bus) == ["a_b_hello", "a_hello"]
+        assert await bus.call_tool("a_b_hello", {"who": "x"}) == "a_b greets x"
+        assert await bus.call_tool("a_hello", {"who": "y"}) == "a greets y"

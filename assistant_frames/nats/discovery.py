@@ -272,13 +272,13 @@ class NATSDiscovery:
         timeout: float | None = None,
         on_event: ToolEventCallback | None = None,
     ) -> Any:
-        for frame in self.federation:
-            prefix = f"{frame}_"
-            if name.startswith(prefix):
-                connection = self.federation.connection(frame)
-                return await connection.call_tool(
-                    name.removeprefix(prefix), args, timeout=timeout, on_event=on_event
-                )
+        # The frame whose namespace it is: frames "a" and "a_b" both prefix "a_b_x", so the
+        # one that has the tool (the longest name first) takes it.
+        for frame in sorted(self.federation, key=len, reverse=True):
+            tool = name.removeprefix(f"{frame}_")
+            connection = self.federation.connection(frame)
+            if tool != name and tool in connection.get_model_context().tools:
+                return await connection.call_tool(tool, args, timeout=timeout, on_event=on_event)
         raise ToolNotFoundError(name)
 
     def subscribe_tool_events(self, callback: ToolEventCallback) -> Unsubscribe:
