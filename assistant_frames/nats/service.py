@@ -213,7 +213,9 @@ class _Route(ObjectStream[Any]):
             payload = _wire.encode(reply, self._client.max_payload)
             if kind == "tool-result":
                 self._finished(call_id)
-            await running.request.respond(payload, headers=self._headers)
+            # No headers: the caller knows the replica from the first heartbeat, and a
+            # message without headers is cheaper to send and to parse.
+            await running.request.respond(payload)
         except (TypeError, ValueError):
             raise  # no JSON form: the provider answers with its error for that
         except Exception as exc:  # nats-py's own errors: the connection is gone
