@@ -1,8 +1,8 @@
 """``NATSDiscovery`` against the real ``nats-server``: frames join and leave a parent live.
 
-Frames are ``NATSFrameService`` replicas in this process (one in a child process, to
-show nothing is shared), found through the NATS service API as the discovery runs its
-rounds. asyncio only: ``nats-py`` runs on asyncio.
+Frames are ``NATSFrameService`` replicas in this process, each on its own NATS
+connection, found through the NATS service API as the discovery runs its rounds.
+asyncio only: ``nats-py`` runs on asyncio.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from assistant_frames import ModelContextRegistry, connect
 from assistant_frames.nats import NATSDiscovery, NATSFrameService, nats_client
 
 from helpers import wait_until
-from nats_support import NATSServer, nats_server, replica_process
+from nats_support import NATSServer, nats_server
 
 pytestmark = pytest.mark.anyio
 
@@ -77,10 +77,10 @@ async def test_replicas_are_one_frame_and_the_frame_stays_while_one_is_up(
     ):
         assert bus.frames == ["calc"]  # found on entering, context there
         assert tools(bus) == ["calc_hello"]
-        async with replica_process(url, "calc"):
+        async with NATSFrameService(frame("calc"), "calc", nats=url):  # the same tools
             await bus.discover()
             assert bus.frames == ["calc"]  # two replicas, one frame
-        for _ in range(FAST["missed"] + 1):  # the child replica went; one is left
+        for _ in range(FAST["missed"] + 1):  # the second replica went; one is left
             await bus.discover()
         assert bus.frames == ["calc"]
         assert await bus.call_tool("calc_hello", {"who": "me"}) == "calc greets me"

@@ -112,7 +112,11 @@ class NATSDiscovery:
                 await self._next_round()
 
     def _has_context(self, name: str) -> bool:
-        return name in self.federation and self.federation.connection(name).connected
+        if name not in self.federation:
+            return False
+        connection = self.federation.connection(name)
+        # Connected comes first; the context a moment later (until then it is "waiting").
+        return connection.connected and not connection.get_model_context().waiting
 
     async def _first_contexts(self, names: list[str]) -> None:
         """Wait (up to ``connect_timeout``) until the frames ``names`` sent their context."""
