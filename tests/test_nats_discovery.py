@@ -14,7 +14,14 @@ from typing import Any
 import anyio
 import pytest
 
-from assistant_frames import ModelContextRegistry, connect
+from assistant_frames import (
+    Federation,
+    ModelContextRegistry,
+    ToolCallContext,
+    ToolEvent,
+    ToolProgress,
+    connect,
+)
 from assistant_frames.nats import NATSDiscovery, NATSFrameService, nats_client
 
 from helpers import wait_until
@@ -174,3 +181,50 @@ async def test_a_call_goes_to_the_frame_whose_namespace_it_is(nats_server: NATSS
         assert tools(bus) == ["a_b_hello", "a_hello"]
         assert await bus.call_tool("a_b_hello", {"who": "x"}) == "a_b greets x"
         assert await bus.call_tool("a_hello", {"who": "y"}) == "a greets y"
+
+
+async def test_tool_events_of_every_frame_reach_a_subscriber_of_the_bus(
+    nats_server: NATSServer,
+) -> None:
+    """subscribe_tool_events: each frame forwards its calls' events, only while someone listens."""
+    url = nats_server.url
+    counting = frame("counter")
+
+    @counting.tool
+    async def count(n: int, context: ToolCallContext) -> str:
+        """Count to n, reporting each step."""
+        for i in range(1, n + 1):
+            context.report_progress(i, n)
+            await anyio.sleep(0.01)
+        return f"counted to {n}"
+
+    events: list[ToolEvent] = []
+    async with (
+        NATSFrameService(counting, "counter", nats=url),
+        NATSDiscovery(nats=url, **FAST) as bus,
+    ):
+        unsubscribe = bus.subscribe_tool_events(events.append)
+        assert await bus.call_tool("counter_count", {"n": 3}) == "counted to 3"
+        progress = [e for e in events if isinstance(e, ToolProgress)]
+        assert [(e.progress, e.total) for e in progress][-1] == (3, 3)
+        async with NATSFrameService(frame("late"), "late", nats=url):  # joins while listened
+            await bus.wait_for("late", timeout=10)
+            assert "late" in bus._forwarding
+        unsubscribe()
+        assert bus._forwarding == {}  # nobody listens: no frame is asked for events
+        heard = len(events)
+        assert await bus.call_tool("counter_count", {"n": 2}) == "counted to 2"
+        assert len(events) == heard
+
+
+async def test_a_federation_takes_nats_urls(nats_server: NATSServer) -> None:
+    url = nats_server.url
+    async with (
+        NATSFrameService(frame("calc"), "calc", nats=url),
+        Federation() as federation,
+    ):
+        await federation.add("one", f"{url}/calc")  # one frame
+        await federation.add("bus", url, namespaced=False)  # every frame, already namespaced
+        assert sorted(federation.get_model_context().tools) == ["calc_hello", "one_hello"]
+        assert await federation.call_tool("one_hello", {"who": "f"}) == "calc greets f"
+        assert await federation.call_tool("calc_hello", {"who": "g"}) == "calc greets g"
