@@ -8,6 +8,9 @@ import ``nats``.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import os
 import shutil
 import signal
@@ -19,6 +22,7 @@ import time
 from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -227,3 +231,78 @@ async def replica_process(
                     with anyio.move_on_after(5):
                         await replica.ended.wait()
                 group.cancel_scope.cancel()
+
+
+# -- a credentials file (operator mode), made here with nkeys ------------------------------------
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _keypair(prefix: int) -> tuple[bytes, Any]:
+    import nkeys
+
+    seed = nkeys.encode_seed(os.urandom(32), prefix)
+    return seed, nkeys.from_seed(seed)
+
+
+def _jwt(issuer: Any, subject: str, name: str, nats: dict[str, Any]) -> str:
+    """A NATS JWT (v2) for ``subject``, signed by ``issuer``'s nkey."""
+    claims: dict[str, Any] = {
+        "iat": int(time.time()),
+        "iss": issuer.public_key.decode(),
+        "name": name,
+        "sub": subject,
+        "nats": nats,
+    }
+    digest = hashlib.sha256(json.dumps(claims, sort_keys=True).encode()).digest()
+    claims["jti"] = base64.b32encode(digest).decode().rstrip("=")
+    header = {"typ": "JWT", "alg": "ed25519-nkey"}
+    body = f"{_b64(json.dumps(header).encode())}.{_b64(json.dumps(claims).encode())}"
+    return f"{body}.{_b64(issuer.sign(body.encode()))}"
+
+
+def make_credentials(directory: Path) -> tuple[list[str], Path]:
+    """An operator, an account and a user: the server's arguments (a config in operator
+    mode, the account preloaded) and the user's ``.creds`` file, as ``nsc`` makes them."""
+    import nkeys
+
+    _, operator = _keypair(nkeys.PREFIX_BYTE_OPERATOR)
+    _, account = _keypair(nkeys.PREFIX_BYTE_ACCOUNT)
+    user_seed, user = _keypair(nkeys.PREFIX_BYTE_USER)
+    # -1 is "no limit" in a NATS JWT.
+    limits = {"subs": -1, "data": -1, "payload": -1, "imports": -1, "exports": -1}
+    limits.update({"wildcards": True, "conn": -1, "leaf": -1})
+    operator_jwt = _jwt(
+        operator, operator.public_key.decode(), "operator", {"type": "operator", "version": 2}
+    )
+    account_jwt = _jwt(
+        operator,
+        account.public_key.decode(),
+        "account",
+        {"type": "account", "version": 2, "limits": limits},
+    )
+    user_jwt = _jwt(
+        account,
+        user.public_key.decode(),
+        "user",
+        {"type": "user", "version": 2, "pub": {}, "sub": {}, "subs": -1, "data": -1, "payload": -1},
+    )
+    config = directory / "operator.conf"
+    config.write_text(
+        f'operator: "{operator_jwt}"\nresolver: MEMORY\n'
+        f'resolver_preload: {{\n  {account.public_key.decode()}: "{account_jwt}"\n}}\n',
+        encoding="utf-8",
+    )
+    creds = directory / "user.creds"
+    creds.write_text(
+        "-----BEGIN NATS USER JWT-----\n"
+        f"{user_jwt}\n"
+        "------END NATS USER JWT------\n\n"
+        "-----BEGIN USER NKEY SEED-----\n"
+        f"{user_seed.decode()}\n"
+        "------END USER NKEY SEED------\n",
+        encoding="utf-8",
+    )
+    return ["-c", str(config)], creds

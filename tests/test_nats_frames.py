@@ -37,7 +37,7 @@ from assistant_frames import (
 )
 
 from helpers import CountingGate, Gate, Outcome, calculator, serve_frame, wait_until
-from nats_support import NATSServer, nats_server, replica_process
+from nats_support import NATSServer, make_credentials, nats_server, replica_process
 
 pytestmark = pytest.mark.anyio
 
@@ -654,6 +654,24 @@ async def test_authentication_passes_through(
                 host_of(server.url, nats_options=good) as host,
             ):
                 assert await host.call_tool("add", {"a": 1, "b": 2}) == 3
+    finally:
+        server.kill()
+
+
+async def test_a_credentials_file_passes_through(tmp_path: Path) -> None:
+    """A server in operator mode (JWTs): reached with a user's .creds file, as nsc makes it."""
+    args, creds = make_credentials(tmp_path)
+    server = NATSServer(tmp_path / "creds.log", args).start()
+    with_creds = {"user_credentials": str(creds)}
+    try:
+        with anyio.fail_after(30):
+            with pytest.raises(ConnectError, match="Authorization"):
+                await connect_nats(server.url, connect_timeout=1.0)
+            async with (
+                service(calculator(), server.url, nats_options=with_creds),
+                host_of(server.url, nats_options=with_creds) as host,
+            ):
+                assert await host.call_tool("add", {"a": 3, "b": 4}) == 7
     finally:
         server.kill()
 
