@@ -89,20 +89,23 @@ async def connect_nats(
     # And bounded as a whole: some failures (a TLS handshake the client refuses) would
     # otherwise keep nats-py trying past every per-attempt timeout.
     bound = settings["connect_timeout"] * (settings["max_reconnect_attempts"] + 1) * len(urls)
+
+    def said() -> list[Exception]:
+        # After its attempts nats-py says only "no servers" (or nothing, past the bound):
+        # the errors say why. The server's own word (an authorization violation) beats a
+        # reset that follows it.
+        return [e for e in errors if not isinstance(e, OSError)] or errors
+
     try:
         with anyio.fail_after(bound + 1.0):
             client = await nats.connect(servers=urls, **settings)
     except TimeoutError as exc:
-        said = [e for e in errors if not isinstance(e, OSError)] or errors
-        why = f": {said[-1]}" if said else ""
+        why = f": {said()[-1]}" if errors else ""
         raise ConnectError(
             f"Could not connect to NATS at {shown} within {bound + 1:g} s{why}"
         ) from exc
     except Exception as exc:  # nats-py raises its own and OSError alike
-        # After its attempts nats-py says only "no servers": the errors say why. The
-        # server's own word (an authorization violation) beats a reset that follows it.
-        said = [e for e in errors if not isinstance(e, OSError)] or errors
-        cause = said[-1] if said and isinstance(exc, NoServersError) else exc
+        cause = said()[-1] if errors and isinstance(exc, NoServersError) else exc
         raise ConnectError(f"Could not connect to NATS at {shown}: {cause}") from exc
     finally:
         connecting = False

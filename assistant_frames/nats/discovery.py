@@ -109,7 +109,7 @@ class NATSDiscovery:
         """Wait until every frame of ``names`` has joined and sent its context."""
         with anyio.fail_after(timeout):
             while not all(self._has_context(name) for name in names):
-                await self._next_round()
+                await self._round.wait()  # set, and replaced, at the end of each round
 
     def _has_context(self, name: str) -> bool:
         if name not in self.federation:
@@ -133,10 +133,6 @@ class NATSDiscovery:
                     changed = anyio.Event()
         finally:
             unsubscribe()
-
-    async def _next_round(self) -> None:
-        round_done = self._round
-        await round_done.wait()
 
     # -- lifecycle -------------------------------------------------------------------------
 

@@ -77,8 +77,8 @@ class _Route(ObjectStream[Any]):
     ) -> None:
         self._client = client
         self._subjects = subjects
-        self._replica = replica
-        self._beat_headers = {_wire.REPLICA: replica, _wire.HEARTBEAT: f"{heartbeat:g}"}
+        self._headers = {_wire.REPLICA: replica}
+        self._beat_headers = {**self._headers, _wire.HEARTBEAT: f"{heartbeat:g}"}
         send, receive = anyio.create_memory_object_stream[Any](_MAX_QUEUED)
         self._incoming_send = send
         self._incoming = receive
@@ -229,10 +229,6 @@ class _Route(ObjectStream[Any]):
         self.running.clear()
         self._by_caller.clear()
         self._idle.set()
-
-    @property
-    def _headers(self) -> dict[str, str]:
-        return {_wire.REPLICA: self._replica}
 
     # -- the stream ---------------------------------------------------------------------------
 
