@@ -597,10 +597,43 @@ async def test_a_replica_reports_a_later_one_with_other_tools_with_no_host_aroun
             await anyio.sleep(0.3)  # it published its (equal) tools on starting
             assert first.mismatches == {}
             assert same.replica not in first.mismatches
+            assert same.mismatches == {}  # it asked the running replica on starting
         async with NATSFrameService(bigger, "calc", nats=url) as other:
             await wait_until(lambda: other.replica in first.mismatches, timeout=5)
             assert "extra" in first.mismatches[other.replica]
             assert "publishes other tools" in caplog.text
+            # The later replica asked the running one for its tools on starting.
+            await wait_until(lambda: first.replica in other.mismatches, timeout=5)
+            assert "extra" not in other.mismatches[first.replica]
+
+
+async def test_a_host_joining_after_mismatched_replicas_reports_them_at_once(
+    nats_server: NATSServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING, LOGGER)
+    bigger = calculator()
+
+    @bigger.tool
+    def extra() -> str:
+        """One more tool than the first replica has."""
+        return "extra"
+
+    url = nats_server.url
+    with anyio.fail_after(20):
+        async with (
+            NATSFrameService(calculator(), "calc", nats=url) as one,
+            NATSFrameService(bigger, "calc", nats=url) as two,
+        ):
+            await anyio.sleep(0.2)  # both have published: a host joining now hears neither
+            async with host_of(url) as host:
+                # Every replica answers the host's context request.
+                await wait_until(lambda: host.route.mismatch_reported, timeout=5)
+                tools = host.route.replica_tools
+                assert set(tools) == {one.replica, two.replica}
+                assert tools[two.replica] - tools[one.replica] == {"extra"}
+                # The first answer is the context; the other answer does not replace it.
+                names = set(host.get_model_context().tools)
+                assert names in (set(tools[one.replica]), set(tools[two.replica]))
 
 
 async def test_a_matching_replica_is_not_reported(

@@ -20,7 +20,9 @@ end dies abruptly and what ``local`` then learns:
   over a control connection. Abrupt: the worker is killed with SIGKILL (exit code -9).
 
 Each runs on asyncio and trio. A new transport is done when it passes: add a branch to
-:func:`connected` and its name to ``KINDS``.
+:func:`connected` and its name to ``KINDS``. A frame on NATS runs on routes rather than
+on one connection between two peers: ``test_nats_route_contract.py`` checks them against
+this contract, and names the two promises that differ for them.
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ frame's subjects:
 - a ``tool-cancel`` goes on the cancel subject, naming that reply subject: only the
   replica running the call acts on it;
 - the context comes from the context subject (every replica publishes its changes) and,
-  on connecting, from one replica on request.
+  on connecting, on request: every replica answers, the first answer is the context,
+  and each shows that replica's tools (to report replicas that differ).
 
 The route settles a call itself, as a :class:`~assistant_frames.frames.host_machine.CallFailed`,
 when NATS says no replica took it (:class:`NoResponders`, at once) or when the replica
@@ -24,7 +25,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any
@@ -33,14 +34,12 @@ import anyio
 from anyio.abc import ObjectStream
 from nats.aio.client import Client
 from nats.aio.msg import Msg
-from nats.errors import NoRespondersError
-from nats.errors import TimeoutError as NATSTimeout
 
 from .._anyio import HeldTaskGroup
 from ..errors import ToolCallError
 from ..frames.host import AssistantFrameHost
 from ..frames.host_machine import CallFailed
-from ..transports.contract import CloseReason, TransportClosed
+from ..transports.contract import CloseReason, TransportAttribute, TransportClosed
 from . import _wire
 from .connection import NATSTarget, nats_client
 from .errors import NoResponders, ReplicaLost
@@ -84,7 +83,16 @@ class _Route(ObjectStream[Any]):
         send, receive = anyio.create_memory_object_stream[Any](_MAX_QUEUED)
         self._out, self._in = send, receive
         self._stack = AsyncExitStack()
+        self._closed = False
         self.dropped = 0
+        # Every replica answers a context request (each is its own queue group there):
+        # the first answer is the context, every answer shows that replica's tools.
+        self._context_reply = f"{self._inbox}.context"
+        self._context_came = anyio.Event()
+
+    @property
+    def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
+        return {TransportAttribute.max_message_bytes: lambda: self._client.max_payload}
 
     async def start(self) -> None:
         """Subscribe to the replies and the context."""
@@ -98,6 +106,8 @@ class _Route(ObjectStream[Any]):
     # -- to the frame ---------------------------------------------------------------------
 
     async def send(self, item: Any) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
         body = _wire.inner(item)
         kind = body.get("type") if body is not None else None
         try:
@@ -128,28 +138,40 @@ class _Route(ObjectStream[Any]):
 
     async def _fetch_context(self) -> None:
         try:
-            msg = await self._client.request(
-                self._subjects.context_get, b"", timeout=self._context_timeout
-            )
-        except NoRespondersError:
-            self._end(f"No replica of frame {self._subjects.name!r} answers on NATS")
-            return
-        except NATSTimeout:
-            self._end(
-                f"No replica of frame {self._subjects.name!r} sent its context within "
-                f"{self._context_timeout:g} s"
-            )
-            return
+            await self._client.publish(self._subjects.context_get, b"", reply=self._context_reply)
         except Exception as exc:
             self._end(f"NATS: {exc!r}")
             return
-        await self._on_context(msg)
+        with anyio.move_on_after(self._context_timeout):
+            await self._context_came.wait()
+            return
+        self._end(
+            f"No replica of frame {self._subjects.name!r} sent its context within "
+            f"{self._context_timeout:g} s"
+        )
+
+    def _on_context_answer(self, msg: Msg) -> None:
+        if (msg.headers or {}).get(_wire.STATUS) == _wire.NO_RESPONDERS:
+            if not self._context_came.is_set():
+                self._end(f"No replica of frame {self._subjects.name!r} answers on NATS")
+            return
+        try:
+            message = _wire.decode(msg.data)
+        except ValueError:
+            self.dropped += 1
+            return
+        self._check_replicas(msg, message)
+        if not self._context_came.is_set():  # later answers are other replicas' same frame
+            self._context_came.set()
+            self._push(message)
 
     # -- from the frame -------------------------------------------------------------------
 
     async def _on_reply(self, msg: Msg) -> None:
         call = self._calls.get(msg.subject)
         if call is None:
+            if msg.subject == self._context_reply:
+                self._on_context_answer(msg)
             return  # finished, cancelled, or never ours
         headers = msg.headers or {}
         if headers.get(_wire.STATUS) == _wire.NO_RESPONDERS:
@@ -232,7 +254,8 @@ class _Route(ObjectStream[Any]):
     async def watch(self) -> None:
         """Fail calls whose replica fell silent; runs until cancelled."""
         while True:
-            await anyio.sleep(self.liveness / 4)
+            # Often enough to see a closed client within 100 ms, as a transport would.
+            await anyio.sleep(min(self.liveness / 4, 0.1))
             if self._client.is_closed:  # for good (not reconnecting): so is this frame
                 self._end(f"The NATS connection to frame {self._subjects.name!r} was closed")
                 return
@@ -258,6 +281,7 @@ class _Route(ObjectStream[Any]):
         await self.aclose()
 
     async def aclose(self) -> None:
+        self._closed = True
         self._out.close()
         self._in.close()
         with anyio.CancelScope(shield=True):

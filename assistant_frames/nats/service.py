@@ -37,6 +37,7 @@ from .._anyio import HeldTaskGroup
 from ..frames import protocol
 from ..frames.provider import AssistantFrameProvider
 from ..registry.context import ModelContextProvider
+from ..transports.contract import TransportAttribute
 from . import _wire
 from .connection import NATSTarget, nats_client
 from .subjects import DEFAULT_PREFIX, FrameSubjects
@@ -86,6 +87,7 @@ class _Route(ObjectStream[Any]):
         self.running: dict[str, _Running] = {}
         self._by_caller: dict[tuple[str, str], str] = {}  # (reply subject, caller id) -> id
         self.malformed = 0
+        self._closed = False
         self._idle = anyio.Event()
         self._new: list[str] = []  # calls that have not had their first heartbeat
         self._arrived = anyio.Event()
@@ -192,7 +194,13 @@ class _Route(ObjectStream[Any]):
 
     # -- from the frame -------------------------------------------------------------------
 
+    @property
+    def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
+        return {TransportAttribute.max_message_bytes: lambda: self._client.max_payload}
+
     async def send(self, item: Any) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
         body = _wire.inner(item)
         kind = body.get("type") if body is not None else None
         try:
@@ -239,6 +247,7 @@ class _Route(ObjectStream[Any]):
         await self.aclose()
 
     async def aclose(self) -> None:
+        self._closed = True
         self._incoming_send.close()
         self._incoming.close()
 
@@ -345,13 +354,19 @@ class NATSFrameService:
             await service.add_endpoint(
                 name="context",
                 subject=self.subjects.context_get,
-                queue_group=self.subjects.queue,
+                # A queue group of its own: every replica answers, so a host connecting
+                # (or a replica starting) hears every replica's tools.
+                queue_group=f"{self.subjects.queue}.{service.id}",
                 handler=self._on_context_get,
             )
             cancels = await client.subscribe(self.subjects.cancel, cb=route.on_cancel)
             stack.push_async_callback(_quietly, cancels.unsubscribe)
             peers = await client.subscribe(self.subjects.context, cb=self._on_peer_context)
             stack.push_async_callback(_quietly, peers.unsubscribe)
+            # The replicas already running: their answers show their tools.
+            answers = await client.subscribe(client.new_inbox(), cb=self._on_peer_context)
+            stack.push_async_callback(_quietly, answers.unsubscribe)
+            await client.publish(self.subjects.context_get, b"", reply=answers.subject)
             async with self._tasks.open() as group:
                 group.start_soon(self.provider.serve, route)
                 group.start_soon(self._beat)

@@ -10,7 +10,9 @@ apart from every other tenant on the same server):
                                    the call acts on it
 ``frames.calc.context``            the frame's context, published by each replica whenever it
                                    changes
-``frames.calc.context.get``        the context on request (queue group: any replica answers)
+``frames.calc.context.get``        the context on request: every replica answers (each is a
+                                   queue group of its own), so the asker sees every
+                                   replica's tools; a host takes the first answer
 =================================  ============================================================
 
 Discovery goes through the NATS service API: each replica is a service instance named
