@@ -228,3 +228,21 @@ async def test_a_federation_takes_nats_urls(nats_server: NATSServer) -> None:
         assert sorted(federation.get_model_context().tools) == ["calc_hello", "one_hello"]
         assert await federation.call_tool("one_hello", {"who": "f"}) == "calc greets f"
         assert await federation.call_tool("calc_hello", {"who": "g"}) == "calc greets g"
+
+
+async def test_a_federation_member_joins_when_its_frame_starts_later(
+    nats_server: NATSServer,
+) -> None:
+    url = nats_server.url
+    async with Federation(initial_delay=0.05, max_delay=0.2) as federation:
+        # No replica yet: the member is added, and keeps trying (as for any target).
+        await federation.add("later", f"{url}/calc", wait=False)
+        connection = federation.connection("later")
+        await wait_until(lambda: connection.last_error is not None, timeout=5)
+        assert "No replica of frame 'calc' answers" in str(connection.last_error)
+        assert federation.status("later").state == "reconnecting"
+        assert federation.get_model_context().tools == {}
+        async with NATSFrameService(frame("calc"), "calc", nats=url):
+            await wait_until(lambda: "later_hello" in federation.get_model_context().tools, 10)
+            assert federation.status("later").state == "connected"
+            assert await federation.call_tool("later_hello", {"who": "h"}) == "calc greets h"

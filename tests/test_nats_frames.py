@@ -34,6 +34,7 @@ from assistant_frames import (
     ToolCallTimeout,
     ToolEvent,
     ToolProgress,
+    connect,
 )
 
 from helpers import CountingGate, Gate, Outcome, calculator, serve_frame, wait_until
@@ -208,10 +209,18 @@ async def test_no_responders(nats_server: NATSServer, replicas: int) -> None:
                 assert await host.call_tool("add", {"a": 1, "b": 1}) == 2
                 await leave()
                 assert host.connected, "a frame without replicas is still the host's frame"
-            else:
+            else:  # the connection ends at once, not after context_timeout
+                started = time.perf_counter()
                 host = await stack.enter_async_context(
                     NATSFrameHost("calc", nats=nats_server.url, timeout=CALL_TIMEOUT)
                 )
+                with pytest.raises(FrameDisconnected, match="No replica of frame 'calc'"):
+                    await host.wait_for_context(10)
+                assert time.perf_counter() - started < 0.5
+                with pytest.raises(ConnectError, match="No replica of frame 'calc' answers"):
+                    async with connect(f"{nats_server.url}/calc", connect_timeout=10):
+                        pass
+                assert time.perf_counter() - started < 1.0
             for _ in range(5):
                 started = time.perf_counter()
                 error = await failure_of(host, "add", {"a": 1, "b": 1})
@@ -222,6 +231,26 @@ async def test_no_responders(nats_server: NATSServer, replicas: int) -> None:
                     assert isinstance(error, NoResponders), error
                 assert "No replica of frame 'calc'" in str(error)
                 assert elapsed < 0.5, f"{elapsed:.3f} s: not at once"
+
+
+async def test_a_frame_whose_context_never_comes_ends_the_connection_after_context_timeout(
+    nats_server: NATSServer,
+) -> None:
+    """Something takes the context requests and never answers: bounded by context_timeout."""
+    async with nats_client(nats_server.url) as client:
+        silent = await client.subscribe("frames.calc.context.get")  # reads, never answers
+        try:
+            started = time.perf_counter()
+            with anyio.fail_after(10):
+                async with NATSFrameHost("calc", nats=nats_server.url, context_timeout=0.3) as host:
+                    entered = time.perf_counter() - started
+                    with pytest.raises(FrameDisconnected, match=r"sent its context within 0\.3 s"):
+                        await host.wait_for_context(10)
+            waited = time.perf_counter() - started
+        finally:
+            await silent.unsubscribe()
+    assert entered < 0.25, "entering does not wait for the context"
+    assert 0.3 <= waited < 2.0, waited
 
 
 # -- a replica killed, the server restarted ------------------------------------------------------

@@ -88,7 +88,7 @@ class _Route(ObjectStream[Any]):
         # Every replica answers a context request (each is its own queue group there):
         # the first answer is the context, every answer shows that replica's tools.
         self._context_reply = f"{self._inbox}.context"
-        self._context_came = anyio.Event()
+        self._context_deadline: float | None = None  # while the context is awaited
 
     @property
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
@@ -137,22 +137,19 @@ class _Route(ObjectStream[Any]):
             raise anyio.BrokenResourceError(f"NATS: {exc!r}") from exc
 
     async def _fetch_context(self) -> None:
+        """Ask every replica for the context; the answers come to ``_on_context_answer``
+        (and :meth:`watch` ends the stream if none comes within ``context_timeout``)."""
+        self._context_deadline = anyio.current_time() + self._context_timeout
         try:
             await self._client.publish(self._subjects.context_get, b"", reply=self._context_reply)
         except Exception as exc:
             self._end(f"NATS: {exc!r}")
-            return
-        with anyio.move_on_after(self._context_timeout):
-            await self._context_came.wait()
-            return
-        self._end(
-            f"No replica of frame {self._subjects.name!r} sent its context within "
-            f"{self._context_timeout:g} s"
-        )
 
     def _on_context_answer(self, msg: Msg) -> None:
+        first = self._context_deadline is not None
         if (msg.headers or {}).get(_wire.STATUS) == _wire.NO_RESPONDERS:
-            if not self._context_came.is_set():
+            if first:
+                self._context_deadline = None
                 self._end(f"No replica of frame {self._subjects.name!r} answers on NATS")
             return
         try:
@@ -161,8 +158,8 @@ class _Route(ObjectStream[Any]):
             self.dropped += 1
             return
         self._check_replicas(msg, message)
-        if not self._context_came.is_set():  # later answers are other replicas' same frame
-            self._context_came.set()
+        if first:  # later answers are other replicas' of the same frame
+            self._context_deadline = None
             self._push(message)
 
     # -- from the frame -------------------------------------------------------------------
@@ -260,6 +257,12 @@ class _Route(ObjectStream[Any]):
                 self._end(f"The NATS connection to frame {self._subjects.name!r} was closed")
                 return
             now = anyio.current_time()
+            if self._context_deadline is not None and now > self._context_deadline:
+                self._context_deadline = None
+                self._end(
+                    f"No replica of frame {self._subjects.name!r} sent its context within "
+                    f"{self._context_timeout:g} s"
+                )
             for reply, call in list(self._calls.items()):
                 if now - call.seen > call.liveness:
                     self._forget(reply, call)
