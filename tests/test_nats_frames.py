@@ -811,3 +811,42 @@ async def test_a_shared_client_closed_for_good_ends_the_host(nats_server: NATSSe
         assert host.state == "disconnected"
         with pytest.raises(FrameDisconnected, match="closed"):
             await host.call_tool("add", {"a": 1, "b": 2})
+
+
+async def test_only_contexts_are_believed_on_the_context_subjects(
+    nats_server: NATSServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Anyone can publish on the context subject: a call's result there must not settle
+    # the call, nor a request's reply there end a call it does not name.
+    registry = calculator()
+    gate = Gate()
+    registry.add_tool("hold", gate)
+    caplog.set_level(logging.WARNING, LOGGER)
+    with anyio.fail_after(20):
+        async with (
+            service(registry, nats_server.url) as replica,
+            host_of(nats_server.url) as host,
+            await connect_nats(nats_server.url) as raw,
+            anyio.create_task_group() as group,
+        ):
+            seen: list[Any] = []
+            spy = await raw.subscribe("frames.calc.call", cb=_collect(seen))
+            await raw.flush(timeout=5)
+            held = Outcome()
+            group.start_soon(held.run, host, "hold", {})
+            await gate.started.wait()
+            await wait_until(lambda: len(seen) == 1)
+            await spy.unsubscribe()
+            call_id = json.loads(seen[0].data)["message"]["id"]
+            forged = {"type": "tool-result", "id": call_id, "result": "forged"}
+            await raw.publish("frames.calc.context", _envelope(forged))
+            await raw.flush(timeout=5)
+            await anyio.sleep(0.3)
+            assert not held.done.is_set(), f"a forged result settled the call: {held.result!r}"
+            assert "on the context subject that is no context" in caplog.text
+            assert await host.call_tool("add", {"a": 1, "b": 2}) == 3
+            gate.release.set()
+            await held.done.wait()
+            assert held.error is None
+            assert held.result == "released"
+            assert replica.running_calls == 0

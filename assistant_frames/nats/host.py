@@ -85,6 +85,7 @@ class _Route(ObjectStream[Any]):
         self._stack = AsyncExitStack()
         self._closed = False
         self.dropped = 0
+        self.malformed = 0  # messages dropped as not what their subject carries
         # Every replica answers a context request (each is its own queue group there):
         # the first answer is the context, every answer shows that replica's tools.
         self._context_reply = f"{self._inbox}.context"
@@ -152,10 +153,8 @@ class _Route(ObjectStream[Any]):
                 self._context_deadline = None
                 self._end(f"No replica of frame {self._subjects.name!r} answers on NATS")
             return
-        try:
-            message = _wire.decode(msg.data)
-        except ValueError:
-            self.dropped += 1
+        message = self._context_of(msg, "a context request's reply")
+        if message is None:
             return
         self._check_replicas(msg, message)
         if first:  # later answers are other replicas' of the same frame
@@ -206,13 +205,27 @@ class _Route(ObjectStream[Any]):
         self._push(message)
 
     async def _on_context(self, msg: Msg) -> None:
+        message = self._context_of(msg, "the context subject")
+        if message is not None:
+            self._check_replicas(msg, message)
+            self._push(message)
+
+    def _context_of(self, msg: Msg, where: str) -> Any:
+        """The ``model-context-update`` ``msg`` carries, or ``None`` (dropped): anyone
+        may publish there, and a call's result there must not settle the call."""
         try:
             message = _wire.decode(msg.data)
         except ValueError:
-            self.dropped += 1
-            return
-        self._check_replicas(msg, message)
-        self._push(message)
+            message = None
+        if _wire.published_tools(message) is not None:
+            return message
+        self.dropped += 1
+        self.malformed += 1
+        if self.malformed == 1:
+            logger.warning(
+                "Frame %r: dropped a message on %s that is no context", self._subjects.name, where
+            )
+        return None
 
     def _check_replicas(self, msg: Msg, message: Any) -> None:
         """Report replicas of this frame that publish different tool sets."""
