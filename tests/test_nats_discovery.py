@@ -246,3 +246,26 @@ async def test_a_federation_member_joins_when_its_frame_starts_later(
             await wait_until(lambda: "later_hello" in federation.get_model_context().tools, 10)
             assert federation.status("later").state == "connected"
             assert await federation.call_tool("later_hello", {"who": "h"}) == "calc greets h"
+
+
+async def test_leaving_in_a_cancelled_scope_still_closes_every_client(
+    nats_server: NATSServer,
+) -> None:
+    """A task group cancelling its discovery (or a client) must not leave clients open."""
+    url = nats_server.url
+    async with NATSFrameService(frame("a"), "a", nats=url):
+        with anyio.fail_after(15):
+            with anyio.CancelScope() as scope:
+                async with nats_client(url) as client:
+                    scope.cancel()
+                    await anyio.sleep(10)
+            assert client.is_closed
+            with anyio.CancelScope() as scope:
+                async with NATSDiscovery(nats=url, **FAST) as bus:
+                    await bus.wait_for("a", timeout=10)
+                    shared = bus._client
+                    assert shared is not None
+                    scope.cancel()
+                    await anyio.sleep(10)
+            assert shared.is_closed
+            assert bus.frames == []  # the frame's host left too

@@ -137,8 +137,10 @@ async def nats_client(
     try:
         yield client
     finally:
-        if not client.is_closed:
-            try:
-                await client.drain()
-            except Exception:  # the server may be gone: closing is all that is left
-                await client.close()
+        # Shielded: leaving a cancelled scope must still close the client (and its tasks).
+        with anyio.CancelScope(shield=True):
+            if not client.is_closed:
+                try:
+                    await client.drain()
+                except Exception:  # the server may be gone: closing is all that is left
+                    await client.close()
