@@ -850,3 +850,29 @@ async def test_only_contexts_are_believed_on_the_context_subjects(
             assert held.error is None
             assert held.result == "released"
             assert replica.running_calls == 0
+
+
+async def test_replica_ids_on_the_context_subject_do_not_grow_memory_without_bound(
+    nats_server: NATSServer,
+) -> None:
+    # Every restart is a new replica id, and anyone may publish with any id: what the
+    # host and a replica remember of other replicas' tools has a bound.
+    peers = 3000
+    with anyio.fail_after(30):
+        async with (
+            service(calculator(), nats_server.url) as replica,
+            host_of(nats_server.url) as host,
+            await connect_nats(nats_server.url) as raw,
+        ):
+            context = {"type": "model-context-update", "context": {"tools": {}}}
+            for i in range(peers):
+                await raw.publish(
+                    "frames.calc.context", _envelope(context), headers={"AF-Replica": f"r{i}"}
+                )
+            await raw.flush(timeout=5)
+            await wait_until(lambda: f"r{peers - 1}" in host.route.replica_tools, timeout=10)
+            await wait_until(lambda: f"r{peers - 1}" in replica.mismatches, timeout=10)
+            assert len(host.route.replica_tools) <= 256
+            assert len(replica.mismatches) <= 256
+            assert host.route.mismatch_reported
+            assert await host.call_tool("add", {"a": 1, "b": 2}) == 3

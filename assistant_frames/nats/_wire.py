@@ -6,7 +6,7 @@ transport; what NATS adds travels in headers, so a payload never changes meaning
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from .._json import decode_json
 from ..transports.contract import encode_message
@@ -30,6 +30,12 @@ SERVICE_ERROR: Final = "Nats-Service-Error"
 META_PREFIX: Final = "assistant_frames.prefix"
 META_KIND: Final = "assistant_frames.kind"
 KIND: Final = "frame"
+
+#: How many other replicas' tool sets a host or a replica keeps: a replica's id changes
+#: with every restart, and anyone on the bus may publish under any id.
+MAX_REPLICAS: Final = 256
+
+_V = TypeVar("_V")
 
 
 def encode(message: Any, limit: int | None = None) -> bytes:
@@ -61,3 +67,12 @@ def published_tools(message: Any) -> frozenset[str] | None:
     # A context without tools leaves the key out: that replica has none.
     tools = context.get("tools", {}) if isinstance(context, dict) else None
     return frozenset(tools) if isinstance(tools, dict) else None
+
+
+def remember(replicas: dict[str, _V], replica: str, value: _V) -> None:
+    """``replicas[replica] = value``, the latest last; past ``MAX_REPLICAS`` the replica
+    heard from least recently is forgotten."""
+    replicas.pop(replica, None)
+    replicas[replica] = value
+    while len(replicas) > MAX_REPLICAS:
+        del replicas[next(iter(replicas))]

@@ -233,7 +233,7 @@ class _Route(ObjectStream[Any]):
         tools = _wire.published_tools(message)
         if replica is None or tools is None:
             return
-        self.replica_tools[replica] = tools
+        _wire.remember(self.replica_tools, replica, tools)
         if len(set(self.replica_tools.values())) > 1 and not self.mismatch_reported:
             self.mismatch_reported = True
             sets = {r: sorted(t) for r, t in self.replica_tools.items()}

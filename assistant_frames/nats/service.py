@@ -424,7 +424,7 @@ class NATSFrameService:
                 sorted(ours),
                 sorted(theirs),
             )
-        self.mismatches[replica] = sorted(theirs)
+        _wire.remember(self.mismatches, replica, sorted(theirs))
 
     async def _on_context_get(self, request: Request) -> None:
         context = protocol.serialize_context(self.provider.get_model_context())
