@@ -269,3 +269,32 @@ async def test_leaving_in_a_cancelled_scope_still_closes_every_client(
                     await anyio.sleep(10)
             assert shared.is_closed
             assert bus.frames == []  # the frame's host left too
+
+
+async def test_a_name_two_frames_make_calls_the_tool_the_registry_shows(
+    nats_server: NATSServer,
+) -> None:
+    """Frame "a"'s tool "b_hello" and frame "a_b"'s "hello" are both "a_b_hello": the
+    model sees one of them, and a call must reach that one, not the other."""
+    url = nats_server.url
+    first = ModelContextRegistry()
+
+    @first.tool
+    def b_hello(who: str) -> str:
+        """Frame a's b_hello."""
+        return f"a's b_hello greets {who}"
+
+    with anyio.fail_after(20):
+        async with (
+            NATSFrameService(first, "a", nats=url),
+            NATSDiscovery(nats=url, **FAST) as bus,
+        ):
+            await bus.wait_for("a", timeout=10)
+            async with NATSFrameService(frame("a_b"), "a_b", nats=url):
+                await bus.wait_for("a_b", timeout=10)
+                shown = bus.get_model_context().tools["a_b_hello"]
+                assert shown.description == "Frame a's b_hello."  # the first frame's
+                assert await bus.call_tool("a_b_hello", {"who": "x"}) == "a's b_hello greets x"
+            # Once "a_b" has left, the name is "a"'s alone, as before.
+            await wait_until(lambda: bus.frames == ["a"], timeout=10)
+            assert await bus.call_tool("a_b_hello", {"who": "y"}) == "a's b_hello greets y"

@@ -26,6 +26,7 @@ from .._anyio import HeldTaskGroup
 from ..errors import ToolNotFoundError
 from ..federation.members import Federation
 from ..frames.connection import ConnectionState
+from ..frames.reconnect import ReconnectingHost
 from ..registry import ModelContext, ModelContextRegistry
 from ..registry.context import Unsubscribe
 from ..registry.events import ToolEventCallback, ToolEventSubscribers
@@ -272,14 +273,24 @@ class NATSDiscovery:
         timeout: float | None = None,
         on_event: ToolEventCallback | None = None,
     ) -> Any:
-        # The frame whose namespace it is: frames "a" and "a_b" both prefix "a_b_x", so the
-        # one that has the tool (the longest name first) takes it.
+        # The frame whose namespace it is: frames "a" and "a_b" both prefix "a_b_x". If both
+        # have a tool of that name, the one the registry shows (the model's) takes it.
+        shown = self.get_model_context().tools.get(name)
+        first: tuple[str, ReconnectingHost] | None = None  # the longest frame name first
         for frame in sorted(self.federation, key=len, reverse=True):
             tool = name.removeprefix(f"{frame}_")
             connection = self.federation.connection(frame)
-            if tool != name and tool in connection.get_model_context().tools:
-                return await connection.call_tool(tool, args, timeout=timeout, on_event=on_event)
-        raise ToolNotFoundError(name)
+            theirs = connection.get_model_context().tools.get(tool) if tool != name else None
+            if theirs is None:
+                continue
+            if shown is not None and theirs.execute is shown.execute:
+                first = (tool, connection)
+                break
+            first = first or (tool, connection)
+        if first is None:
+            raise ToolNotFoundError(name)
+        tool, connection = first
+        return await connection.call_tool(tool, args, timeout=timeout, on_event=on_event)
 
     def subscribe_tool_events(self, callback: ToolEventCallback) -> Unsubscribe:
         """Call ``callback(event)`` with the progress and log events of every frame's calls.
