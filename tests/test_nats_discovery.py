@@ -298,3 +298,21 @@ async def test_a_name_two_frames_make_calls_the_tool_the_registry_shows(
             # Once "a_b" has left, the name is "a"'s alone, as before.
             await wait_until(lambda: bus.frames == ["a"], timeout=10)
             assert await bus.call_tool("a_b_hello", {"who": "y"}) == "a's b_hello greets y"
+
+
+async def test_a_client_closed_for_good_ends_the_discovery(nats_server: NATSServer) -> None:
+    """As a host does, the discovery notices its client closed for good (not reconnecting):
+    it is no longer connected, and whoever waits for it to end (a Federation) hears so."""
+    url = nats_server.url
+    async with (
+        NATSFrameService(frame("a"), "a", nats=url),
+        nats_client(url) as client,
+        NATSDiscovery(nats=client, **FAST) as bus,
+    ):
+        await bus.wait_for("a", timeout=10)
+        assert bus.connected
+        await client.close()
+        with anyio.fail_after(5):
+            await bus.wait_disconnected()
+        assert bus.state == "disconnected"
+        assert not bus.connected

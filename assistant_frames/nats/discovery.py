@@ -175,8 +175,14 @@ class NATSDiscovery:
     # -- rounds ------------------------------------------------------------------------------
 
     async def _rounds(self) -> None:
+        client = self._client_or_fail()
         while True:
             await anyio.sleep(self.interval)
+            if client.is_closed:  # for good (not reconnecting): no round can run again
+                logger.warning("NATS discovery: the NATS connection was closed")
+                self._state = "disconnected"
+                self._ended.set()
+                return
             try:
                 await self.discover()
             except Exception as exc:  # the server may be restarting: the next round retries
