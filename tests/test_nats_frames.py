@@ -45,6 +45,7 @@ pytestmark = pytest.mark.anyio
 nats = pytest.importorskip("nats")
 
 from assistant_frames.nats import (  # noqa: E402  (needs the nats extra, checked just above)
+    NATSDiscovery,
     NATSFrameHost,
     NATSFrameService,
     NoResponders,
@@ -876,3 +877,25 @@ async def test_replica_ids_on_the_context_subject_do_not_grow_memory_without_bou
             assert len(replica.mismatches) <= 256
             assert host.route.mismatch_reported
             assert await host.call_tool("add", {"a": 1, "b": 2}) == 3
+
+
+@pytest.mark.parametrize("piece", ["replica", "host", "discovery"])
+async def test_leaving_while_the_server_is_down_is_quiet_and_prompt(
+    nats_server: NATSServer, piece: str
+) -> None:
+    # Closing a client cut off from its server: nats-py's close() raises the lost
+    # connection's error when it has messages buffered for the server.
+    url = nats_server.url
+    async with service(calculator(), url) as replica:
+        pieces: dict[str, Any] = {
+            "replica": lambda: service(calculator(), url),
+            "host": lambda: NATSFrameHost("calc", nats=url, liveness=LIVENESS),
+            "discovery": lambda: NATSDiscovery(nats=url, interval=0.2, window=0.1),
+        }
+        with anyio.fail_after(10):
+            async with pieces[piece]():
+                nats_server.kill()
+                await anyio.sleep(0.3)  # its client knows, and buffers what it sends
+                started = time.perf_counter()
+            assert time.perf_counter() - started < 3
+        assert replica.running_calls == 0

@@ -143,4 +143,7 @@ async def nats_client(
                 try:
                     await client.drain()
                 except Exception:  # the server may be gone: closing is all that is left
-                    await client.close()
+                    try:
+                        await client.close()
+                    except Exception as exc:  # flushing what it buffered to a lost server
+                        logger.debug("NATS: while closing: %r", exc)
