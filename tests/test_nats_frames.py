@@ -899,3 +899,31 @@ async def test_leaving_while_the_server_is_down_is_quiet_and_prompt(
                 started = time.perf_counter()
             assert time.perf_counter() - started < 3
         assert replica.running_calls == 0
+
+
+async def test_a_flood_of_contexts_never_costs_a_call_its_result(nats_server: NATSServer) -> None:
+    # Contexts supersede each other, results do not: a host that cannot keep up drops
+    # stale contexts, never the answer a caller waits for.
+    registry = calculator()
+    gate = Gate()
+    registry.add_tool("hold", gate)
+    with anyio.fail_after(30):
+        async with (
+            service(registry, nats_server.url),
+            host_of(nats_server.url, liveness=60) as host,  # a busy host is no silent replica
+            await connect_nats(nats_server.url) as raw,
+            anyio.create_task_group() as group,
+        ):
+            held = Outcome()
+            group.start_soon(functools.partial(held.run, host, "hold", {}, timeout=None))
+            await gate.started.wait()
+            tools = {f"t{i}": {"description": "x" * 200, "parameters": {}} for i in range(30)}
+            update = _envelope({"type": "model-context-update", "context": {"tools": tools}})
+            for _ in range(20000):
+                await raw.publish("frames.calc.context", update)
+            gate.release.set()
+            await raw.flush(timeout=5)
+            with anyio.fail_after(10):
+                await held.done.wait()
+            assert held.error is None, repr(held.error)
+            assert held.result == "released"

@@ -49,8 +49,8 @@ __all__ = ["NATSFrameHost"]
 
 logger = logging.getLogger("assistant_frames.nats")
 
-# Values received and not yet read by the host: past this, a flood of context messages
-# (from a peer gone wrong) is dropped rather than held.
+# Values received and not yet read by the host: past this, they are dropped rather than
+# held. Contexts never fill it: however many come, one slot holds the latest.
 _MAX_QUEUED = 4096
 
 
@@ -85,6 +85,7 @@ class _Route(ObjectStream[Any]):
         self._stack = AsyncExitStack()
         self._closed = False
         self.dropped = 0
+        self._context: Any = None  # the latest context not yet read, when one is queued
         self.malformed = 0  # messages dropped as not what their subject carries
         # Every replica answers a context request (each is its own queue group there):
         # the first answer is the context, every answer shows that replica's tools.
@@ -159,7 +160,7 @@ class _Route(ObjectStream[Any]):
         self._check_replicas(msg, message)
         if first:  # later answers are other replicas' of the same frame
             self._context_deadline = None
-            self._push(message)
+            self._push_context(message)
 
     # -- from the frame -------------------------------------------------------------------
 
@@ -208,7 +209,7 @@ class _Route(ObjectStream[Any]):
         message = self._context_of(msg, "the context subject")
         if message is not None:
             self._check_replicas(msg, message)
-            self._push(message)
+            self._push_context(message)
 
     def _context_of(self, msg: Msg, where: str) -> Any:
         """The ``model-context-update`` ``msg`` carries, or ``None`` (dropped): anyone
@@ -243,15 +244,26 @@ class _Route(ObjectStream[Any]):
                 sets,
             )
 
-    def _push(self, value: Any) -> None:
+    def _push_context(self, message: Any) -> None:
+        """Queue a context: a newer one replaces one still queued (each is whole), so a
+        flood of them takes one slot and never crowds out a call's result."""
+        if self._context is not None:
+            self._context = message
+            self.dropped += 1
+        elif self._push(_LATEST_CONTEXT):
+            self._context = message
+
+    def _push(self, value: Any) -> bool:
         try:
             self._out.send_nowait(value)
+            return True
         except anyio.WouldBlock:
             self.dropped += 1
             if self.dropped == 1:
                 logger.warning("Frame %r: the host reads too slowly; dropped", self._subjects.name)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             pass
+        return False
 
     def _forget(self, reply: str, call: _Call) -> None:
         self._calls.pop(reply, None)
@@ -289,7 +301,9 @@ class _Route(ObjectStream[Any]):
 
     async def receive(self) -> Any:
         value = await self._in.receive()
-        if type(value) is _Ended:
+        if value is _LATEST_CONTEXT:
+            value, self._context = self._context, None
+        elif type(value) is _Ended:
             raise TransportClosed(CloseReason(value.why, clean=False))
         return value
 
@@ -302,6 +316,9 @@ class _Route(ObjectStream[Any]):
         self._in.close()
         with anyio.CancelScope(shield=True):
             await self._stack.aclose()
+
+
+_LATEST_CONTEXT = object()  # in the queue: read the route's latest context there
 
 
 class _Ended:
