@@ -927,3 +927,22 @@ async def test_a_flood_of_contexts_never_costs_a_call_its_result(nats_server: NA
                 await held.done.wait()
             assert held.error is None, repr(held.error)
             assert held.result == "released"
+
+
+async def test_a_host_that_was_blocked_does_not_blame_the_replica(nats_server: NATSServer) -> None:
+    # The host's own event loop stalled past liveness (a blocking call, a burst of work):
+    # the replica's heartbeats wait unread, and the time the host did not listen is no
+    # silence of the replica's.
+    with anyio.fail_after(30):
+        async with (
+            replica_process(nats_server.url, "calc", "--heartbeat", "0.1") as replica,
+            host_of(nats_server.url) as host,
+            anyio.create_task_group() as group,
+        ):
+            outcome = Outcome()
+            group.start_soon(outcome.run, host, "slow", {"seconds": 2, "marker": "m"})
+            await wait_until(lambda: "m" in replica.started("slow"))
+            time.sleep(3 * LIVENESS)  # noqa: ASYNC251  (blocks this loop, not the replica's)
+            await outcome.done.wait()
+            assert outcome.error is None, repr(outcome.error)
+            assert outcome.result == "m"

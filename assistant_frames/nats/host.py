@@ -275,13 +275,21 @@ class _Route(ObjectStream[Any]):
 
     async def watch(self) -> None:
         """Fail calls whose replica fell silent; runs until cancelled."""
+        # Often enough to see a closed client within 100 ms, as a transport would.
+        tick = min(self.liveness / 4, 0.1)
+        last = anyio.current_time()
         while True:
-            # Often enough to see a closed client within 100 ms, as a transport would.
-            await anyio.sleep(min(self.liveness / 4, 0.1))
+            await anyio.sleep(tick)
             if self._client.is_closed:  # for good (not reconnecting): so is this frame
                 self._end(f"The NATS connection to frame {self._subjects.name!r} was closed")
                 return
             now = anyio.current_time()
+            # Woken late: this host's event loop was blocked (its replicas' heartbeats
+            # wait unread), and the time it did not listen is not their silence.
+            stalled, last = now - last - tick, now
+            if stalled > tick:
+                for call in self._calls.values():
+                    call.seen = min(now, call.seen + stalled)
             if self._context_deadline is not None and now > self._context_deadline:
                 self._context_deadline = None
                 self._end(
