@@ -78,3 +78,18 @@ def test_nats_usage_errors_are_one_clear_line(
 ) -> None:
     result = run_cli(*args, cwd=frame_dir)
     assert_error(result, 1 if args[0] == "call" else 2, needle)
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "nats://user:s3cret-pw@127.0.0.1:1/calc/more",
+        "nats://user:s3cret-pw@127.0.0.1:1/calc?bogus=1",
+        "tls://s3cret-pw@127.0.0.1:1",
+    ],
+)
+def test_a_nats_url_refused_never_shows_its_credentials(frame_dir: Path, url: str) -> None:
+    result = run_cli("call", url, "add", cwd=frame_dir)
+    assert result.returncode != 0
+    assert "s3cret-pw" not in result.stdout + result.stderr, result.stderr
+    assert "127.0.0.1:1" in result.stderr  # it still says which URL

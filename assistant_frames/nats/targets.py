@@ -53,17 +53,19 @@ class NATSBus:
 def parse_nats_url(url: str, options: Mapping[str, Any] | None = None) -> NATSFrame | NATSBus:
     """The target a ``nats://`` (or ``tls://``) URL names; ``ValueError`` if it names none."""
     parts = urlsplit(url)
+    # Errors name the URL, never its credentials.
+    shown = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
     if not url.startswith(SCHEMES) or not parts.netloc:
-        raise ValueError(f"A NATS target is nats://HOST:PORT[/FRAME][?prefix=P], not {url!r}")
+        raise ValueError(f"A NATS target is nats://HOST:PORT[/FRAME][?prefix=P], not {shown!r}")
     query = parse_qs(parts.query)
     unknown = set(query) - {"prefix"}
     if unknown:
-        raise ValueError(f"Unknown NATS URL parameter(s) {sorted(unknown)} in {url!r}")
+        raise ValueError(f"Unknown NATS URL parameter(s) {sorted(unknown)} in {shown!r}")
     prefix = query.get("prefix", [DEFAULT_PREFIX])[-1]
     server = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
     name = parts.path.strip("/")
     if not name:
         return NATSBus(server, prefix, options)
     if "/" in name:
-        raise ValueError(f"A NATS URL names one frame (nats://HOST:PORT/FRAME), not {url!r}")
+        raise ValueError(f"A NATS URL names one frame (nats://HOST:PORT/FRAME), not {shown!r}")
     return NATSFrame(name, server, prefix, options)
