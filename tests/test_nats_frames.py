@@ -946,3 +946,19 @@ async def test_a_host_that_was_blocked_does_not_blame_the_replica(nats_server: N
             await outcome.done.wait()
             assert outcome.error is None, repr(outcome.error)
             assert outcome.result == "m"
+
+
+@pytest.mark.parametrize("piece", ["replica", "host", "discovery"])
+async def test_entering_on_a_closed_client_is_a_connect_error(
+    nats_server: NATSServer, piece: str
+) -> None:
+    client = await connect_nats(nats_server.url)
+    await client.close()
+    pieces: dict[str, Any] = {
+        "replica": lambda: NATSFrameService(calculator(), "calc", nats=client),
+        "host": lambda: NATSFrameHost("calc", nats=client),
+        "discovery": lambda: NATSDiscovery(nats=client),
+    }
+    with anyio.fail_after(10), pytest.raises(ConnectError, match="closed"):
+        async with pieces[piece]():
+            pass

@@ -123,7 +123,8 @@ async def nats_client(
     """``target`` as a connected client: a given one as is (left open), or a new one
     connected to the URL(s) with ``options`` and drained and closed on the way out.
 
-    Raises ``RuntimeError`` outside asyncio: ``nats-py`` runs on asyncio only.
+    Raises ``RuntimeError`` outside asyncio: ``nats-py`` runs on asyncio only, and
+    :class:`~assistant_frames.ConnectError` for a given client that is closed.
     """
     library = sniffio.current_async_library()
     if library != "asyncio":
@@ -131,6 +132,8 @@ async def nats_client(
     if isinstance(target, Client):
         if options:
             raise ValueError("nats_options apply only when connecting to a URL, not to a client")
+        if target.is_closed:  # for good: nothing can subscribe or publish on it again
+            raise ConnectError("The NATS client given is closed")
         yield target
         return
     client = await connect_nats(target, name=name, **dict(options or {}))
