@@ -962,3 +962,27 @@ async def test_entering_on_a_closed_client_is_a_connect_error(
     with anyio.fail_after(10), pytest.raises(ConnectError, match="closed"):
         async with pieces[piece]():
             pass
+
+
+async def test_a_replica_looks_again_when_its_own_tools_change(nats_server: NATSServer) -> None:
+    # Its own change can end a mismatch (or make one) with replicas that did not change.
+    mine = calculator()
+    bigger = calculator()
+
+    @bigger.tool
+    def extra() -> str:
+        """One more tool than the first replica has."""
+        return "extra"
+
+    url = nats_server.url
+    with anyio.fail_after(20):
+        async with (
+            NATSFrameService(mine, "calc", nats=url) as one,
+            NATSFrameService(bigger, "calc", nats=url) as two,
+        ):
+            await wait_until(lambda: two.replica in one.mismatches, timeout=5)
+            handle = mine.add_tool("extra", extra)  # now the same tools as two's
+            await wait_until(lambda: two.replica not in one.mismatches, timeout=5)
+            handle.remove()  # and different again
+            await wait_until(lambda: two.replica in one.mismatches, timeout=5)
+            assert "extra" in one.mismatches[two.replica]

@@ -74,9 +74,15 @@ class _Route(ObjectStream[Any]):
     """
 
     def __init__(
-        self, client: Client, subjects: FrameSubjects, replica: str, heartbeat: float
+        self,
+        client: Client,
+        subjects: FrameSubjects,
+        replica: str,
+        heartbeat: float,
+        published: Callable[[], None] = lambda: None,
     ) -> None:
         self._client = client
+        self._published = published  # called once this replica's context went out
         self._subjects = subjects
         self._headers = {_wire.REPLICA: replica}
         self._beat_headers = {**self._headers, _wire.HEARTBEAT: f"{heartbeat:g}"}
@@ -210,6 +216,7 @@ class _Route(ObjectStream[Any]):
                     _wire.encode(item, self._client.max_payload),
                     headers=self._headers,
                 )
+                self._published()
                 return
             if body is None or not isinstance(body.get("id"), str):
                 return
@@ -315,6 +322,7 @@ class NATSFrameService:
         self._stack: AsyncExitStack | None = None
         #: Other replicas of this frame seen publishing other tools, and theirs.
         self.mismatches: dict[str, list[str]] = {}
+        self._peers: dict[str, frozenset[str]] = {}  # other replicas' tools, matching or not
         self._service: Service | None = None
         self._route: _Route | None = None
 
@@ -344,7 +352,9 @@ class NATSFrameService:
             )
             self._service = service
             stack.push_async_callback(_quietly, service.stop)
-            route = self._route = _Route(client, self.subjects, str(service.id), self.heartbeat)
+            route = self._route = _Route(
+                client, self.subjects, str(service.id), self.heartbeat, self._compare_all
+            )
             await service.add_endpoint(
                 name="call",
                 subject=self.subjects.call,
@@ -411,8 +421,21 @@ class NATSFrameService:
             theirs = _wire.published_tools(_wire.decode(msg.data))
         except ValueError:
             return
-        ours = frozenset(self.provider.get_model_context().tools)
-        if theirs is None or theirs == ours:
+        if theirs is not None:
+            _wire.remember(self._peers, replica, theirs)
+            self._compare(replica, theirs, self._tools())
+
+    def _compare_all(self) -> None:
+        """This replica's tools changed: compare them with every other replica's again."""
+        ours = self._tools()
+        for replica, theirs in list(self._peers.items()):
+            self._compare(replica, theirs, ours)
+
+    def _tools(self) -> frozenset[str]:
+        return frozenset(self.provider.get_model_context().tools)
+
+    def _compare(self, replica: str, theirs: frozenset[str], ours: frozenset[str]) -> None:
+        if theirs == ours:
             self.mismatches.pop(replica, None)
             return
         if replica not in self.mismatches:
