@@ -986,3 +986,46 @@ async def test_a_replica_looks_again_when_its_own_tools_change(nats_server: NATS
             handle.remove()  # and different again
             await wait_until(lambda: two.replica in one.mismatches, timeout=5)
             assert "extra" in one.mismatches[two.replica]
+
+
+async def test_a_context_nats_could_not_buffer_while_the_server_was_down_goes_out_later(
+    nats_server: NATSServer,
+) -> None:
+    # While cut off, nats-py buffers what a replica publishes, up to pending_size (2 MiB),
+    # then refuses it. A refused context must not end the replica's context updates.
+    registry = calculator()
+
+    def big() -> str:
+        return "big"
+
+    with anyio.fail_after(40):
+        async with service(registry, nats_server.url), host_of(nats_server.url) as host:
+            assert set(host.get_model_context().tools) == {"add"}
+            nats_server.kill()
+            await anyio.sleep(0.3)  # the replica's client knows it is cut off
+            for _ in range(2):  # 2 MB of contexts: nats-py holds them, it has no more room
+                handle = registry.add_tool("big", big, description="x" * 600_000)
+                await anyio.sleep(0.05)
+                handle.remove()
+                await anyio.sleep(0.05)
+            registry.add_tool("big", big, description="x" * 800_000)
+            await anyio.sleep(0.05)
+
+            def small() -> str:
+                """The last change while cut off: refused, no room left."""
+                return "small"
+
+            registry.add_tool("small", small)
+            await anyio.sleep(0.05)
+            assert "small" not in host.get_model_context().tools
+            await anyio.to_thread.run_sync(nats_server.restart)
+            # With no change since, the context refused while cut off still goes out.
+            await wait_until(lambda: "small" in host.get_model_context().tools, timeout=15)
+
+            def late() -> str:
+                """Added once the server is back."""
+                return "late"
+
+            registry.add_tool("late", late)
+            await wait_until(lambda: "late" in host.get_model_context().tools, timeout=15)
+            assert await host.call_tool("late", {}) == "late"

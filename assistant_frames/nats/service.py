@@ -83,6 +83,9 @@ class _Route(ObjectStream[Any]):
     ) -> None:
         self._client = client
         self._published = published  # called once this replica's context went out
+        # The latest context nats-py refused while cut off (its buffer full): sent again
+        # with the next heartbeat once connected, unless a newer one went out meanwhile.
+        self._unsent_context: bytes | None = None
         self._subjects = subjects
         self._headers = {_wire.REPLICA: replica}
         self._beat_headers = {**self._headers, _wire.HEARTBEAT: f"{heartbeat:g}"}
@@ -211,11 +214,7 @@ class _Route(ObjectStream[Any]):
         kind = body.get("type") if body is not None else None
         try:
             if kind == "model-context-update":
-                await self._client.publish(
-                    self._subjects.context,
-                    _wire.encode(item, self._client.max_payload),
-                    headers=self._headers,
-                )
+                await self._publish_context(_wire.encode(item, self._client.max_payload))
                 self._published()
                 return
             if body is None or not isinstance(body.get("id"), str):
@@ -235,6 +234,27 @@ class _Route(ObjectStream[Any]):
             raise  # no JSON form: the provider answers with its error for that
         except Exception as exc:  # nats-py's own errors: the connection is gone
             raise anyio.BrokenResourceError(f"NATS: {exc!r}") from exc
+
+    async def _publish_context(self, payload: bytes) -> None:
+        try:
+            await self._client.publish(self._subjects.context, payload, headers=self._headers)
+        except Exception as exc:
+            if self._client.is_closed:
+                raise
+            # Cut off, and nats-py's buffer is full. Raising would end the provider's
+            # context updates for good: keep the context for later instead.
+            self._unsent_context = payload
+            logger.debug("Frame %r: the context waits for the server: %r", self._subjects.name, exc)
+        else:
+            self._unsent_context = None
+
+    async def resend_context(self) -> None:
+        """Publish the context nats-py refused while cut off, once connected again."""
+        if self._unsent_context is not None and self._client.is_connected:
+            try:
+                await self._publish_context(self._unsent_context)
+            except Exception as exc:  # closed meanwhile: there is nobody to tell
+                logger.debug("Frame %r: the context was not sent: %r", self._subjects.name, exc)
 
     async def lose_running(self, why: str) -> None:
         """Tell the callers of every running call that this replica stops without them."""
@@ -411,6 +431,7 @@ class NATSFrameService:
         while True:
             await anyio.sleep(self.heartbeat)
             await self._route.heartbeat()
+            await self._route.resend_context()
 
     async def _on_peer_context(self, msg: Msg) -> None:
         """Another replica's context: report it once if its tools are not this one's."""
