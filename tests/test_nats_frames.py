@@ -1029,3 +1029,51 @@ async def test_a_context_nats_could_not_buffer_while_the_server_was_down_goes_ou
             registry.add_tool("late", late)
             await wait_until(lambda: "late" in host.get_model_context().tools, timeout=15)
             assert await host.call_tool("late", {}) == "late"
+
+
+async def test_progress_nats_could_not_send_while_cut_off_does_not_end_progress(
+    nats_server: NATSServer,
+) -> None:
+    # pending_size=0: nats-py refuses whatever is published while cut off. A progress
+    # message refused then is lost, not the progress of every later call.
+    registry = calculator()
+    release = anyio.Event()
+
+    @registry.tool
+    async def count(n: int, context: ToolCallContext) -> str:
+        """Count to n, reporting each step, then wait to be released."""
+        for i in range(1, n + 1):
+            context.report_progress(i, n)
+            await anyio.sleep(0.02)
+        await release.wait()
+        return f"counted to {n}"
+
+    url = nats_server.url
+    with anyio.fail_after(40):
+        async with (
+            await connect_nats(url, pending_size=0) as client,
+            service(registry, client),
+            anyio.create_task_group() as group,
+        ):
+            async with host_of(url, liveness=2.0) as host:
+                cut = Outcome()
+                heard: list[ToolEvent] = []
+                group.start_soon(
+                    functools.partial(cut.run, host, "count", {"n": 30}, on_event=heard.append)
+                )
+                await anyio.sleep(0.2)
+                nats_server.kill()
+                await cut.done.wait()  # lost with the server, as any running call
+                await anyio.to_thread.run_sync(nats_server.restart)
+            await wait_until(lambda: client.is_connected, timeout=10)
+            async with host_of(url) as host:
+                events: list[ToolEvent] = []
+                later = Outcome()
+                group.start_soon(
+                    functools.partial(later.run, host, "count", {"n": 3}, on_event=events.append)
+                )
+                # While the call runs, not only along with its result.
+                await wait_until(lambda: any(isinstance(e, ToolProgress) for e in events), 5)
+                release.set()
+                await later.done.wait()
+                assert later.result == "counted to 3", later.error

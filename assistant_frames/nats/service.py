@@ -232,8 +232,13 @@ class _Route(ObjectStream[Any]):
             await running.request.respond(payload)
         except (TypeError, ValueError):
             raise  # no JSON form: the provider answers with its error for that
-        except Exception as exc:  # nats-py's own errors: the connection is gone
-            raise anyio.BrokenResourceError(f"NATS: {exc!r}") from exc
+        except Exception as exc:  # nats-py's own errors
+            if self._client.is_closed:  # for good: so is the route
+                raise anyio.BrokenResourceError(f"NATS: {exc!r}") from exc
+            # Cut off, and nats-py's buffer is full: this message is lost, not the route
+            # (raising would end the provider's progress messages for good). A lost
+            # result leaves its call without heartbeats: the caller hears ReplicaLost.
+            logger.debug("Frame %r: a reply was not sent: %r", self._subjects.name, exc)
 
     async def _publish_context(self, payload: bytes) -> None:
         try:
