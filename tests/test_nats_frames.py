@@ -1077,3 +1077,34 @@ async def test_progress_nats_could_not_send_while_cut_off_does_not_end_progress(
                 release.set()
                 await later.done.wait()
                 assert later.result == "counted to 3", later.error
+
+
+async def test_a_call_nats_could_not_send_while_cut_off_fails_alone(
+    nats_server: NATSServer,
+) -> None:
+    # pending_size=0: nats-py refuses whatever is published while cut off. That call
+    # fails; the host stays, and calls go through again once the server is back.
+    url = nats_server.url
+    with anyio.fail_after(40):
+        async with (
+            service(calculator(), url),
+            await connect_nats(url, pending_size=0) as client,
+            NATSFrameHost("calc", nats=client, liveness=LIVENESS) as host,
+        ):
+            await host.wait_for_context(5)
+            nats_server.kill()
+            await wait_until(lambda: not client.is_connected)
+            error = await failure_of(host, "add", {"a": 1, "b": 2})
+            assert isinstance(error, FrameDisconnected), repr(error)
+            assert "Not sent" in str(error)
+            await anyio.to_thread.run_sync(nats_server.restart)
+            await wait_until(lambda: client.is_connected, timeout=10)
+            assert host.connected
+            for _ in range(100):  # until the replica is back too (bounded)
+                try:
+                    assert await host.call_tool("add", {"a": 2, "b": 3}) == 5
+                    break
+                except NoResponders:
+                    await anyio.sleep(0.1)
+            else:
+                raise AssertionError("the replica never came back")

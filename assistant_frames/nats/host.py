@@ -36,7 +36,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 
 from .._anyio import HeldTaskGroup
-from ..errors import ToolCallError
+from ..errors import FrameDisconnected, ToolCallError
 from ..frames.host import AssistantFrameHost
 from ..frames.host_machine import CallFailed
 from ..transports.contract import CloseReason, TransportAttribute, TransportClosed
@@ -120,7 +120,15 @@ class _Route(ObjectStream[Any]):
                 call = _Call(body["id"], anyio.current_time(), self.liveness)
                 self._calls[reply] = call
                 self._replies[call.id] = reply
-                await self._client.publish(self._subjects.call, payload, reply=reply)
+                try:
+                    await self._client.publish(self._subjects.call, payload, reply=reply)
+                except Exception as exc:
+                    if self._client.is_closed:
+                        raise
+                    # Cut off, and nats-py's buffer is full: this call fails, not the route.
+                    self._forget(reply, call)
+                    why = f"Not sent to frame {self._subjects.name!r}: NATS is cut off ({exc!r})"
+                    self._push(CallFailed(call.id, FrameDisconnected(why)))
             elif kind == "tool-cancel":
                 assert body is not None
                 reply = self._replies.pop(str(body.get("id")), "")
@@ -135,8 +143,11 @@ class _Route(ObjectStream[Any]):
             # model-context-subscribe / -unsubscribe: the context subject is always heard.
         except (TypeError, ValueError):
             raise  # no JSON form: the host refuses the call, the route is fine
-        except Exception as exc:  # nats-py's own errors: the connection is closed
-            raise anyio.BrokenResourceError(f"NATS: {exc!r}") from exc
+        except Exception as exc:  # nats-py's own errors
+            if self._client.is_closed:  # for good: so is the route
+                raise anyio.BrokenResourceError(f"NATS: {exc!r}") from exc
+            # Cut off, and nats-py's buffer is full: a cancel is lost, not the route.
+            logger.debug("Frame %r: not sent: %r", self._subjects.name, exc)
 
     async def _fetch_context(self) -> None:
         """Ask every replica for the context; the answers come to ``_on_context_answer``
