@@ -1108,3 +1108,23 @@ async def test_a_call_nats_could_not_send_while_cut_off_fails_alone(
                     await anyio.sleep(0.1)
             else:
                 raise AssertionError("the replica never came back")
+
+
+async def test_a_context_too_large_for_nats_ends_the_connection_saying_so(
+    nats_server: NATSServer,
+) -> None:
+    registry = calculator()
+
+    def huge() -> str:
+        return "huge"
+
+    registry.add_tool("huge", huge, description="x" * 1_200_000)  # past max_payload (1 MiB)
+    with anyio.fail_after(20):
+        async with (
+            service(registry, nats_server.url),
+            NATSFrameHost("calc", nats=nats_server.url, context_timeout=10) as host,
+        ):
+            started = time.perf_counter()
+            with pytest.raises(FrameDisconnected, match="could not send its context"):
+                await host.wait_for_context(15)
+            assert time.perf_counter() - started < 5  # at once, not after context_timeout

@@ -165,6 +165,12 @@ class _Route(ObjectStream[Any]):
                 self._context_deadline = None
                 self._end(f"No replica of frame {self._subjects.name!r} answers on NATS")
             return
+        error = (msg.headers or {}).get(_wire.SERVICE_ERROR)
+        if error is not None:
+            if first:
+                self._context_deadline = None
+                self._end(f"Frame {self._subjects.name!r} could not send its context: {error}")
+            return
         message = self._context_of(msg, "a context request's reply")
         if message is None:
             return

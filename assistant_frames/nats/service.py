@@ -476,8 +476,12 @@ class NATSFrameService:
         _wire.remember(self.mismatches, replica, sorted(theirs))
 
     async def _on_context_get(self, request: Request) -> None:
+        assert self._route is not None
+        limit = self._route.extra(TransportAttribute.max_message_bytes)
         context = protocol.serialize_context(self.provider.get_model_context())
-        await request.respond(
-            _wire.encode(protocol.encode_context_update(context)),
-            headers={_wire.REPLICA: self.replica},
-        )
+        try:
+            payload = _wire.encode(protocol.encode_context_update(context), limit)
+        except (TypeError, ValueError) as exc:  # too large for NATS, or no JSON form
+            await request.respond_error("500", str(exc))
+            return
+        await request.respond(payload, headers={_wire.REPLICA: self.replica})
