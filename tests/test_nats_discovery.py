@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
@@ -316,3 +317,25 @@ async def test_a_client_closed_for_good_ends_the_discovery(nats_server: NATSServ
             await bus.wait_disconnected()
         assert bus.state == "disconnected"
         assert not bus.connected
+
+
+async def test_rounds_at_once_agree_on_frames_joining_and_leaving(nats_server: NATSServer) -> None:
+    """discover() called while a round runs (a user's call beside the periodic one)."""
+    url = nats_server.url
+    names = ["a", "b", "c"]
+    async with NATSDiscovery(nats=url, interval=0.3, window=0.3, missed=1) as bus:
+        for _ in range(3):
+            async with AsyncExitStack() as frames:
+                for name in names:
+                    await frames.enter_async_context(NATSFrameService(frame(name), name, nats=url))
+                with anyio.fail_after(10):
+                    async with anyio.create_task_group() as group:
+                        for _ in range(4):
+                            group.start_soon(bus.discover)
+                assert sorted(bus.frames) == names
+            with anyio.fail_after(10):  # every frame leaves in the same rounds
+                async with anyio.create_task_group() as group:
+                    for _ in range(4):
+                        group.start_soon(bus.discover)
+            assert bus.frames == []
+            assert tools(bus) == []

@@ -91,6 +91,8 @@ class NATSDiscovery:
         self._ready = anyio.Event()
         self._ended = anyio.Event()
         self._round = anyio.Event()
+        self._applying = anyio.Lock()  # one round at a time changes the federation
+        self._joined: dict[str, float] = {}  # when each frame joined
         self._events = ToolEventSubscribers()
         self._forwarding: dict[str, Unsubscribe] = {}  # frame -> its events, to ours
 
@@ -194,34 +196,44 @@ class NATSDiscovery:
         Returns the names of the frames that answered.
         """
         try:
+            asked = anyio.current_time()
             answered = await self._ask()
             if not self._client_or_fail().is_connected:
                 return sorted(answered)  # cut off (reconnecting): silence proves nothing
-            for name in answered:
-                self._absent.pop(name, None)
-                if name not in self.federation:
-                    target = NATSFrame(
-                        name, self._client_or_fail(), self.prefix, None, self.liveness
-                    )
-                    await self.federation.add(name, target, wait=False)
-                    if self._events:
-                        self._forward(name)
-                    logger.info("NATS discovery: frame %r joined", name)
-            for name in self.federation:
-                if name in answered:
-                    continue
-                self._absent[name] = self._absent.get(name, 0) + 1
-                if self._absent[name] >= self.missed:
-                    del self._absent[name]
-                    stop = self._forwarding.pop(name, None)
-                    if stop is not None:
-                        stop()
-                    await self.federation.remove(name)
-                    logger.info("NATS discovery: frame %r left", name)
+            async with self._applying:  # rounds may overlap: discover() beside the periodic
+                await self._apply(answered, asked)
             return sorted(answered)
         finally:
             done, self._round = self._round, anyio.Event()
             done.set()
+
+    async def _apply(self, answered: set[str], asked: float) -> None:
+        """Add the frames that answered and are new; remove the long-silent ones.
+
+        ``asked``: when this round asked. A frame that joined since (through another
+        round) may have started after it, so its silence in this round proves nothing.
+        """
+        for name in answered:
+            self._absent.pop(name, None)
+            if name not in self.federation:
+                target = NATSFrame(name, self._client_or_fail(), self.prefix, None, self.liveness)
+                self._joined[name] = anyio.current_time()
+                await self.federation.add(name, target, wait=False)
+                if self._events:
+                    self._forward(name)
+                logger.info("NATS discovery: frame %r joined", name)
+        for name in self.federation:
+            if name in answered or self._joined.get(name, asked) > asked:
+                continue
+            self._absent[name] = self._absent.get(name, 0) + 1
+            if self._absent[name] >= self.missed:
+                del self._absent[name]
+                self._joined.pop(name, None)
+                stop = self._forwarding.pop(name, None)
+                if stop is not None:
+                    stop()
+                await self.federation.remove(name)
+                logger.info("NATS discovery: frame %r left", name)
 
     def _client_or_fail(self) -> Client:
         if self._client is None:

@@ -51,6 +51,8 @@ _MAX_QUEUED = 1024
 # A new call's first heartbeat goes out this many seconds after it arrives, if it still
 # runs: a quick call's result is its only reply (a beat on every call cost some 80 µs).
 _FIRST_BEAT_AFTER = 0.005
+# How long entering waits for the server to confirm the replica's subscriptions.
+_FLUSH_TIMEOUT = 2  # seconds (nats-py takes an int)
 
 
 class _Running:
@@ -402,6 +404,12 @@ class NATSFrameService:
             answers = await client.subscribe(client.new_inbox(), cb=self._on_peer_context)
             stack.push_async_callback(_quietly, answers.unsubscribe)
             await client.publish(self.subjects.context_get, b"", reply=answers.subject)
+            # A round trip: once entered, the server holds every subscription above, so a
+            # host or a discovery round started now finds this replica.
+            try:
+                await client.flush(timeout=_FLUSH_TIMEOUT)
+            except Exception as exc:  # cut off (reconnecting): its subscriptions come back
+                logger.debug("Frame %r: starting while cut off: %r", self.name, exc)
             async with self._tasks.open() as group:
                 group.start_soon(self.provider.serve, route)
                 group.start_soon(self._beat)
