@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import textwrap
 from collections.abc import Sequence
+from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
-__all__ = ["describe_validation_error", "format_table"]
+__all__ = ["describe_validation_error", "format_table", "without_credentials"]
 
 
 def format_table(
@@ -43,3 +44,9 @@ def describe_validation_error(exc: ValidationError) -> str:
         loc = ".".join(str(p) for p in error["loc"])
         parts.append(f"{loc}: {error['msg']}" if loc else error["msg"])
     return "; ".join(parts)
+
+
+def without_credentials(url: str) -> str:
+    """``url`` without the ``user:password@`` or ``token@`` in it, to show people."""
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))

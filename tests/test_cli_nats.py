@@ -93,3 +93,23 @@ def test_a_nats_url_refused_never_shows_its_credentials(frame_dir: Path, url: st
     assert result.returncode != 0
     assert "s3cret-pw" not in result.stdout + result.stderr, result.stderr
     assert "127.0.0.1:1" in result.stderr  # it still says which URL
+
+
+def test_nats_targets_never_show_credentials() -> None:
+    """Where a target is shown: its repr, a federation member's name, and errors."""
+    from assistant_frames.federation.targets import FrameTarget
+    from assistant_frames.nats import NATSFrame
+    from assistant_frames.nats.targets import parse_nats_url
+
+    url = "nats://user:s3cret-pw@127.0.0.1:4222/calc"
+    shown = [
+        repr(parse_nats_url(url)),
+        repr(parse_nats_url("tls://s3cret-pw@127.0.0.1:4222")),
+        repr(
+            NATSFrame("calc", [url, "nats://127.0.0.1:4223"], nats_options={"token": "s3cret-pw"})
+        ),
+        FrameTarget(url).name,
+    ]
+    for text in shown:
+        assert "s3cret-pw" not in text
+        assert "127.0.0.1:4222" in text  # it still says which server

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
+from .._text import without_credentials
 from ..frames import AssistantFrameProvider
 from .common import EXIT_OK, TOKEN_ENV, CommandError, note, usage_error, websocket_module
 from .federation import served_frame
@@ -119,7 +120,7 @@ async def _serve_nats(options: argparse.Namespace, token: str | None) -> None:
         from ..nats import NATSFrameService
     except ImportError as exc:
         raise CommandError(f"--nats needs the 'nats' extra ({exc})") from None
-    shown = options.nats.split("@")[-1]  # never the credentials
+    shown = without_credentials(options.nats)
     async with served_frame(options, timeout=options.timeout) as frame:
         with _stop_signals() as stop:
             try:

@@ -17,6 +17,7 @@ from os import PathLike
 from typing import Any, Literal, TypeAlias
 
 from .._anyio import task_group
+from .._text import without_credentials
 from ..errors import ConnectError, ContextTimeout, FrameDisconnected
 from ..frames import AssistantFrameHost, AssistantFrameProvider, FrameConnection
 from ..registry import ModelContextProvider
@@ -87,7 +88,7 @@ class FrameTarget:
             if isinstance(target, str):
                 options = None if self._token is None else {"token": self._token}
                 self._nats = parse_nats_url(target, options)
-                shown = target.split("@")[-1]  # never the credentials
+                shown = without_credentials(target)
             else:
                 self._nats = target
                 shown = f"{type(target).__name__}"

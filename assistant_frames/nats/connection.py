@@ -19,6 +19,7 @@ import sniffio
 from nats.aio.client import Client
 from nats.errors import NoServersError
 
+from .._text import without_credentials
 from ..errors import ConnectError
 
 __all__ = ["NATSTarget", "Client", "connect_nats", "nats_client"]
@@ -85,7 +86,7 @@ async def connect_nats(
     bounded = reconnects if reconnects > 0 else _CONNECT_ATTEMPTS
     settings["max_reconnect_attempts"] = min(bounded, _CONNECT_ATTEMPTS)
     urls = [servers] if isinstance(servers, str) else list(servers)
-    shown = ", ".join(url.split("@")[-1] for url in urls)  # never the credentials
+    shown = ", ".join(without_credentials(url) for url in urls)
     # And bounded as a whole: some failures (a TLS handshake the client refuses) would
     # otherwise keep nats-py trying past every per-attempt timeout.
     bound = settings["connect_timeout"] * (settings["max_reconnect_attempts"] + 1) * len(urls)

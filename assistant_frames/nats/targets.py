@@ -9,11 +9,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs, urlsplit, urlunsplit
 
+from .._text import without_credentials
 from .connection import NATSTarget
 from .subjects import DEFAULT_PREFIX, check_frame_name, check_prefix
 
@@ -36,6 +37,9 @@ class NATSFrame:
         check_frame_name(self.name)
         check_prefix(self.prefix)
 
+    def __repr__(self) -> str:
+        return f"NATSFrame({self.name!r}, nats={_shown(self.nats)}, prefix={self.prefix!r})"
+
 
 @dataclass(frozen=True)
 class NATSBus:
@@ -49,12 +53,24 @@ class NATSBus:
     def __post_init__(self) -> None:
         check_prefix(self.prefix)
 
+    def __repr__(self) -> str:
+        return f"NATSBus(nats={_shown(self.nats)}, prefix={self.prefix!r})"
+
+
+def _shown(target: NATSTarget) -> str:
+    """``target`` for a repr: the server URLs without credentials, or the client's type."""
+    if isinstance(target, str):
+        return repr(without_credentials(target))
+    if isinstance(target, Sequence):
+        return repr([without_credentials(url) for url in target])
+    return f"<{type(target).__name__}>"
+
 
 def parse_nats_url(url: str, options: Mapping[str, Any] | None = None) -> NATSFrame | NATSBus:
     """The target a ``nats://`` (or ``tls://``) URL names; ``ValueError`` if it names none."""
     parts = urlsplit(url)
     # Errors name the URL, never its credentials.
-    shown = urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+    shown = without_credentials(url)
     if not url.startswith(SCHEMES) or not parts.netloc:
         raise ValueError(f"A NATS target is nats://HOST:PORT[/FRAME][?prefix=P], not {shown!r}")
     query = parse_qs(parts.query)
