@@ -57,21 +57,37 @@ class NATSServer:
 
     def __init__(self, log_path: Path, args: Sequence[str] = (), port: int | None = None) -> None:
         self.port = port or free_port()
+        self._fixed_port = port is not None
         self.args = list(args)
         self.log_path = log_path
         self.process: subprocess.Popen[bytes] | None = None
         self.starts = 0
+        # Its own name: readiness is a server on the port that says this name, not just
+        # any (a free port can be taken by another test's server meanwhile).
+        self.name = f"test-{os.getpid()}-{id(self):x}"
 
     @property
     def url(self) -> str:
         return f"nats://127.0.0.1:{self.port}"
 
     def start(self) -> NATSServer:
-        """Start the server and wait (bounded) until it takes connections."""
+        """Start the server and wait (bounded) until it takes connections; on a port
+        someone took meanwhile, try another one (unless the port was given)."""
+        for _ in range(5):
+            if self._start_once():
+                return self
+            if self._fixed_port:
+                break
+            self.port = free_port()
+        raise RuntimeError(f"nats-server could not listen on port {self.port}:\n{self.log()}")
+
+    def _start_once(self) -> bool:
+        """Start on ``self.port``; False if another server holds the port."""
         assert self.process is None or self.process.poll() is not None, "already running"
+        command = [nats_server_binary(), "-a", "127.0.0.1", "-p", str(self.port)]
         with self.log_path.open("ab") as log:
             self.process = subprocess.Popen(
-                [nats_server_binary(), "-a", "127.0.0.1", "-p", str(self.port), *self.args],
+                [*command, "--server_name", self.name, *self.args],
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=log,
@@ -80,17 +96,18 @@ class NATSServer:
         deadline = time.monotonic() + READY_TIMEOUT
         while True:
             if self.process.poll() is not None:
+                if "address already in use" in self.log():
+                    return False
                 raise RuntimeError(f"nats-server exited at start:\n{self.log()}")
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=0.2).close()
-                return self
-            except OSError:
-                if time.monotonic() > deadline:
-                    self.kill()
-                    raise RuntimeError(
-                        f"nats-server not ready after {READY_TIMEOUT} s:\n{self.log()}"
-                    ) from None
-                time.sleep(0.01)
+            said = _server_name_on(self.port)
+            if said == self.name:
+                return True
+            if said is not None and self.process.poll() is not None:
+                return False  # another server's port
+            if time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(f"nats-server not ready after {READY_TIMEOUT} s:\n{self.log()}")
+            time.sleep(0.01)
 
     def kill(self) -> None:
         """SIGKILL: the server vanishes without a word to its clients."""
@@ -101,9 +118,11 @@ class NATSServer:
         self._end(signal.SIGTERM)
 
     def restart(self) -> NATSServer:
-        """Kill the server and start it again on the same port."""
+        """Kill the server and start it again on the same port (its clients' URL)."""
         self.kill()
-        return self.start()
+        if not self._start_once():
+            raise RuntimeError(f"nats-server could not listen on port {self.port} again")
+        return self
 
     @property
     def running(self) -> bool:
@@ -122,6 +141,23 @@ class NATSServer:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(timeout=5)
+
+
+def _server_name_on(port: int) -> str | None:
+    """The name in the INFO line of the NATS server on ``port`` (None: none answers)."""
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.5) as sock:
+            line = sock.makefile("rb").readline(64 * 1024)
+    except OSError:
+        return None
+    if not line.startswith(b"INFO "):
+        return None
+    try:
+        info = json.loads(line[5:])
+    except ValueError:
+        return None
+    name = info.get("server_name") if isinstance(info, dict) else None
+    return name if isinstance(name, str) else None
 
 
 @pytest.fixture

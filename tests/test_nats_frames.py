@@ -109,6 +109,18 @@ async def leavable(replica: NATSFrameService) -> AsyncIterator[Callable[[], Awai
             leave.set()
 
 
+def extra() -> str:
+    """One more tool than the calculator has."""
+    return "extra"
+
+
+def calculator_with_extra() -> ModelContextRegistry:
+    """The calculator, with one tool more: a replica with other tools than the others."""
+    registry = calculator()
+    registry.tool(extra)
+    return registry
+
+
 async def failure_of(host: AssistantFrameHost, tool: str, args: Any, **kw: Any) -> Exception:
     """The error the call raised (it must raise one)."""
     try:
@@ -614,12 +626,7 @@ async def test_a_replica_reports_a_later_one_with_other_tools_with_no_host_aroun
     nats_server: NATSServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, LOGGER)
-    bigger = calculator()
-
-    @bigger.tool
-    def extra() -> str:
-        """One more tool than the first replica has."""
-        return "extra"
+    bigger = calculator_with_extra()
 
     url = nats_server.url
     async with NATSFrameService(calculator(), "calc", nats=url, heartbeat=HEARTBEAT) as first:
@@ -641,12 +648,7 @@ async def test_a_host_joining_after_mismatched_replicas_reports_them_at_once(
     nats_server: NATSServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING, LOGGER)
-    bigger = calculator()
-
-    @bigger.tool
-    def extra() -> str:
-        """One more tool than the first replica has."""
-        return "extra"
+    bigger = calculator_with_extra()
 
     url = nats_server.url
     with anyio.fail_after(20):
@@ -967,12 +969,7 @@ async def test_entering_on_a_closed_client_is_a_connect_error(
 async def test_a_replica_looks_again_when_its_own_tools_change(nats_server: NATSServer) -> None:
     # Its own change can end a mismatch (or make one) with replicas that did not change.
     mine = calculator()
-    bigger = calculator()
-
-    @bigger.tool
-    def extra() -> str:
-        """One more tool than the first replica has."""
-        return "extra"
+    bigger = calculator_with_extra()
 
     url = nats_server.url
     with anyio.fail_after(20):
