@@ -177,6 +177,68 @@ async def test_a_host_gets_the_context_calls_tools_and_hears_progress_and_change
 # -- replicas behind one name ----------------------------------------------------------------------
 
 
+async def test_the_nats_service_api_shows_each_replica_and_forgets_it_once_stopped(
+    nats_server: NATSServer,
+) -> None:
+    """$SRV.PING / INFO / STATS, as `nats micro ls|info|stats` ask them."""
+
+    async def ask(client: Any, subject: str, count: int) -> list[dict[str, Any]]:
+        """The answers of every instance that answers within a moment."""
+        inbox = client.new_inbox()
+        answers: list[dict[str, Any]] = []
+        got = anyio.Event()
+
+        async def on(msg: Any) -> None:
+            answers.append(json.loads(msg.data))
+            if len(answers) >= count:
+                got.set()
+
+        subscription = await client.subscribe(inbox, cb=on)
+        await client.publish(subject, b"", reply=inbox)
+        with anyio.move_on_after(2):
+            await got.wait()
+        await anyio.sleep(0.1)  # and no more than that
+        await subscription.unsubscribe()
+        return answers
+
+    url = nats_server.url
+    with anyio.fail_after(30):
+        async with nats_client(url) as client:
+            async with (
+                service(calculator(), url, version="1.2.3", description="Adds.") as one,
+                service(calculator(), url, version="1.2.3") as two,
+                host_of(url) as host,
+            ):
+                for i in range(7):
+                    assert await host.call_tool("add", {"a": i, "b": 1}) == i + 1
+                pings = await ask(client, "$SRV.PING.calc", 2)
+                assert sorted(p["id"] for p in pings) == sorted([one.replica, two.replica])
+                assert {(p["name"], p["version"]) for p in pings} == {("calc", "1.2.3")}
+
+                infos = {i["id"]: i for i in await ask(client, "$SRV.INFO.calc", 2)}
+                info = infos[one.replica]
+                assert info["description"] == "Adds."
+                assert info["metadata"] == {
+                    "assistant_frames.kind": "frame",
+                    "assistant_frames.prefix": "frames",
+                }
+                endpoints = {e["name"]: e for e in info["endpoints"]}
+                assert endpoints["call"]["subject"] == "frames.calc.call"
+                assert endpoints["call"]["queue_group"] == "frames.calc"  # shared: one replica
+                assert endpoints["context"]["subject"] == "frames.calc.context.get"
+                assert endpoints["context"]["queue_group"] == f"frames.calc.{one.replica}"
+
+                stats = await ask(client, "$SRV.STATS.calc", 2)
+                calls = sum(
+                    e["num_requests"] for s in stats for e in s["endpoints"] if e["name"] == "call"
+                )
+                assert calls == 7  # each call reached exactly one replica
+                assert all(e["num_errors"] == 0 for s in stats for e in s["endpoints"])
+
+            # Stopped: nobody answers for the frame any more.
+            assert await ask(client, "$SRV.PING.calc", 1) == []
+
+
 async def test_replicas_share_the_calls_each_call_runs_exactly_once(
     nats_server: NATSServer,
 ) -> None:
