@@ -484,6 +484,57 @@ async def test_cancelling_reaches_a_replica_in_another_process(nats_server: NATS
             assert await host.call_tool("add", {"a": 1, "b": 2}) == 3
 
 
+async def test_a_replica_stopping_mid_burst_loses_no_call_silently(nats_server: NATSServer) -> None:
+    """Every call ends: with its result, or with ReplicaLost, and then it never ran.
+
+    The stopping replica drains its call endpoint (the calls its client holds run), but
+    core NATS delivers at most once: a call routed to it as it unsubscribes can vanish,
+    and its caller hears ReplicaLost after ``liveness`` (docs/nats.md).
+    """
+    url = nats_server.url
+    calls, in_flight = 3000, 300
+    ran: set[int] = set()
+    results: dict[int, Any] = {}
+    failures: dict[int, BaseException] = {}
+
+    def counted() -> ModelContextRegistry:
+        registry = ModelContextRegistry()
+
+        @registry.tool
+        def add(a: int, b: int) -> int:
+            """Add two numbers (and note that call ``a`` ran)."""
+            ran.add(a)
+            return a + b
+
+        return registry
+
+    with anyio.fail_after(60):
+        async with (
+            service(counted(), url),
+            leavable(service(counted(), url, drain_timeout=10)) as leave,
+            host_of(url) as host,
+        ):
+            limiter = anyio.CapacityLimiter(in_flight)
+
+            async def one(i: int) -> None:
+                async with limiter:
+                    try:
+                        results[i] = await host.call_tool("add", {"a": i, "b": 1})
+                    except Exception as exc:
+                        failures[i] = exc
+
+            async with anyio.create_task_group() as group:
+                for i in range(calls):
+                    group.start_soon(one, i)
+                    if i == calls // 3:
+                        group.start_soon(leave)  # mid-burst
+    assert len(results) + len(failures) == calls
+    assert all(results[i] == i + 1 for i in results)
+    assert all(isinstance(e, ReplicaLost) for e in failures.values()), failures
+    assert not ran & set(failures), "a call that failed had run"
+    assert ran == set(results)
+
+
 async def test_a_frame_leaving_fails_its_running_calls_then_nobody_responds(
     nats_server: NATSServer,
 ) -> None:

@@ -294,6 +294,29 @@ async def _quietly(stop: Callable[[], Awaitable[object]]) -> None:
         logger.debug("NATS: while stopping: %r", exc)
 
 
+async def _drain_endpoint(service: Service, subject: str) -> None:
+    """Stop taking requests on the endpoint for ``subject``, handling those already
+    received: ``nats.micro``'s ``stop()`` unsubscribes, which drops them (calls that
+    would then never run, their callers told only after ``liveness``).
+
+    Reaches into ``nats.micro``'s endpoints (it has no public drain); if they ever look
+    otherwise, this does nothing and ``stop()`` behaves as it does.
+    """
+    for endpoint in getattr(service, "_endpoints", ()):
+        subscription = getattr(endpoint, "_subscription", None)
+        if getattr(endpoint, "_subject", None) != subject or subscription is None:
+            continue
+        await subscription.drain()  # unsubscribes at the server, then handles the rest
+        endpoint._subscription = _Drained()  # what stop() unsubscribes next
+
+
+class _Drained:
+    """A drained subscription: unsubscribing it again has nothing left to do."""
+
+    async def unsubscribe(self, limit: int = 0) -> None:
+        pass
+
+
 def _safe_decode(payload: bytes) -> Any:
     try:
         return _wire.decode(payload)
@@ -429,6 +452,8 @@ class NATSFrameService:
         assert stack is not None
         try:
             with anyio.CancelScope(shield=True):
+                with anyio.move_on_after(self.drain_timeout):
+                    await _quietly(lambda: _drain_endpoint(service, self.subjects.call))
                 await _quietly(service.stop)  # no new calls (nor discovery) from here on
                 with anyio.move_on_after(self.drain_timeout):
                     await route.wait_idle()
