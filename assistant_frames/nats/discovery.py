@@ -105,8 +105,8 @@ class NATSDiscovery:
 
     @property
     def frames(self) -> list[str]:
-        """The names of the frames in the registry now."""
-        return list(self.federation)
+        """The names of the frames in the registry now, sorted (as ``discover()``'s)."""
+        return sorted(self.federation)
 
     async def wait_for(self, *names: str, timeout: float = 10.0) -> None:
         """Wait until every frame of ``names`` has joined and sent its context."""
