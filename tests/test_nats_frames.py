@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 
 from assistant_frames import (
@@ -1042,6 +1043,25 @@ async def test_a_flood_of_contexts_never_costs_a_call_its_result(nats_server: NA
                 await held.done.wait()
             assert held.error is None, repr(held.error)
             assert held.result == "released"
+
+
+async def test_a_host_blocked_while_awaiting_the_context_does_not_blame_the_replicas(
+    nats_server: NATSServer,
+) -> None:
+    # As for a call's heartbeats: the context's answer waits unread while the host's own
+    # loop is blocked, and that time is no silence of the replicas'.
+    url = nats_server.url
+    with anyio.fail_after(30):
+        async with (
+            replica_process(url, "calc"),
+            NATSFrameHost("calc", nats=url, context_timeout=0.5, liveness=LIVENESS) as host,
+        ):
+            # One checkpoint: the context request goes out, and the answer waits unread.
+            await anyio.lowlevel.checkpoint()
+            time.sleep(1.5)  # noqa: ASYNC251  (blocks this loop, not the replica's)
+            await host.wait_for_context(5)
+            assert host.connected
+            assert await host.call_tool("add", {"a": 1, "b": 2}) == 3
 
 
 async def test_a_host_that_was_blocked_does_not_blame_the_replica(nats_server: NATSServer) -> None:

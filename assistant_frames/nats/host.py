@@ -307,6 +307,8 @@ class _Route(ObjectStream[Any]):
             if stalled > tick:
                 for call in self._calls.values():
                     call.seen = min(now, call.seen + stalled)
+                if self._context_deadline is not None:  # its answers wait unread too
+                    self._context_deadline += stalled
             if self._context_deadline is not None and now > self._context_deadline:
                 self._context_deadline = None
                 self._end(
