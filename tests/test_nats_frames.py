@@ -12,6 +12,7 @@ import functools
 import json
 import logging
 import shutil
+import signal
 import ssl
 import sys
 import textwrap
@@ -1015,6 +1016,28 @@ async def test_leaving_while_the_server_is_down_is_quiet_and_prompt(
                 started = time.perf_counter()
             assert time.perf_counter() - started < 3
         assert replica.running_calls == 0
+
+
+async def test_a_replica_leaving_while_its_server_hangs_is_bounded(
+    nats_server: NATSServer,
+) -> None:
+    # The server hangs (SIGSTOP): no round trip completes, so neither the call endpoint's
+    # drain nor nats.micro's stop() (10 s per subscription) can finish. Leaving is bounded
+    # all the same, and once the server wakes nothing answers for the replica.
+    assert nats_server.process is not None
+    url = nats_server.url
+    with anyio.fail_after(40):
+        try:
+            async with service(calculator(), url, drain_timeout=0.3):
+                nats_server.process.send_signal(signal.SIGSTOP)
+                leaving = time.perf_counter()
+            assert time.perf_counter() - leaving < 8
+        finally:
+            nats_server.process.send_signal(signal.SIGCONT)
+        async with nats_client(url) as other:
+            for subject in ("frames.calc.context.get", "frames.calc.call", "$SRV.PING.calc"):
+                with pytest.raises(nats.errors.NoRespondersError):
+                    await other.request(subject, b"{}", timeout=2)
 
 
 async def test_a_flood_of_contexts_never_costs_a_call_its_result(nats_server: NATSServer) -> None:

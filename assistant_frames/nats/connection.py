@@ -28,6 +28,8 @@ logger = logging.getLogger("assistant_frames.nats")
 
 # Attempts per server after the first, when connecting (not when reconnecting).
 _CONNECT_ATTEMPTS = 2
+# How long closing a client of ours may take to drain it before it is just closed.
+_CLOSE_TIMEOUT = 3.0
 
 NATSTarget: TypeAlias = str | Sequence[str] | Client
 """A server URL (``nats://127.0.0.1:4222``), several, or a connected client."""
@@ -144,9 +146,16 @@ async def nats_client(
         # Shielded: leaving a cancelled scope must still close the client (and its tasks).
         with anyio.CancelScope(shield=True):
             if not client.is_closed:
-                try:
-                    await client.drain()
-                except Exception:  # the server may be gone: closing is all that is left
+                drained = False
+                # Bounded: draining ends with a round trip (10 s against a server that
+                # hangs), past the drain_timeout nats-py applies to the subscriptions.
+                with anyio.move_on_after(_CLOSE_TIMEOUT):
+                    try:
+                        await client.drain()
+                        drained = True
+                    except Exception as exc:  # the server may be gone
+                        logger.debug("NATS: while draining: %r", exc)
+                if not drained and not client.is_closed:  # closing is all that is left
                     try:
                         await client.close()
                     except Exception as exc:  # flushing what it buffered to a lost server

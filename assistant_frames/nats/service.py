@@ -53,6 +53,9 @@ _MAX_QUEUED = 1024
 _FIRST_BEAT_AFTER = 0.005
 # How long entering waits for the server to confirm the replica's subscriptions.
 _FLUSH_TIMEOUT = 2  # seconds (nats-py takes an int)
+# How long leaving lets nats.micro's stop() take: it drains the service API's
+# subscriptions, a round trip each, 10 s apiece against a server that hangs.
+_STOP_TIMEOUT = 2.0
 
 
 class _Running:
@@ -87,7 +90,11 @@ class _Route(ObjectStream[Any]):
         self._published = published  # called once this replica's context went out
         # The latest context nats-py refused while cut off (its buffer full): sent again
         # with the next heartbeat once connected, unless a newer one went out meanwhile.
-        self._unsent_context: bytes | None = None
+        self._unsent_context: tuple[int, bytes] | None = None
+        # Contexts numbered as they go out, and the newest nats-py took: a resend of an
+        # older one (publish can pause) must not overwrite or clear a newer one.
+        self._contexts = itertools.count(1)
+        self._sent_context = 0
         self._subjects = subjects
         self._headers = {_wire.REPLICA: replica}
         self._beat_headers = {**self._headers, _wire.HEARTBEAT: f"{heartbeat:g}"}
@@ -216,7 +223,8 @@ class _Route(ObjectStream[Any]):
         kind = body.get("type") if body is not None else None
         try:
             if kind == "model-context-update":
-                await self._publish_context(_wire.encode(item, self._client.max_payload))
+                payload = _wire.encode(item, self._client.max_payload)
+                await self._publish_context(next(self._contexts), payload)
                 self._published()
                 return
             if body is None or not isinstance(body.get("id"), str):
@@ -242,24 +250,31 @@ class _Route(ObjectStream[Any]):
             # result leaves its call without heartbeats: the caller hears ReplicaLost.
             logger.debug("Frame %r: a reply was not sent: %r", self._subjects.name, exc)
 
-    async def _publish_context(self, payload: bytes) -> None:
+    async def _publish_context(self, number: int, payload: bytes) -> None:
         try:
             await self._client.publish(self._subjects.context, payload, headers=self._headers)
         except Exception as exc:
             if self._client.is_closed:
                 raise
             # Cut off, and nats-py's buffer is full. Raising would end the provider's
-            # context updates for good: keep the context for later instead.
-            self._unsent_context = payload
+            # context updates for good: keep the context for later instead (unless a
+            # newer one went out, or waits already).
+            unsent = self._unsent_context
+            if number > self._sent_context and (unsent is None or number >= unsent[0]):
+                self._unsent_context = (number, payload)
             logger.debug("Frame %r: the context waits for the server: %r", self._subjects.name, exc)
         else:
-            self._unsent_context = None
+            self._sent_context = max(self._sent_context, number)
+            unsent = self._unsent_context
+            if unsent is not None and unsent[0] <= number:
+                self._unsent_context = None
 
     async def resend_context(self) -> None:
         """Publish the context nats-py refused while cut off, once connected again."""
-        if self._unsent_context is not None and self._client.is_connected:
+        unsent = self._unsent_context
+        if unsent is not None and self._client.is_connected:
             try:
-                await self._publish_context(self._unsent_context)
+                await self._publish_context(*unsent)
             except Exception as exc:  # closed meanwhile: there is nobody to tell
                 logger.debug("Frame %r: the context was not sent: %r", self._subjects.name, exc)
 
@@ -306,8 +321,12 @@ async def _drain_endpoint(service: Service, subject: str) -> None:
         subscription = getattr(endpoint, "_subscription", None)
         if getattr(endpoint, "_subject", None) != subject or subscription is None:
             continue
-        await subscription.drain()  # unsubscribes at the server, then handles the rest
-        endpoint._subscription = _Drained()  # what stop() unsubscribes next
+        try:
+            await subscription.drain()  # unsubscribes at the server, then handles the rest
+        finally:
+            # Drained, or given up on (out of time, cut off): unsubscribing it again is
+            # refused, which would end stop() before the endpoints after it.
+            endpoint._subscription = _Drained()
 
 
 class _Drained:
@@ -454,7 +473,8 @@ class NATSFrameService:
             with anyio.CancelScope(shield=True):
                 with anyio.move_on_after(self.drain_timeout):
                     await _quietly(lambda: _drain_endpoint(service, self.subjects.call))
-                await _quietly(service.stop)  # no new calls (nor discovery) from here on
+                with anyio.move_on_after(_STOP_TIMEOUT):  # a round trip per subscription
+                    await _quietly(service.stop)  # no new calls (nor discovery) from here on
                 with anyio.move_on_after(self.drain_timeout):
                     await route.wait_idle()
                 await route.lose_running(f"The replica of frame {self.name!r} stopped")
