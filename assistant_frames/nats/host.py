@@ -25,7 +25,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from types import TracebackType
 from typing import Any
@@ -39,8 +39,9 @@ from .._anyio import HeldTaskGroup
 from ..errors import FrameDisconnected, ToolCallError
 from ..frames.host import AssistantFrameHost
 from ..frames.host_machine import CallFailed
-from ..transports.contract import CloseReason, TransportAttribute, TransportClosed
+from ..transports.contract import CloseReason, TransportClosed
 from . import _wire
+from ._route import Route, quietly
 from .connection import NATSTarget, nats_client
 from .errors import NoResponders, ReplicaLost
 from .subjects import DEFAULT_PREFIX, FrameSubjects
@@ -63,13 +64,13 @@ class _Call:
         self.liveness = liveness
 
 
-class _Route(ObjectStream[Any]):
+class _Route(Route):
     """The host's side of the frame protocol, carried over the frame's NATS subjects."""
 
     def __init__(
         self, client: Client, subjects: FrameSubjects, *, liveness: float, context_timeout: float
     ) -> None:
-        self._client = client
+        super().__init__(client)
         self._subjects = subjects
         self.liveness = liveness
         self._context_timeout = context_timeout
@@ -83,7 +84,6 @@ class _Route(ObjectStream[Any]):
         send, receive = anyio.create_memory_object_stream[Any](_MAX_QUEUED)
         self._out, self._in = send, receive
         self._stack = AsyncExitStack()
-        self._closed = False
         self.dropped = 0
         self._context: Any = None  # the latest context not yet read, when one is queued
         self.malformed = 0  # messages dropped as not what their subject carries
@@ -92,24 +92,19 @@ class _Route(ObjectStream[Any]):
         self._context_reply = f"{self._inbox}.context"
         self._context_deadline: float | None = None  # while the context is awaited
 
-    @property
-    def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
-        return {TransportAttribute.max_message_bytes: lambda: self._client.max_payload}
-
     async def start(self) -> None:
         """Subscribe to the replies and the context."""
         async with AsyncExitStack() as stack:
             replies = await self._client.subscribe(f"{self._inbox}.*", cb=self._on_reply)
-            stack.push_async_callback(_unsubscribe, replies)
+            stack.push_async_callback(quietly, replies.unsubscribe)
             contexts = await self._client.subscribe(self._subjects.context, cb=self._on_context)
-            stack.push_async_callback(_unsubscribe, contexts)
+            stack.push_async_callback(quietly, contexts.unsubscribe)
             self._stack = stack.pop_all()
 
     # -- to the frame ---------------------------------------------------------------------
 
     async def send(self, item: Any) -> None:
-        if self._closed:
-            raise anyio.ClosedResourceError
+        self._check_open()
         body = _wire.inner(item)
         kind = body.get("type") if body is not None else None
         try:
@@ -334,11 +329,8 @@ class _Route(ObjectStream[Any]):
             raise TransportClosed(CloseReason(value.why, clean=False))
         return value
 
-    async def send_eof(self) -> None:
-        await self.aclose()
-
     async def aclose(self) -> None:
-        self._closed = True
+        await super().aclose()
         self._out.close()
         self._in.close()
         with anyio.CancelScope(shield=True):
@@ -361,13 +353,6 @@ def _seconds(text: str) -> float:
     except ValueError:
         return 0.0
     return value if math.isfinite(value) and value > 0 else 0.0
-
-
-async def _unsubscribe(subscription: Any) -> None:
-    try:
-        await subscription.unsubscribe()
-    except Exception as exc:  # the connection is closed already: nothing to undo
-        logger.debug("NATS: unsubscribing: %r", exc)
 
 
 class NATSFrameHost(AssistantFrameHost):

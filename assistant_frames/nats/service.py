@@ -20,13 +20,12 @@ from __future__ import annotations
 import itertools
 import logging
 import math
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack, suppress
 from types import TracebackType
 from typing import Any
 
 import anyio
-from anyio.abc import ObjectStream
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.micro import add_service
@@ -39,6 +38,7 @@ from ..frames.provider import AssistantFrameProvider
 from ..registry.context import ModelContextProvider
 from ..transports.contract import TransportAttribute
 from . import _wire
+from ._route import Route, quietly
 from .connection import NATSTarget, nats_client
 from .subjects import DEFAULT_PREFIX, FrameSubjects
 
@@ -70,7 +70,7 @@ class _Running:
         self.reply = reply
 
 
-class _Route(ObjectStream[Any]):
+class _Route(Route):
     """The frame's one connection: every caller's calls in, each reply to its caller.
 
     Calls get ids of this replica's own (``"1"``, ``"2"``...) on the way in, and their
@@ -86,7 +86,7 @@ class _Route(ObjectStream[Any]):
         heartbeat: float,
         published: Callable[[], None] = lambda: None,
     ) -> None:
-        self._client = client
+        super().__init__(client)
         self._published = published  # called once this replica's context went out
         # The latest context nats-py refused while cut off (its buffer full): sent again
         # with the next heartbeat once connected, unless a newer one went out meanwhile.
@@ -105,7 +105,6 @@ class _Route(ObjectStream[Any]):
         self.running: dict[str, _Running] = {}
         self._by_caller: dict[tuple[str, str], str] = {}  # (reply subject, caller id) -> id
         self.malformed = 0
-        self._closed = False
         self._idle = anyio.Event()
         self._new: list[str] = []  # calls that have not had their first heartbeat
         self._arrived = anyio.Event()
@@ -212,13 +211,8 @@ class _Route(ObjectStream[Any]):
 
     # -- from the frame -------------------------------------------------------------------
 
-    @property
-    def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
-        return {TransportAttribute.max_message_bytes: lambda: self._client.max_payload}
-
     async def send(self, item: Any) -> None:
-        if self._closed:
-            raise anyio.ClosedResourceError
+        self._check_open()
         body = _wire.inner(item)
         kind = body.get("type") if body is not None else None
         try:
@@ -292,21 +286,10 @@ class _Route(ObjectStream[Any]):
     async def receive(self) -> Any:
         return await self._incoming.receive()
 
-    async def send_eof(self) -> None:
-        await self.aclose()
-
     async def aclose(self) -> None:
-        self._closed = True
+        await super().aclose()
         self._incoming_send.close()
         self._incoming.close()
-
-
-async def _quietly(stop: Callable[[], Awaitable[object]]) -> None:
-    """Undo one piece of setup; the server may be gone already, which is fine here."""
-    try:
-        await stop()
-    except Exception as exc:
-        logger.debug("NATS: while stopping: %r", exc)
 
 
 async def _drain_endpoint(service: Service, subject: str) -> None:
@@ -420,7 +403,7 @@ class NATSFrameService:
                 metadata={_wire.META_KIND: _wire.KIND, _wire.META_PREFIX: self.subjects.prefix},
             )
             self._service = service
-            stack.push_async_callback(_quietly, service.stop)
+            stack.push_async_callback(quietly, service.stop)
             route = self._route = _Route(
                 client, self.subjects, str(service.id), self.heartbeat, self._compare_all
             )
@@ -439,12 +422,12 @@ class NATSFrameService:
                 handler=self._on_context_get,
             )
             cancels = await client.subscribe(self.subjects.cancel, cb=route.on_cancel)
-            stack.push_async_callback(_quietly, cancels.unsubscribe)
+            stack.push_async_callback(quietly, cancels.unsubscribe)
             peers = await client.subscribe(self.subjects.context, cb=self._on_peer_context)
-            stack.push_async_callback(_quietly, peers.unsubscribe)
+            stack.push_async_callback(quietly, peers.unsubscribe)
             # The replicas already running: their answers show their tools.
             answers = await client.subscribe(client.new_inbox(), cb=self._on_peer_context)
-            stack.push_async_callback(_quietly, answers.unsubscribe)
+            stack.push_async_callback(quietly, answers.unsubscribe)
             await client.publish(self.subjects.context_get, b"", reply=answers.subject)
             # A round trip: once entered, the server holds every subscription above, so a
             # host or a discovery round started now finds this replica.
@@ -472,9 +455,9 @@ class NATSFrameService:
         try:
             with anyio.CancelScope(shield=True):
                 with anyio.move_on_after(self.drain_timeout):
-                    await _quietly(lambda: _drain_endpoint(service, self.subjects.call))
+                    await quietly(lambda: _drain_endpoint(service, self.subjects.call))
                 with anyio.move_on_after(_STOP_TIMEOUT):  # a round trip per subscription
-                    await _quietly(service.stop)  # no new calls (nor discovery) from here on
+                    await quietly(service.stop)  # no new calls (nor discovery) from here on
                 with anyio.move_on_after(self.drain_timeout):
                     await route.wait_idle()
                 await route.lose_running(f"The replica of frame {self.name!r} stopped")
