@@ -226,6 +226,15 @@ def free_port() -> int:
     return port
 
 
+def installed(path: Path, directory: Path) -> bool:
+    """Whether ``path`` (in ``directory``'s ``node_modules``) is there, asked once no
+    ``npm ci`` runs in ``directory``: another pytest-xdist worker may be installing it
+    (under :func:`one_process_at_a_time`), and a half-installed tree would fail a test
+    that should have waited or skipped."""
+    with one_process_at_a_time(directory):
+        return path.exists()
+
+
 @contextmanager
 def one_process_at_a_time(directory: Path) -> Iterator[None]:
     """Hold an exclusive lock on ``directory`` (blocking until it is free).

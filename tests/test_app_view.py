@@ -18,7 +18,7 @@ import anyio
 import anyio.lowlevel
 import mcp_types as mcp
 import pytest
-from test_apps_protocol import SCHEMA, _relax, validate
+from test_apps_protocol import BROWSER, SCHEMA, _relax, validate
 
 from assistant_frames import ModelContextRegistry
 from assistant_frames.apps import (
@@ -33,7 +33,7 @@ from assistant_frames.errors import AssistantFramesError
 from assistant_frames.transports import memory_pair
 from assistant_frames.transports.memory import MemoryTransport
 
-from helpers import wait_until
+from helpers import installed, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -44,7 +44,7 @@ LIMIT = 5.0
 
 @pytest.fixture(scope="module")
 def schema_defs() -> dict[str, Any]:
-    if not SCHEMA.exists():
+    if not installed(SCHEMA, BROWSER):
         if os.environ.get("CI"):
             pytest.fail("ext-apps schema.json is missing: run `npm ci` in tests/browser")
         pytest.skip("ext-apps schema.json is missing")

@@ -26,6 +26,8 @@ from assistant_frames.apps import protocol as p
 from assistant_frames.calls import PendingCalls
 from assistant_frames.errors import ERROR_KINDS, AssistantFramesError, ErrorCode
 
+from helpers import installed
+
 BROWSER = Path(__file__).resolve().parent / "browser"
 SCHEMA = BROWSER / "node_modules/@modelcontextprotocol/ext-apps/dist/src/generated/schema.json"
 
@@ -488,7 +490,7 @@ def test_resource_uri_reads_both_forms() -> None:
 
 @pytest.fixture(scope="module")
 def schema_defs() -> dict[str, Any]:
-    if not SCHEMA.exists():
+    if not installed(SCHEMA, BROWSER):
         reason = (
             "ext-apps schema.json is missing: run `npm ci` in tests/browser "
             "(pins @modelcontextprotocol/ext-apps 2.0.4)"
@@ -642,7 +644,7 @@ MCP_ZOD: dict[str, tuple[str | None, str | None]] = {
 
 def test_sent_messages_pass_the_sdks_own_zod_schemas() -> None:
     node = shutil.which("node")
-    if node is None or not (BROWSER / "node_modules" / "@modelcontextprotocol").exists():
+    if node is None or not installed(BROWSER / "node_modules" / "@modelcontextprotocol", BROWSER):
         reason = "node or tests/browser/node_modules is missing: run `npm ci` in tests/browser"
         if os.environ.get("CI") or os.environ.get("ASSISTANT_FRAMES_REQUIRE_BROWSER") == "1":
             pytest.fail(reason, pytrace=False)

@@ -41,14 +41,12 @@ from assistant_frames import (
 from assistant_frames.frames import protocol
 from assistant_frames.mcp import MCPContextServer, MCPFrame
 
-from helpers import wait_until
+from helpers import installed, wait_until
 
 pytestmark = pytest.mark.anyio
 
-SCHEMA = (
-    Path(__file__).resolve().parent
-    / "browser/node_modules/@modelcontextprotocol/ext-apps/dist/src/generated/schema.json"
-)
+BROWSER = Path(__file__).resolve().parent / "browser"
+SCHEMA = BROWSER / "node_modules/@modelcontextprotocol/ext-apps/dist/src/generated/schema.json"
 MODES = pytest.mark.parametrize("mode", ["legacy", "auto"])
 WAIT = 5.0
 VIEW = "<!doctype html><p id=out>weather</p>"
@@ -207,7 +205,7 @@ async def test_ui_resource_changes_are_announced_and_followed() -> None:
 
 @pytest.fixture
 def schema_defs() -> dict[str, Any]:
-    if not SCHEMA.exists():
+    if not installed(SCHEMA, BROWSER):
         reason = "ext-apps schema.json is missing: run `npm ci` in tests/browser"
         if os.environ.get("CI") or os.environ.get("ASSISTANT_FRAMES_REQUIRE_BROWSER") == "1":
             pytest.fail(reason, pytrace=False)

@@ -32,7 +32,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from assistant_frames import FrameDisconnected, ModelContextRegistry
 from assistant_frames.mcp import MCPFrame
 
-from helpers import wait_until
+from helpers import installed, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -201,16 +201,14 @@ async def test_a_server_without_resources_or_prompts(mode: str) -> None:
 
 # -- server-everything -------------------------------------------------------------------------
 
-EVERYTHING_JS = (
-    Path(__file__).resolve().parent
-    / "mcp_peers/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
-)
+PEERS = Path(__file__).resolve().parent / "mcp_peers"
+EVERYTHING_JS = PEERS / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 
 
 @pytest.fixture
 def everything() -> list[str]:
     node = shutil.which("node")
-    if node is None or not EVERYTHING_JS.exists():
+    if node is None or not installed(EVERYTHING_JS, PEERS):
         reason = "node or tests/mcp_peers/node_modules (npm ci) is missing"
         if os.environ.get("CI") or os.environ.get("ASSISTANT_FRAMES_REQUIRE_PEERS") == "1":
             pytest.fail(reason)
