@@ -598,29 +598,12 @@ async def test_a_replica_process_stopping_cleanly_fails_its_running_call(
 async def test_bad_messages_on_our_subjects_are_ignored_or_refused(
     nats_server: NATSServer, caplog: pytest.LogCaptureFixture
 ) -> None:
-    registry = calculator()
-    gate = Gate()
-    registry.add_tool("hold", gate)
     caplog.set_level(logging.DEBUG, LOGGER)
     subjects = "frames.calc"
     with anyio.fail_after(30):
-        async with (
-            service(registry, nats_server.url) as replica,
-            host_of(nats_server.url) as host,
-            await connect_nats(nats_server.url) as raw,
-            anyio.create_task_group() as group,
-        ):
-            # Someone on the bus sees the calls (not in the queue group: a copy of each).
-            seen: list[Any] = []
-            spy = await raw.subscribe(f"{subjects}.call", cb=_collect(seen))
-            await raw.flush(timeout=5)  # the server has the subscription
-            held = Outcome()
-            group.start_soon(held.run, host, "hold", {})
-            await gate.started.wait()
-            await wait_until(lambda: len(seen) == 1)
-            reply = seen[0].reply
-            call_id = json.loads(seen[0].data)["message"]["id"]
-            await spy.unsubscribe()
+        async with held_call(nats_server.url) as (replica, host, raw, gate, held, seen):
+            reply = seen.reply
+            call_id = json.loads(seen.data)["message"]["id"]
 
             # Calls that are no tool-call: refused with the service API's error.
             not_calls = [b"\xff\xfe garbage", b"[]", b'{"channel": 1}', _envelope({"type": "x"})]
@@ -670,6 +653,36 @@ async def test_bad_messages_on_our_subjects_are_ignored_or_refused(
                 6,
                 8,
             ]
+
+
+@asynccontextmanager
+async def held_call(
+    url: str,
+) -> AsyncIterator[tuple[NATSFrameService, NATSFrameHost, Any, Gate, Outcome, Any]]:
+    """A replica, its host, a raw client, and a ``hold`` call the gate keeps running:
+    yields ``(replica, host, raw, gate, held, seen)``, ``seen`` being the call's message
+    as a stranger on the bus saw it (not in the queue group: a copy)."""
+    registry = calculator()
+    gate = Gate()
+    registry.add_tool("hold", gate)
+    seen: list[Any] = []
+    async with await connect_nats(url) as raw:
+        spy = await raw.subscribe("frames.calc.call", cb=_collect(seen))
+        await raw.flush(timeout=5)  # the server has the subscription
+        async with (
+            service(registry, url) as replica,
+            host_of(url) as host,
+            anyio.create_task_group() as group,
+        ):
+            held = Outcome()
+            group.start_soon(held.run, host, "hold", {})
+            await gate.started.wait()
+            try:
+                await wait_until(lambda: len(seen) == 1)
+            except TimeoutError:
+                raise AssertionError([(m.subject, m.reply, m.data[:200]) for m in seen]) from None
+            await spy.unsubscribe()
+            yield replica, host, raw, gate, held, seen[0]
 
 
 def _envelope(message: Any) -> bytes:
@@ -936,26 +949,10 @@ async def test_only_contexts_are_believed_on_the_context_subjects(
 ) -> None:
     # Anyone can publish on the context subject: a call's result there must not settle
     # the call, nor a request's reply there end a call it does not name.
-    registry = calculator()
-    gate = Gate()
-    registry.add_tool("hold", gate)
     caplog.set_level(logging.WARNING, LOGGER)
     with anyio.fail_after(20):
-        async with (
-            service(registry, nats_server.url) as replica,
-            host_of(nats_server.url) as host,
-            await connect_nats(nats_server.url) as raw,
-            anyio.create_task_group() as group,
-        ):
-            seen: list[Any] = []
-            spy = await raw.subscribe("frames.calc.call", cb=_collect(seen))
-            await raw.flush(timeout=5)
-            held = Outcome()
-            group.start_soon(held.run, host, "hold", {})
-            await gate.started.wait()
-            await wait_until(lambda: len(seen) == 1)
-            await spy.unsubscribe()
-            call_id = json.loads(seen[0].data)["message"]["id"]
+        async with held_call(nats_server.url) as (replica, host, raw, gate, held, seen):
+            call_id = json.loads(seen.data)["message"]["id"]
             forged = {"type": "tool-result", "id": call_id, "result": "forged"}
             await raw.publish("frames.calc.context", _envelope(forged))
             await raw.flush(timeout=5)
