@@ -489,6 +489,8 @@ class NATSFrameService:
 
     def _compare_all(self) -> None:
         """This replica's tools changed: compare them with every other replica's again."""
+        if not self._peers:
+            return  # alone (or no peer published yet): nothing to compare, nor to build
         ours = self._tools()
         for replica, theirs in list(self._peers.items()):
             self._compare(replica, theirs, ours)
