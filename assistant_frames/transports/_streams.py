@@ -267,12 +267,14 @@ class TcpServer:
             "Refused a connection: %d are being served (max_connections)"
         )
         self._closed = False
-        self._close_event: anyio.Event | None = None
         self._asyncio_server: asyncio.Server | None = None
         self._listener: anyio.abc.Listener[Any] | None = None
-        self._handler: ConnectionHandler | None = None  # asyncio, while serve() runs
-        self._tasks: anyio.abc.TaskGroup | None = None
-        self._parked: list[_Protocol] = []  # asyncio: accepted while nothing served
+        # asyncio: connections accepted (in a protocol callback), waiting for serve()'s
+        # task to start their handlers. A callback runs outside any task, where anyio
+        # cannot tell which event loop runs unless anyio.run started it, so it only
+        # queues the connection and wakes that task.
+        self._accepted: deque[_Protocol] = deque()
+        self._wakeup: asyncio.Future[None] | None = None
 
     async def serve(
         self,
@@ -285,19 +287,11 @@ class TcpServer:
         until cancelled or :meth:`aclose` d; started once it accepts."""
         if self._closed:
             raise anyio.ClosedResourceError
-        self._close_event = self._close_event or anyio.Event()
         async with task_group_helper() as own:
             tasks = task_group or own
             if self._asyncio_server is not None:
-                self._handler, self._tasks = handler, tasks
-                try:
-                    parked, self._parked = self._parked, []
-                    for protocol in parked:
-                        self._start(protocol)
-                    task_status.started()
-                    await self._close_event.wait()
-                finally:
-                    self._handler = self._tasks = None
+                task_status.started()
+                await self._start_accepted(handler, tasks)
             else:
                 assert self._listener is not None
                 for one in getattr(self._listener, "listeners", [self._listener]):  # IPv4, IPv6
@@ -309,29 +303,37 @@ class TcpServer:
         if self._closed:
             return
         self._closed = True
-        if self._close_event is not None:
-            self._close_event.set()
         if self._asyncio_server is not None:
             self._asyncio_server.close()
-            for protocol in self._parked:
+            for protocol in self._accepted:
                 protocol.transport.abort()
-            self._parked.clear()
+            self._accepted.clear()
+            self._wake()
         if self._listener is not None:
             await self._listener.aclose()
 
     def _on_connect(self, protocol: _Protocol) -> None:
-        """asyncio: a connection was accepted."""
+        """asyncio: a connection was accepted (a protocol callback: no anyio here)."""
         if self._closed or not self._admit():
             protocol.transport.abort()
-        elif self._tasks is None:
-            self._parked.append(protocol)
         else:
-            self._start(protocol)
+            self._accepted.append(protocol)
+            self._wake()
 
-    def _start(self, protocol: _Protocol) -> None:
-        assert self._tasks is not None
-        assert self._handler is not None
-        self._tasks.start_soon(_counted, self._handler, _AsyncioStream(protocol), self)
+    def _wake(self) -> None:
+        wakeup, self._wakeup = self._wakeup, None
+        if wakeup is not None and not wakeup.done():
+            wakeup.set_result(None)
+
+    async def _start_accepted(self, handler: ConnectionHandler, tasks: anyio.abc.TaskGroup) -> None:
+        """asyncio: start a handler for each accepted connection, until closed."""
+        loop = asyncio.get_running_loop()
+        accepted = self._accepted
+        while not self._closed:
+            while accepted:
+                tasks.start_soon(_counted, handler, _AsyncioStream(accepted.popleft()), self)
+            self._wakeup = loop.create_future()
+            await self._wakeup
 
     def _admit(self) -> bool:
         """Count a new connection in, or refuse it (``max_connections`` are served)."""
