@@ -170,7 +170,24 @@ def test_declared_domains_are_added_where_the_spec_maps_them() -> None:
 
 @pytest.mark.parametrize(
     "domain",
-    ["*", "https:", "data:", "'unsafe-eval'", "a.example.com; script-src *", "a.com b.com", ""],
+    [
+        "*",
+        "https:",
+        "data:",
+        "'unsafe-eval'",
+        "a.example.com; script-src *",
+        "a.com b.com",
+        "",
+        # Matched whole: a trailing newline once passed (and broke the header).
+        "https://a.example\n",
+        "https://a.example/\n",
+        "https://a.example/p\r\nX-Injected: 1",
+        "https://a.example/\t",
+        "https://a.example/\x00",
+        "https://a.example/\x7f",
+        "https://a.example/caf\u00e9",
+        "https://a.example/a,b",
+    ],
 )
 def test_a_declared_entry_that_is_no_host_source_is_refused(domain: str) -> None:
     with pytest.raises(CspError, match="not a host source"):

@@ -385,6 +385,10 @@ def test_resources_are_checked_when_added() -> None:
         registry.add_ui_resource(URI, html="<p>")
     with pytest.raises(ValueError, match="unknown keys"):
         registry.add_ui_resource("ui://x", html="<p>", csp={"scriptDomains": ["x"]})
+    # A domain that is no host source is refused when declared, not when first served.
+    for domains in (["https://a.example\n"], ["*"], "https://a.example"):
+        with pytest.raises(ValueError, match="connectDomains"):
+            registry.add_ui_resource("ui://x", html="<p>", csp={"connectDomains": domains})
     with pytest.raises(TypeError, match="needs html="):
         registry.add_ui_resource("ui://x")
 

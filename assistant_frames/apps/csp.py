@@ -9,11 +9,12 @@ restrictive policy to use when a resource declares no ``csp`` at all (:data:`DEF
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Final
 
 from mcp.server.apps import ResourceCsp, ResourcePermissions
+
+from ..registry.ui import csp_sources
 
 __all__ = ["DEFAULT_CSP", "CspError", "allow_attribute", "build_csp"]
 
@@ -27,26 +28,16 @@ DEFAULT_CSP: Final = (
     "connect-src 'none'"
 )
 
-# A host source as CSP writes it: optional scheme, host (a leading "*." allowed), optional
-# port and path. Nothing that could end the directive (";", ",", spaces) or quote a keyword.
-_SOURCE = re.compile(
-    r"^(?:[a-z][a-z0-9+.-]*://)?(?:\*\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)*(?::(?:\d{1,5}|\*))?(?:/[^\s;,']*)?$",
-    re.IGNORECASE,
-)
-
 
 class CspError(ValueError):
     """A declared CSP domain is not a host source (it could widen or break the policy)."""
 
 
 def _sources(field: str, domains: Sequence[str] | None) -> list[str]:
-    sources: list[str] = []
-    for domain in domains or ():
-        if not isinstance(domain, str) or not _SOURCE.match(domain):
-            raise CspError(f"_meta.ui.csp.{field} has {domain!r}, which is not a host source")
-        if domain not in sources:
-            sources.append(domain)
-    return sources
+    try:
+        return csp_sources(field, domains)
+    except ValueError as exc:
+        raise CspError(str(exc)) from None
 
 
 def build_csp(csp: ResourceCsp | None) -> str:

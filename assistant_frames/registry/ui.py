@@ -11,6 +11,7 @@ crosses frames and MCP; :class:`ToolUI` only builds and reads that entry.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
@@ -33,6 +34,32 @@ _CSP_KEYS: Final = frozenset(
     {"connectDomains", "resourceDomains", "frameDomains", "baseUriDomains"}
 )
 _PERMISSION_KEYS: Final = frozenset({"camera", "microphone", "geolocation", "clipboardWrite"})
+
+# A host source as CSP writes it: optional scheme, host (a leading "*." allowed), optional
+# port and path of printable ASCII. Nothing that could end the directive or the header
+# (";", ",", white space, control characters) or quote a keyword. Matched whole.
+_CSP_SOURCE: Final = re.compile(
+    r"(?:[a-z][a-z0-9+.-]*://)?(?:\*\.)?[a-z0-9-]+(?:\.[a-z0-9-]+)*(?::(?:\d{1,5}|\*))?"
+    r"(?:/[!-~]*)?",
+    re.IGNORECASE | re.ASCII,
+)
+
+
+def csp_sources(field: str, domains: Iterable[object] | None) -> list[str]:
+    """A CSP domain list checked and without repeats; ``ValueError`` naming ``field``
+    (``"connectDomains"``...) for an entry that is no host source (``"*"``,
+    ``"'unsafe-eval'"``, ``"a.com; script-src *"``, a trailing newline...)."""
+    sources: list[str] = []
+    for domain in domains or ():
+        if (
+            not isinstance(domain, str)
+            or not _CSP_SOURCE.fullmatch(domain)
+            or any(c in domain for c in ";,'")
+        ):
+            raise ValueError(f"_meta.ui.csp.{field} has {domain!r}, which is not a host source")
+        if domain not in sources:
+            sources.append(domain)
+    return sources
 
 
 # ChatGPT Apps (the Apps SDK) keys a tool's UI declares beside ``_meta.ui``: at the top
@@ -182,6 +209,11 @@ def _wire(value: Any, keys: frozenset[str], what: str) -> dict[str, Any] | None:
     if unknown:
         raise ValueError(f"{what} has unknown keys {unknown}; known: {sorted(keys)}")
     wire: dict[str, Any] = to_jsonable_python(dict(value))
+    if keys is _CSP_KEYS:  # refused when declared, not when a host first serves the view
+        for key, domains in wire.items():
+            if domains is not None and not isinstance(domains, list):
+                raise ValueError(f"{what}: {key} must be a list of host sources")
+            csp_sources(key, domains)
     return wire
 
 
