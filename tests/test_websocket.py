@@ -970,3 +970,28 @@ async def test_close_codes_seen_by_the_websockets_client() -> None:
             with pytest.raises(ConnectionClosedOK):
                 await ws.recv()
             assert ws.close_code == 1000  # the server closed
+
+
+async def test_a_burst_of_connects_is_accepted_whole() -> None:
+    """The listen backlog is the same on both backends (asyncio's default of 100 left
+    part of a 300-connect burst half-open in the kernel, never accepted)."""
+
+    async def idle(transport: WebSocketTransport) -> None:
+        await anyio.sleep_forever()
+
+    async with websocket_server(idle, max_connections=1000) as server:
+        clients: list[anyio.abc.SocketStream] = []
+
+        async def connect() -> None:
+            clients.append(await anyio.connect_tcp("127.0.0.1", server.port))
+
+        try:
+            with anyio.fail_after(10):
+                async with anyio.create_task_group() as tasks:
+                    for _ in range(300):
+                        tasks.start_soon(connect)
+            await wait_until(lambda: server.connections == 300)
+            assert server.refused == 0
+        finally:
+            for client in clients:
+                await client.aclose()

@@ -232,6 +232,10 @@ async def write_pipe(fd: int) -> anyio.abc.ByteSendStream | None:
 
 ConnectionHandler = Callable[[ByteStream], Coroutine[Any, Any, Any]]
 
+# The listen backlog on every backend: anyio's default (the kernel caps it at its
+# somaxconn). asyncio's own default of 100 left a burst of connects half-open.
+_BACKLOG = 65536
+
 # Running out of descriptors (or kernel memory) is temporary: wait, then accept again.
 _ACCEPT_RETRY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
 _ACCEPT_RETRY_DELAY = 0.1
@@ -359,11 +363,13 @@ async def bind_tcp(host: str, port: int, *, max_connections: int | None = None) 
 
         # asyncio itself pauses accepting for a while when descriptors run out.
         loop = asyncio.get_running_loop()
-        server._asyncio_server = await loop.create_server(make_protocol, host, port)
+        server._asyncio_server = await loop.create_server(
+            make_protocol, host, port, backlog=_BACKLOG
+        )
         bound = server._asyncio_server.sockets[0].getsockname()
         server.host, server.port = str(bound[0]), int(bound[1])
         return server
-    listener = await anyio.create_tcp_listener(local_host=host, local_port=port)
+    listener = await anyio.create_tcp_listener(local_host=host, local_port=port, backlog=_BACKLOG)
     server = TcpServer(
         str(listener.extra(SocketAttribute.local_address)[0]),
         int(listener.extra(SocketAttribute.local_port)),
