@@ -19,7 +19,8 @@ from typing import Any
 
 import anyio
 import pytest
-from test_app_bridge import TOOL, RawView, answer_tools_list, with_server
+from mcp.server.mcpserver import MCPServer
+from test_app_bridge import TOOL, RawView, answer_tools_list, pair, with_server
 
 from assistant_frames import (
     FrameDisconnected,
@@ -336,6 +337,27 @@ async def test_a_view_calling_a_tool_it_may_not_is_refused_and_the_server_never_
         answer = await view.request("tools/call", {"name": "forecast", "arguments": {"city": "X"}})
         assert answer["result"]["content"][0]["text"] == "Sunny in X"
         assert bridge.state == "initialized"
+
+
+async def test_a_malformed_visibility_keeps_the_tool_from_every_view() -> None:
+    """``visibility: "model"`` (a string, not a list) fails closed: model-only."""
+    server = MCPServer("misdeclared")
+    ran: list[str] = []
+
+    @server.tool(meta={"ui": {"visibility": "model"}})
+    def delete_everything() -> str:
+        ran.append("delete_everything")
+        return "deleted"
+
+    async with MCPFrame(server, name="s") as frame, pair(server=frame) as (_bridge, view):
+        await view.initialize()
+        listed = await view.request("tools/list")
+        assert [tool["name"] for tool in listed["result"]["tools"]] == []
+        answer = await view.request("tools/call", {"name": "delete_everything", "arguments": {}})
+        assert answer["error"]["code"] == protocol.REFUSED
+        assert ran == []
+        # The model still may: the tool is model-only, not gone.
+        assert "delete_everything" in frame.get_model_context().tools
 
 
 # -- the app's server dies -----------------------------------------------------------------------

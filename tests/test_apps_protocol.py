@@ -8,6 +8,7 @@ The schema test validates everything this module emits against ``schema.json`` o
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
@@ -456,12 +457,29 @@ def test_constants() -> None:
         ({"ui": {"visibility": ["model"]}}, ("model",)),
         ({"ui": {"visibility": []}}, ()),
         ({"ui": {"visibility": ["app", "model", "app", "robot"]}}, ("app", "model")),
-        ({"ui": {"visibility": "app"}}, ("model", "app")),  # malformed: the default
+        ({"ui": {"visibility": None}}, ("model", "app")),
         ({"ui": "nonsense"}, ("model", "app")),
+        # Malformed: fails closed, model-only (a view may never call it).
+        ({"ui": {"visibility": "app"}}, ("model",)),
+        ({"ui": {"visibility": "model"}}, ("model",)),
+        ({"ui": {"visibility": {"app": True}}}, ("model",)),
+        ({"ui": {"visibility": ["app", 1]}}, ("model",)),
+        ({"ui": {"visibility": [["app"]]}}, ("model",)),
+        ({"ui": {"visibility": True}}, ("model",)),
     ],
 )
 def test_visibility(meta: dict[str, Any] | None, expected: tuple[str, ...]) -> None:
     assert p.visibility(meta) == expected
+
+
+def test_a_malformed_visibility_is_reported_once(caplog: pytest.LogCaptureFixture) -> None:
+    meta = {"ui": {"visibility": "only-the-model-please"}}
+    with caplog.at_level(logging.WARNING, logger="assistant_frames.apps"):
+        for _ in range(3):
+            assert p.visibility(meta) == ("model",)
+    reports = [r for r in caplog.records if "only-the-model-please" in r.getMessage()]
+    assert len(reports) == 1
+    assert "model-only" in reports[0].getMessage()
 
 
 def test_model_visible_hides_app_only_tools_of_a_listing() -> None:

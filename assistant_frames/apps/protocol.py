@@ -25,6 +25,7 @@ channel (see :mod:`assistant_frames.transports.multiplex`).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeAlias
@@ -818,11 +819,17 @@ def _ui_meta(meta: Mapping[str, Any] | None) -> Mapping[str, Any]:
 def visibility(meta: Mapping[str, Any] | None) -> tuple[Visibility, ...]:
     """Who may see a tool, from its ``_meta``: ``_meta.ui.visibility``, default both.
 
-    Unknown entries are dropped; a malformed value counts as absent (the default).
+    Unknown strings in the list are dropped (a later spec may add audiences). A
+    malformed value (not a list, or a list with something other than strings) fails
+    closed: the tool is model-only, never callable by a view, and the declaration is
+    logged once at WARNING.
     """
     value = _ui_meta(meta).get("visibility")
-    if not isinstance(value, list):
+    if value is None:
         return _DEFAULT_VISIBILITY
+    if not isinstance(value, list) or not all(isinstance(entry, str) for entry in value):
+        _report_malformed_visibility(value)
+        return _MALFORMED_VISIBILITY
     seen: list[Visibility] = []
     for entry in value:
         if entry == "model" and "model" not in seen:
@@ -830,6 +837,21 @@ def visibility(meta: Mapping[str, Any] | None) -> tuple[Visibility, ...]:
         elif entry == "app" and "app" not in seen:
             seen.append("app")
     return tuple(seen)
+
+
+_MALFORMED_VISIBILITY: Final[tuple[Visibility, ...]] = ("model",)
+_reported_visibilities: set[str] = set()  # each malformed value logged once (bounded)
+
+
+def _report_malformed_visibility(value: object) -> None:
+    shown = repr(value)[:200]
+    if shown not in _reported_visibilities and len(_reported_visibilities) < 256:
+        _reported_visibilities.add(shown)
+        logging.getLogger("assistant_frames.apps").warning(
+            "A tool declares _meta.ui.visibility %s, which is not a list of strings: "
+            "the tool is model-only (no view may call it)",
+            shown,
+        )
 
 
 def model_visible(tools: Iterable[mcp.Tool]) -> list[mcp.Tool]:
