@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
+import functools
 import math
 import threading
 from collections import deque
@@ -20,12 +22,14 @@ from typing import Any, TypeVar, cast
 import anyio
 import anyio.lowlevel
 import anyio.to_thread
+import sniffio
 
 from ._anyio import running_asyncio
 
 __all__ = [
     "DEFAULT_MAX_THREADS",
     "ThreadLimiter",
+    "asyncio_call_soon_threadsafe",
     "call_soon_threadsafe",
     "current_limiter",
     "run_sync",
@@ -144,10 +148,27 @@ class _Job:
         self.call_soon: Callable[[Callable[[], Any]], Any] | None = None
 
 
+def asyncio_call_soon_threadsafe(
+    loop: asyncio.AbstractEventLoop,
+) -> Callable[[Callable[[], Any]], Any]:
+    """Schedule a callback on ``loop`` from any thread, without waiting, in a copy of the
+    caller's context that tells sniffio (and so anyio) the library is asyncio.
+
+    An asyncio callback runs outside any task, where sniffio finds the library only in
+    its context variable, which only ``anyio.run`` sets: without it, a callback that uses
+    anyio (an ``Event``, a task group's ``start_soon``) raises ``NoEventLoopError``
+    under ``asyncio.run``, uvloop or uvicorn.
+    """
+    context = contextvars.copy_context()
+    context.run(sniffio.current_async_library_cvar.set, "asyncio")
+    return functools.partial(loop.call_soon_threadsafe, context=context)
+
+
 def _call_soon_threadsafe() -> Callable[[Callable[[], Any]], Any]:
-    """Schedule a callback on the running event loop from any thread, without waiting."""
+    """Schedule a callback on the running event loop from any thread, without waiting;
+    the callback may use anyio whichever runner started the loop."""
     if running_asyncio():
-        return asyncio.get_running_loop().call_soon_threadsafe
+        return asyncio_call_soon_threadsafe(asyncio.get_running_loop())
     import trio
 
     return trio.lowlevel.current_trio_token().run_sync_soon

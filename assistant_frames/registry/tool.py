@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict, Unpack, is_typeddict
 
-from .._threads import call_soon_threadsafe
+from .._threads import asyncio_call_soon_threadsafe, call_soon_threadsafe
 from .._threads import run_sync as run_in_thread
 from ..errors import ToolArgumentsError, ToolDisabledError
 from .annotations import ToolAnnotations
@@ -206,7 +206,7 @@ class _EventSink:
         self._pending: list[ToolEvent] = []
         self._dropped = 0
         try:  # asyncio's, looked up directly: this runs once per call that listens
-            self._call_soon = asyncio.get_running_loop().call_soon_threadsafe
+            self._call_soon = asyncio_call_soon_threadsafe(asyncio.get_running_loop())
         except RuntimeError:
             with contextlib.suppress(Exception):  # no loop at all: events stay on this thread
                 self._call_soon = call_soon_threadsafe()
