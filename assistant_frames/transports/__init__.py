@@ -34,12 +34,12 @@ from .multiplex import MultiplexedStream, Multiplexer, channel, frame_channel, j
 
 if TYPE_CHECKING:
     from ..frames.worker import serve_stdio
+    from .attributes import WebSocketAttribute
     from .stdio import StdioTransport, WorkerTransport, own_stdio, spawn_worker
     from .websocket import (
         HttpHandler,
         HttpRequest,
         HttpResponse,
-        WebSocketAttribute,
         WebSocketListener,
         WebSocketServer,
         WebSocketTransport,
@@ -94,7 +94,7 @@ _LAZY = {
     "HttpHandler": "websocket",
     "HttpRequest": "websocket",
     "HttpResponse": "websocket",
-    "WebSocketAttribute": "websocket",
+    "WebSocketAttribute": "attributes",
     "WebSocketListener": "websocket",
     "WebSocketServer": "websocket",
     "WebSocketTransport": "websocket",

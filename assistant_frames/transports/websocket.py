@@ -36,7 +36,6 @@ from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
 
 import anyio
 import anyio.abc
-from anyio import TypedAttributeSet, typed_attribute
 from anyio.abc import ByteStream, ObjectStream
 
 from .._anyio import cancelled_here, task_group
@@ -44,6 +43,7 @@ from .._json import decode_json
 from ..errors import ConnectError, HandshakeRejected
 from ._outbox import DEFAULT_HIGH_WATER, outbox_for
 from ._streams import TcpServer, bind_tcp, connect_tcp, descriptor_limit
+from .attributes import WebSocketAttribute
 from .contract import (
     CloseReason,
     Listener,
@@ -90,15 +90,6 @@ _READ_SIZE = 65536
 _CLOSE_TIMEOUT = 2.0
 _BROKEN = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
 _CLEAN_CODES = (CloseCode.NORMAL_CLOSURE, CloseCode.GOING_AWAY)
-
-
-class WebSocketAttribute(TypedAttributeSet):
-    """What a WebSocket transport knows about its peer (``transport.extra(...)``)."""
-
-    #: The ``Origin`` header of the handshake (browsers send it), or ``None``.
-    origin: str | None = typed_attribute()
-    #: The request path (with query string, less any ``access_token``) of the handshake.
-    path: str = typed_attribute()
 
 
 class WebSocketTransport(ObjectStream[Any]):
