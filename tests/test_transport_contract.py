@@ -18,11 +18,19 @@ end dies abruptly and what ``local`` then learns:
 * ``stdio``: :func:`spawn_worker` running ``tests/transport_peer.py``, which holds the
   worker side of the stdio transport (what ``serve_stdio`` serves on) and is driven
   over a control connection. Abrupt: the worker is killed with SIGKILL (exit code -9).
+* ``asgi``: a real uvicorn on 127.0.0.1 serving a Starlette application whose
+  WebSocket route is :func:`assistant_frames.asgi.frame_endpoint`; ``local`` is the
+  :class:`~assistant_frames.asgi.ASGIWebSocketTransport` the endpoint hands its handler
+  (the server's end), ``remote`` a :func:`connect_websocket` client. Abrupt: the
+  client's TCP socket is shut down under it, with no closing handshake; uvicorn (its
+  default ``websockets-sansio`` implementation) reports that as close code 1005, not
+  clean.
 
-Each runs on asyncio and trio. A new transport is done when it passes: add a branch to
-:func:`connected` and its name to ``KINDS``. A frame on NATS runs on routes rather than
-on one connection between two peers: ``test_nats_route_contract.py`` checks them against
-this contract, and names the two promises that differ for them.
+Each runs on asyncio and trio, except ``asgi``: uvicorn runs on asyncio only, so under
+trio it is skipped (saying so), not run. A new transport is done when it passes: add a
+branch to :func:`connected` and its name to ``KINDS``. A frame on NATS runs on routes
+rather than on one connection between two peers: ``test_nats_route_contract.py`` checks
+them against this contract, and names the two promises that differ for them.
 """
 
 from __future__ import annotations
@@ -65,7 +73,7 @@ from assistant_frames.transports import (
 
 pytestmark = pytest.mark.anyio
 
-KINDS = ["memory", "websocket", "websocket-server", "stdio", "multiplexed"]
+KINDS = ["memory", "websocket", "websocket-server", "stdio", "multiplexed", "asgi"]
 LIMIT = 10_000  # every pair's max_message_bytes
 ABRUPT_BOUND = 0.1  # an abrupt end is seen within 100 ms
 PEER = Path(__file__).with_name("transport_peer.py")
@@ -85,6 +93,8 @@ class Pair:
 
 @pytest.fixture(params=KINDS)
 def kind(request: pytest.FixtureRequest) -> str:
+    if request.param == "asgi" and request.getfixturevalue("anyio_backend") != "asyncio":
+        pytest.skip("asgi: uvicorn runs on asyncio only; the ASGI transport is not run on trio")
     return str(request.param)
 
 
@@ -138,6 +148,20 @@ async def connected(kind: str) -> AsyncIterator[Pair]:
                 sock.shutdown(socket.SHUT_RDWR)
 
             yield Pair(local, remote, shut_down_the_socket, {"clean": False, "close_code": 1006})
+    elif kind == "asgi":
+        async with asgi_pair() as (server_end, client):
+
+            async def shut_down_the_client_socket() -> None:
+                sock = client.extra(SocketAttribute.raw_socket)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                sock.shutdown(socket.SHUT_RDWR)
+
+            yield Pair(
+                server_end,
+                client,
+                shut_down_the_client_socket,
+                {"clean": False, "close_code": 1005},
+            )
     elif kind == "stdio":
         async with stdio_pair() as (worker, remote_end):
 
@@ -188,6 +212,41 @@ async def websocket_pair() -> AsyncIterator[tuple[WebSocketTransport, WebSocketT
             await arrived.wait()
         try:
             yield client, ends[0]
+        finally:
+            release.set()
+
+
+@asynccontextmanager
+async def asgi_pair() -> AsyncIterator[tuple[Any, WebSocketTransport]]:
+    """The transport ``frame_endpoint`` hands its handler under uvicorn, and a client."""
+    from starlette.applications import Starlette
+    from starlette.routing import WebSocketRoute
+
+    from assistant_frames.asgi import frame_endpoint
+
+    from uvicorn_support import serve_asgi
+
+    ends: list[Any] = []
+    arrived = anyio.Event()
+    release = anyio.Event()
+
+    async def handler(transport: Any) -> None:
+        ends.append(transport)
+        arrived.set()
+        await release.wait()
+
+    endpoint = frame_endpoint(handler, max_message_bytes=LIMIT)
+    app = Starlette(routes=[WebSocketRoute("/frames", endpoint)])
+    async with (
+        serve_asgi(app, ws_ping_interval=None) as running,
+        connect_websocket(
+            f"{running.ws}/frames", max_message_bytes=LIMIT, ping_interval=None
+        ) as client,
+    ):
+        with anyio.fail_after(5):
+            await arrived.wait()
+        try:
+            yield ends[0], client
         finally:
             release.set()
 

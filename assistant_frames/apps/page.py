@@ -164,7 +164,7 @@ class AppPage:
         self.traffic: deque[Traffic] = deque(maxlen=_MAX_TRAFFIC)
         self._ports = (port, views_port)
         self._secrets: dict[str, str] = {}
-        self._controls: set[WebSocketTransport] = set()
+        self._controls: set[ObjectStream[Any]] = set()
         self._counter = 0
         self._stack: AsyncExitStack | None = None
         self._tasks: TaskGroup | None = None
@@ -470,14 +470,30 @@ class AppPage:
         if origin is not None and origin not in (_origin(page), f"http://localhost:{page.port}"):
             logger.info("App page: refused a WebSocket from %s", origin)
             return
-        path = transport.extra(WebSocketAttribute.path, "")
-        if path.split("?")[0] == "/page":
+        await self.serve_socket(transport, transport.extra(WebSocketAttribute.path, ""))
+
+    async def serve_socket(self, transport: ObjectStream[Any], route: str) -> None:
+        """Serve one of the page's WebSockets on ``transport``: ``route`` is ``"page"``
+        (the control socket) or ``"view/<app id>"``, relative to the page (a leading
+        ``/`` and a query string are ignored).
+
+        The page's own server calls it for ``/page`` and ``/view/<id>``; a page mounted
+        into another application (:func:`assistant_frames.asgi.app_page_app`) calls it
+        once that application has checked the token and the origin. Returns when the
+        connection should close (at once if the page is not running or there is no
+        such view).
+        """
+        route = route.partition("?")[0].strip("/")
+        if self._tasks is None:
+            logger.info("App page: not running; refused a WebSocket for %s", route)
+            return
+        if route == "page":
             await self._control(transport)
             return
-        parts = path.split("?")[0].split("/")
-        view = self.views.get(parts[2]) if len(parts) == 3 and parts[1] == "view" else None
+        parts = route.split("/")
+        view = self.views.get(parts[1]) if len(parts) == 2 and parts[0] == "view" else None
         if view is None:
-            logger.info("App page: no view at %s", path)
+            logger.info("App page: no view at %s", route)
             return
         app_id = view.app_id
         if view.bridge is not None:  # e.g. the page open in two tabs: the first one has it
@@ -489,7 +505,7 @@ class AppPage:
 
         await view.serve(_Recorded(transport, record))
 
-    async def _control(self, transport: WebSocketTransport) -> None:
+    async def _control(self, transport: ObjectStream[Any]) -> None:
         await transport.send(await self._hello())
         for view in list(self.views.values()):
             await transport.send(self._describe(view))

@@ -1,7 +1,7 @@
 /*
  * assistant-frames app page: renders what Python (assistant_frames.apps.AppPage) says.
  *
- * No protocol logic here. Over the control WebSocket (/page) Python sends
+ * No protocol logic here. Over the control WebSocket ("page", beside this page) Python sends
  *   hello   {title, theme, displayModes, allowCalls, tools: [{name, title, description, inputSchema}]}
  *   view    {id, title, state, error, fallback, displayMode, displayModes, src?, socket?, allow?, border?}
  *   theme   {theme}            log {id, direction: "in"|"out", message}
@@ -12,6 +12,8 @@
  * Each view's iframe (another origin, sandboxed, with the allow attribute Python
  * computed) is bridged to its own WebSocket by the parent relay in app mode.
  * A view changes display mode by CSS only: moving an iframe in the DOM reloads it.
+ * Socket paths ("/page", a view's "/view/<id>") are relative to the page's own
+ * directory, so the page works at / and mounted under a prefix (/apps/).
  *
  * window.appPage.state() reports what is shown, for tests. Plain ES2020.
  */
@@ -20,7 +22,7 @@
 
   var MAX_LOG = 500;
   var token = new URLSearchParams(location.hash.slice(1)).get("token") || "";
-  var wsBase = (location.protocol === "https:" ? "wss://" : "ws://") + location.host;
+  var pageBase = new URL(".", location.href);
   var $ = function (id) {
     return document.getElementById(id);
   };
@@ -37,6 +39,14 @@
     if (className) node.className = className;
     if (text !== undefined) node.textContent = text;
     return node;
+  }
+
+  // A WebSocket URL for a path of the page's: "/page" at /apps/ is ws://host/apps/page.
+  function socketUrl(path) {
+    var url = new URL(String(path).replace(/^\/+/, ""), pageBase);
+    url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+    url.hash = "";
+    return url.href;
   }
 
   function send(message) {
@@ -132,7 +142,7 @@
     });
     entry.iframe = iframe;
     entry.relay = AssistantFramesRelay.parent({
-      url: wsBase + view.socket,
+      url: socketUrl(view.socket),
       token: token,
       app: true,
       src: view.src,
@@ -259,7 +269,7 @@
   function connect() {
     attempts += 1;
     setStatus("connecting");
-    var socket = new WebSocket(wsBase + "/page?access_token=" + encodeURIComponent(token));
+    var socket = new WebSocket(socketUrl("page") + "?access_token=" + encodeURIComponent(token));
     control = socket;
     socket.onopen = function () {
       attempts = 0;
