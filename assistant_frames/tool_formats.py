@@ -41,6 +41,7 @@ Example:
 # No ``from __future__ import annotations`` here: the TypedDicts need evaluated annotations
 # for ``__required_keys__`` and ``__optional_keys__`` to honour ``NotRequired`` at runtime.
 
+import logging
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, NotRequired, TypeVar, cast
@@ -62,6 +63,8 @@ __all__ = [
     "to_openai_chat_tools",
     "to_openai_responses_tools",
 ]
+
+logger = logging.getLogger("assistant_frames.tool_formats")
 
 _VALID_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _NAME_RULE = "^[a-zA-Z0-9_-]{1,64}$"
@@ -119,11 +122,14 @@ class MCPTool(TypedDict):
     _meta: NotRequired[dict[str, Any]]
 
 
-def to_openai_chat_tools(context: ModelContext | ModelContextProvider) -> list[OpenAIChatTool]:
+def to_openai_chat_tools(
+    context: ModelContext | ModelContextProvider, *, strict: bool = False
+) -> list[OpenAIChatTool]:
     """The context's enabled tools as OpenAI Chat Completions ``tools``.
 
     Args:
         context: A model context, or a provider whose current context is exported.
+        strict: Raise for a tool the format cannot hold, instead of leaving it out.
 
     Returns:
         One ``{"type": "function", "function": {"name", "description", "parameters"}}``
@@ -131,8 +137,10 @@ def to_openai_chat_tools(context: ModelContext | ModelContextProvider) -> list[O
         has one).
 
     Raises:
-        ValueError: A tool name does not match ``^[a-zA-Z0-9_-]{1,64}$`` (every such
-            tool is named), or a tool's parameters are not an object schema.
+        ValueError: With ``strict``, a tool name does not match
+            ``^[a-zA-Z0-9_-]{1,64}$`` (every such tool is named), or a tool's parameters
+            are not an object schema. Without it, such a tool is left out (logged once
+            at WARNING): one bad tool never keeps the others from the model.
 
     Example:
         >>> from assistant_frames import ModelContext, Tool
@@ -149,11 +157,11 @@ def to_openai_chat_tools(context: ModelContext | ModelContextProvider) -> list[O
         }
         return {"type": "function", "function": function}
 
-    return _export(context, build, vendor="OpenAI")
+    return _export(context, build, vendor="OpenAI", strict=strict, label="OpenAI Chat Completions")
 
 
 def to_openai_responses_tools(
-    context: ModelContext | ModelContextProvider,
+    context: ModelContext | ModelContextProvider, *, strict: bool = False
 ) -> list[OpenAIResponsesTool]:
     """The context's enabled tools as OpenAI Responses API ``tools``.
 
@@ -163,6 +171,7 @@ def to_openai_responses_tools(
 
     Args:
         context: A model context, or a provider whose current context is exported.
+        strict: Raise for a tool the format cannot hold, instead of leaving it out.
 
     Returns:
         One ``{"type": "function", "name", "description", "parameters", "strict":
@@ -170,8 +179,10 @@ def to_openai_responses_tools(
         the tool has one), plus ``output_schema`` for a tool with an output schema.
 
     Raises:
-        ValueError: A tool name does not match ``^[a-zA-Z0-9_-]{1,64}$`` (every such
-            tool is named), or a tool's parameters are not an object schema.
+        ValueError: With ``strict``, a tool name does not match
+            ``^[a-zA-Z0-9_-]{1,64}$`` (every such tool is named), or a tool's parameters
+            are not an object schema. Without it, such a tool is left out (logged once
+            at WARNING): one bad tool never keeps the others from the model.
 
     Example:
         >>> from assistant_frames import ModelContext, Tool
@@ -195,22 +206,27 @@ def to_openai_responses_tools(
             entry["output_schema"] = _schema_copy(tool.output_schema)
         return entry
 
-    return _export(context, build, vendor="OpenAI")
+    return _export(context, build, vendor="OpenAI", strict=strict, label="OpenAI Responses")
 
 
-def to_anthropic_tools(context: ModelContext | ModelContextProvider) -> list[AnthropicTool]:
+def to_anthropic_tools(
+    context: ModelContext | ModelContextProvider, *, strict: bool = False
+) -> list[AnthropicTool]:
     """The context's enabled tools as Anthropic Messages API ``tools``.
 
     Args:
         context: A model context, or a provider whose current context is exported.
+        strict: Raise for a tool the format cannot hold, instead of leaving it out.
 
     Returns:
         One ``{"name", "description", "input_schema"}`` per enabled tool, in the
         context's order (``description`` only when the tool has one).
 
     Raises:
-        ValueError: A tool name does not match ``^[a-zA-Z0-9_-]{1,64}$`` (every such
-            tool is named), or a tool's parameters are not an object schema.
+        ValueError: With ``strict``, a tool name does not match
+            ``^[a-zA-Z0-9_-]{1,64}$`` (every such tool is named), or a tool's parameters
+            are not an object schema. Without it, such a tool is left out (logged once
+            at WARNING): one bad tool never keeps the others from the model.
 
     Example:
         >>> from assistant_frames import ModelContext, Tool
@@ -222,10 +238,12 @@ def to_anthropic_tools(context: ModelContext | ModelContextProvider) -> list[Ant
     def build(name: str, tool: Tool) -> AnthropicTool:
         return {"name": name, **_description(tool), "input_schema": _parameters(name, tool)}
 
-    return _export(context, build, vendor="Anthropic")
+    return _export(context, build, vendor="Anthropic", strict=strict, label="Anthropic")
 
 
-def to_mcp_tools(context: ModelContext | ModelContextProvider) -> list[MCPTool]:
+def to_mcp_tools(
+    context: ModelContext | ModelContextProvider, *, strict: bool = False
+) -> list[MCPTool]:
     """The context's enabled tools as MCP ``Tool`` objects in wire shape.
 
     The dicts are what an MCP server lists in a ``tools/list`` result, and
@@ -234,6 +252,7 @@ def to_mcp_tools(context: ModelContext | ModelContextProvider) -> list[MCPTool]:
 
     Args:
         context: A model context, or a provider whose current context is exported.
+        strict: Raise for a tool the format cannot hold, instead of leaving it out.
 
     Returns:
         One ``{"name", "description", "inputSchema"}`` per enabled tool, in the
@@ -242,7 +261,8 @@ def to_mcp_tools(context: ModelContext | ModelContextProvider) -> list[MCPTool]:
         an object schema, as MCP requires), ``annotations`` and ``_meta``.
 
     Raises:
-        ValueError: A tool's parameters are not an object schema.
+        ValueError: With ``strict``, a tool's parameters are not an object schema;
+            without it, such a tool is left out (logged once at WARNING).
 
     Example:
         >>> from assistant_frames import ModelContext, Tool
@@ -268,7 +288,7 @@ def to_mcp_tools(context: ModelContext | ModelContextProvider) -> list[MCPTool]:
             entry["_meta"] = _copy(tool.meta)
         return entry
 
-    return _export(context, build, vendor=None)
+    return _export(context, build, vendor=None, strict=strict, label="MCP")
 
 
 # -- internals ------------------------------------------------------------------------------
@@ -279,8 +299,11 @@ def _export(
     build: Callable[[str, Tool], _T],
     *,
     vendor: str | None,
+    strict: bool,
+    label: str,
 ) -> list[_T]:
-    """Build one entry per enabled tool, after checking the names if ``vendor`` needs it."""
+    """One entry per enabled tool; a tool the format cannot hold raises (``strict``) or
+    is left out, logged once."""
     if isinstance(source, ModelContext):
         context = source
     elif callable(getattr(source, "get_model_context", None)):
@@ -291,8 +314,29 @@ def _export(
         tools = [(name, tool) for name, tool in context.tools.items() if not tool.disabled]
     else:  # a model's format: never an app-only tool
         tools = list(context.model_tools().items())
-        _check_names(vendor, [name for name, _ in tools])
-    return [build(name, tool) for name, tool in tools]
+        if strict:
+            _check_names(vendor, [name for name, _ in tools])
+    if strict:
+        return [build(name, tool) for name, tool in tools]
+    entries: list[_T] = []
+    for name, tool in tools:
+        if vendor is not None and not _VALID_NAME.fullmatch(name):
+            _left_out(label, name, f"{vendor} tool names must match {_NAME_RULE}")
+            continue
+        try:
+            entries.append(build(name, tool))
+        except ValueError as exc:
+            _left_out(label, name, str(exc))
+    return entries
+
+
+_reported: set[tuple[str, str]] = set()  # (format, tool name) logged once; bounded
+
+
+def _left_out(label: str, name: str, why: str) -> None:
+    if (label, name) not in _reported and len(_reported) < 1024:
+        _reported.add((label, name))
+        logger.warning("Left the tool %.80r out of the %s tools: %s", name, label, why)
 
 
 def _description(tool: Tool) -> _Description:

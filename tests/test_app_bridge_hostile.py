@@ -8,6 +8,7 @@ The view is a raw JSON-RPC peer on a real ``memory_pair``; the dying server is a
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -27,6 +28,7 @@ from assistant_frames import (
     ModelContextRegistry,
     ToolCallError,
     ToolCallTimeout,
+    to_openai_chat_tools,
 )
 from assistant_frames.apps import AppBridge, protocol
 from assistant_frames.mcp import MCPFrame
@@ -337,6 +339,35 @@ async def test_a_view_calling_a_tool_it_may_not_is_refused_and_the_server_never_
         answer = await view.request("tools/call", {"name": "forecast", "arguments": {"city": "X"}})
         assert answer["result"]["content"][0]["text"] == "Sunny in X"
         assert bridge.state == "initialized"
+
+
+async def test_a_view_offers_only_well_named_tools_up_to_its_cap(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A view is untrusted: its tools get MCP's name rule and a cap; a bad one is left
+    out alone (logged), and the parent's export to a model still works."""
+    parent = ModelContextRegistry()
+    parent.add_tool("weather", lambda city: "sunny")
+    names = ["pick", "a b", "", "x" * 129, "../x", "pick", "ok.dotted", "third", "fourth", "fifth"]
+    async with pair(max_view_tools=3) as (bridge, view):
+        parent.add_provider(bridge, namespace="view")
+        with caplog.at_level(logging.WARNING, logger="assistant_frames.apps"):
+            await view.initialize({"tools": {}})
+            await answer_tools_list(view, [{**TOOL, "name": name} for name in names])
+            await wait_until(lambda: "view_third" in parent.get_model_context().tools)
+        assert list(bridge.get_model_context().tools) == ["pick", "ok.dotted", "third"]
+        exported = [tool["function"]["name"] for tool in to_openai_chat_tools(parent)]
+        assert exported == ["weather", "view_pick", "view_third"]  # the dot: OpenAI refuses
+    told = "\n".join(record.getMessage() for record in caplog.records)
+    for name in ["a b", "", "../x", "x" * 60]:  # a long name is shortened in the log
+        assert repr(name)[:-1] in told
+    assert "lists that name twice" in told
+    assert "the 2 after the first 3 (max_view_tools)" in told
+
+
+def test_max_view_tools_is_checked() -> None:
+    with pytest.raises(ValueError, match="max_view_tools"):
+        AppBridge(memory_pair()[0], max_view_tools=-1)
 
 
 async def test_a_malformed_visibility_keeps_the_tool_from_every_view() -> None:

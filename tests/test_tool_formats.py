@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import subprocess
 import sys
 from collections.abc import Callable, Iterator, Mapping
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
-from assistant_frames import ModelContext, ModelContextRegistry, Tool
+from assistant_frames import ModelContext, ModelContextRegistry, Tool, tool_formats
 from assistant_frames.tool_formats import (
     AnthropicTool,
     MCPTool,
@@ -25,7 +26,7 @@ from assistant_frames.tool_formats import (
     to_openai_responses_tools,
 )
 
-Exporter = Callable[[Any], list[Any]]
+Exporter = Callable[..., list[Any]]
 
 DRAFT_07 = "http://json-schema.org/draft-07/schema#"
 SEARCH_SCHEMA: dict[str, Any] = {
@@ -231,7 +232,7 @@ def test_a_non_object_schema_raises_naming_the_tool(export: Exporter, kind: Any)
     registry = _parent()
     registry.add_tool(Tool("scalar_input", lambda args: args, parameters={"type": kind}))
     with pytest.raises(ValueError, match="scalar_input") as info:
-        export(registry)
+        export(registry, strict=True)
     assert "object" in str(info.value)
 
 
@@ -242,7 +243,7 @@ def test_a_schema_that_is_not_a_dict_raises_naming_the_tool(export: Exporter) ->
 
     odd = Tool.from_parts("odd_schema", invoke, parameters=True)  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="odd_schema"):
-        export(ModelContext(tools={"odd_schema": odd}))
+        export(ModelContext(tools={"odd_schema": odd}), strict=True)
 
 
 @pytest.mark.parametrize("export", EXPORTERS)
@@ -263,7 +264,7 @@ def test_invalid_names_raise_naming_every_offending_tool(export: Exporter, vendo
     names = ["ok", *BAD_NAMES, "also-ok_" + "y" * 56]
     context = ModelContext(tools={name: Tool(name, lambda: None) for name in names})
     with pytest.raises(ValueError, match=vendor) as info:
-        export(context)
+        export(context, strict=True)
     message = str(info.value)
     for name in BAD_NAMES:
         assert repr(name) in message
@@ -272,6 +273,25 @@ def test_invalid_names_raise_naming_every_offending_tool(export: Exporter, vendo
     assert "Rename" in message
     assert "namespace" in message
     assert "^[a-zA-Z0-9_-]{1,64}$" in message
+
+
+@pytest.mark.parametrize(("export", "vendor"), NAME_CHECKING)
+def test_by_default_a_bad_tool_is_left_out_alone_and_logged_once(
+    export: Exporter, vendor: str, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One bad tool (from any provider, a view's say) never keeps the others from the model."""
+    monkeypatch.setattr(tool_formats, "_reported", set())  # what earlier tests logged
+    tools = {name: Tool(name, lambda: None) for name in ["ok", *BAD_NAMES]}
+    tools["scalar"] = Tool("scalar", lambda args: args, parameters={"type": "string"})
+    tools["fine"] = Tool("fine", lambda: None)
+    context = ModelContext(tools=tools)
+    with caplog.at_level(logging.WARNING, logger="assistant_frames.tool_formats"):
+        for _ in range(2):
+            assert [_name(entry) for entry in export(context)] == ["ok", "fine"]
+    for name in [*BAD_NAMES, "scalar"]:
+        told = [r for r in caplog.records if repr(name)[:80] in r.getMessage()]
+        assert len(told) == 1, name
+        assert vendor in told[0].getMessage()
 
 
 @pytest.mark.parametrize(("export", "vendor"), NAME_CHECKING)
@@ -290,7 +310,8 @@ def test_a_namespace_can_make_or_break_a_name(export: Exporter, vendor: str) -> 
     assert [_name(entry) for entry in export(parent)] == ["ns_" + "t" * 60]
     handle.update(namespace="longer")  # 67 characters
     with pytest.raises(ValueError, match=r"'longer_t{60}'"):
-        export(parent)
+        export(parent, strict=True)
+    assert export(parent) == []  # not strict: left out, the export goes on
 
 
 def test_mcp_does_not_check_names() -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import logging
 import math
+import re
 import secrets
 from collections.abc import Callable, Mapping
 from contextlib import suppress
@@ -83,6 +84,11 @@ BridgeState = Literal["new", "initializing", "initialized", "disconnected", "clo
 Handler: TypeAlias = Callable[[Any], Any]
 
 
+# MCP's tool name rule (SEP-986): what a view's own tool may be called.
+_VIEW_TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
+_MAX_REPORTED = 256  # refused view tool names logged, per bridge
+
+
 class AppBridge:
     """The host end of a connection to one MCP Apps view; a ``ModelContextProvider``.
 
@@ -100,6 +106,11 @@ class AppBridge:
     ``timeout`` bounds each request sent to the view, ``init_timeout`` the wait in
     :meth:`wait_initialized`; ``max_requests`` bounds the view's requests in flight
     (more are refused).
+
+    The view's own tools (``tools/list`` of a view that declares ``tools``) join the
+    context as untrusted input: only names MCP allows (1 to 128 of ``A-Z a-z 0-9 _ - .``)
+    and at most ``max_view_tools`` of them (the first listed); any other is left out and
+    logged once.
 
     Handlers (``on_message``... as keywords or attributes) are plain or async callables
     taking the request's typed params; an unset one makes its method answer "method not
@@ -121,6 +132,7 @@ class AppBridge:
         timeout: float | None = 30.0,
         init_timeout: float = 30.0,
         max_requests: int = 64,
+        max_view_tools: int = 128,
         on_message: Handler | None = None,
         on_open_link: Handler | None = None,
         on_download_file: Handler | None = None,
@@ -151,6 +163,11 @@ class AppBridge:
         self.timeout = timeout
         self.init_timeout = init_timeout
         self.max_requests = max_requests
+        if max_view_tools < 0:
+            raise ValueError(f"max_view_tools must be 0 or more, not {max_view_tools!r}")
+        self.max_view_tools = max_view_tools
+        self._refused_view_tools: set[str] = set()  # each logged once (bounded)
+        self._over_reported = False  # more than max_view_tools, logged once
         #: ``ui/message``: a message for the conversation, as the user (``MessageParams``).
         self.on_message = on_message
         #: ``ui/open-link`` (``OpenLinkParams``).
@@ -495,10 +512,42 @@ class AppBridge:
         The bridge does this by itself once the view is initialized (when it declares
         the ``tools`` capability); await it to know the tools are in the context.
         """
-        tools = await self.list_view_tools(timeout)
+        tools = self._admit_view_tools(await self.list_view_tools(timeout))
         self._view_tools = {tool.name: tool for tool in tools}
         self._set_context()
         return tools
+
+    def _admit_view_tools(self, tools: list[mcp.Tool]) -> list[mcp.Tool]:
+        """The view tools that may join the context: valid names, first of each name,
+        at most :attr:`max_view_tools`; the others are logged (once each)."""
+        admitted: dict[str, mcp.Tool] = {}
+        over = 0
+        for tool in tools:
+            if not _VIEW_TOOL_NAME.fullmatch(tool.name):
+                self._refuse_view_tool(tool.name, "its name is not a valid MCP tool name")
+            elif tool.name in admitted:
+                self._refuse_view_tool(tool.name, "the view lists that name twice")
+            elif len(admitted) >= self.max_view_tools:
+                over += 1
+            else:
+                admitted[tool.name] = tool
+        if over and not self._over_reported:
+            self._over_reported = True
+            logger.warning(
+                "The view %s lists %d tools; the %d after the first %d (max_view_tools) "
+                "are left out",
+                self.name,
+                len(tools),
+                over,
+                self.max_view_tools,
+            )
+        return list(admitted.values())
+
+    def _refuse_view_tool(self, name: str, why: str) -> None:
+        refused = self._refused_view_tools
+        if len(refused) < _MAX_REPORTED and name not in refused:
+            refused.add(name)
+            logger.warning("Left out the tool %.80r of the view %s: %s", name, self.name, why)
 
     # -- sending -------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import mcp_types as types
+import sniffio
 from anyio.abc import TaskGroup
 from mcp.server.apps import EXTENSION_ID
 from mcp.server.connection import allowed_log_levels
@@ -39,7 +40,7 @@ from mcp.server.subscriptions import (
 from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
-from .._anyio import task_group
+from .._anyio import running_asyncio, task_group
 from ..errors import AssistantFramesError
 from ..registry.context import ModelContext, ModelContextProvider
 from ..registry.events import ToolEvent, ToolLog, ToolProgress
@@ -171,7 +172,6 @@ class MCPContextServer:
         self._modern_listing: dict[str, Any] = {}
         self._changed: anyio.Event | None = None  # set while running(), on a change
         self._group: TaskGroup | None = None  # running()'s: sends tools' events
-        self._unlistable: set[str] = set()
         self._refresh(self.provider.get_model_context())
         self._announced: list[MCPTool] = self._listing["tools"]
         self._announced_resources = self.provider.get_model_context().ui_resources
@@ -255,8 +255,16 @@ class MCPContextServer:
         called with the URL once the socket listens (``port=0`` picks a free port); a
         port that cannot be bound raises ``OSError`` at once. ``token`` and ``auth``
         guard every request as in :meth:`http_app`. Uses uvicorn, which the ``mcp``
-        extra installs.
+        extra installs. Under trio it raises ``RuntimeError`` at once: serve
+        :meth:`http_app` with an ASGI server that runs on trio (Hypercorn) instead.
         """
+        if not running_asyncio():
+            library = sniffio.current_async_library()
+            raise RuntimeError(
+                f"MCPContextServer.run_http needs asyncio (uvicorn runs on asyncio only), "
+                f"not {library}: serve http_app() with an ASGI server that runs on "
+                f"{library} (such as Hypercorn), or run this under asyncio"
+            )
         import uvicorn
 
         sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
@@ -377,25 +385,10 @@ class MCPContextServer:
         return self.provider.get_model_context().system
 
     def _listable(self, context: ModelContext) -> list[MCPTool]:
-        """The context's tools as MCP lists them, leaving out any MCP cannot carry.
-
-        MCP needs an object schema at the root; one tool with another must not freeze
-        the list for all the others. Each such tool is logged once.
-        """
-        try:
-            return stamp_tools(to_mcp_tools(context), self.app_dialects)
-        except ValueError:
-            pass
-        tools: list[MCPTool] = []
-        for name, tool in context.tools.items():
-            try:
-                single = ModelContext(tools={name: tool})
-                tools += stamp_tools(to_mcp_tools(single), self.app_dialects)
-            except ValueError as exc:
-                if name not in self._unlistable:
-                    self._unlistable.add(name)
-                    logger.warning("Tool %r is not offered over MCP: %s", name, exc)
-        return tools
+        """The context's tools as MCP lists them, leaving out any MCP cannot carry (a
+        schema with no object at its root: logged once), so one such tool never
+        freezes the list for all the others."""
+        return stamp_tools(to_mcp_tools(context), self.app_dialects)
 
     def _on_change(self) -> None:
         # Only a signal: the listing is rebuilt once per burst, by _announce_changes.
