@@ -222,9 +222,10 @@ async def test_the_link_policy_allows_listed_asks_for_others_refuses_dangerous()
     assert await policy.decide("http://example.org/helpers") == "declined"  # not under /help/
     assert await policy.decide("http://docs.example.com/") == "declined"  # another scheme
     assert await policy.decide("https://docs.example.com:8443/") == "declined"  # another port
-    assert await policy.decide("https://docs.example.com@evil.example/") == "declined"
+    # Credentials: the host is evil.example; refused without asking (a phishing shape).
+    assert await policy.decide("https://docs.example.com@evil.example/") == "refused"
     assert await policy.decide("https://other.example/yes") == "confirmed"
-    assert len(asked) == 6
+    assert len(asked) == 5
     for url in [
         "javascript:alert(1)",
         "JavaScript:alert(1)",
@@ -235,11 +236,11 @@ async def test_the_link_policy_allows_listed_asks_for_others_refuses_dangerous()
         " https://docs.example.com/",
         "java\tscript:alert(1)",
         "https://docs.example.com/\nx",
-        "https:///nohost",
+        "https://",
         "//docs.example.com/",
     ]:
         assert await policy.decide(url) == "refused", url
-    assert len(asked) == 6  # never asked about any of those
+    assert len(asked) == 5  # never asked about any of those
     assert await LinkPolicy().decide("https://docs.example.com/") == "refused"  # no confirm
     with pytest.raises(ValueError, match="not an http"):
         LinkPolicy(allow=["javascript:"])

@@ -4,7 +4,14 @@ Only ``http`` and ``https`` URLs are ever opened. One that matches the allowlist
 opened; any other is passed to an async ``confirm`` callback (the host asks the user),
 and refused when there is none. ``javascript:``, ``data:``, ``file:``, ``blob:`` and
 every other scheme are refused without asking, as is a URL with whitespace or control
-characters (browsers strip some of them, so what is checked would not be what opens).
+characters, or with credentials (``https://docs.example.com@evil.example/`` opens
+``evil.example``: a phishing shape).
+
+URLs are read as browsers read them: by the WHATWG URL Standard, with ``ada-url`` (the
+parser Node.js uses), not ``urllib``, which differs on backslashes, percent-encoded and
+international hosts, dot segments and more. So the host and path a decision judged are
+the ones the browser opens; :meth:`LinkPolicy.resolve` gives the URL in that form, and
+that form is what a host should open.
 """
 
 from __future__ import annotations
@@ -12,7 +19,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
-from urllib.parse import SplitResult, urlsplit
+
+from ada_url import URL
 
 from .._anyio import call_maybe_async
 
@@ -25,22 +33,33 @@ LinkDecision = Literal["allowed", "confirmed", "declined", "refused"]
 _PORTS = {"http": 80, "https": 443}
 
 
-def _split(url: str) -> SplitResult | None:
-    """The URL's parts if it is a well-formed http(s) URL with a host, else ``None``."""
-    if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in url):
+@dataclass(frozen=True)
+class _Parsed:
+    """An http(s) URL as a browser reads it."""
+
+    scheme: str
+    host: str  # lower case, IDNA (punycode), percent-decoded: the host that is contacted
+    port: int
+    path: str  # dot segments resolved, backslashes as slashes
+    href: str  # the whole URL, serialized: what opens
+
+
+def _parse(url: object) -> _Parsed | None:
+    """``url`` as a browser reads it if it is an http(s) URL with a host and no
+    credentials, white space or control characters; else ``None``."""
+    if not isinstance(url, str) or any(
+        ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in url
+    ):
         return None
     try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018 - raises for a port out of range
+        parsed = URL(url)
     except ValueError:
         return None
-    if parts.scheme not in _PORTS or not parts.hostname:
+    scheme = parsed.protocol.removesuffix(":")
+    if scheme not in _PORTS or not parsed.hostname or parsed.username or parsed.password:
         return None
-    return parts
-
-
-def _port(parts: SplitResult) -> int:
-    return parts.port or _PORTS[parts.scheme]
+    port = int(parsed.port) if parsed.port else _PORTS[scheme]
+    return _Parsed(scheme, parsed.hostname, port, parsed.pathname or "/", parsed.href)
 
 
 @dataclass(frozen=True)
@@ -50,25 +69,24 @@ class _Entry:
     port: int
     path: str
 
-    def matches(self, parts: SplitResult) -> bool:
-        host = parts.hostname or ""
+    def matches(self, url: _Parsed) -> bool:
         wild = self.host.startswith("*.")
-        host_ok = host.endswith(self.host[1:]) if wild else host == self.host
-        if parts.scheme != self.scheme or not host_ok or _port(parts) != self.port:
+        host_ok = url.host.endswith(self.host[1:]) if wild else url.host == self.host
+        if url.scheme != self.scheme or not host_ok or url.port != self.port:
             return False
         if self.path in ("", "/"):
             return True
-        path, prefix = parts.path or "/", self.path.rstrip("/") + "/"
-        return path == self.path.rstrip("/") or path.startswith(prefix)
+        prefix = self.path.rstrip("/") + "/"
+        return url.path == self.path.rstrip("/") or url.path.startswith(prefix)
 
 
 def _entry(text: str) -> _Entry:
-    wildcard = "://*." in text
-    parts = _split(text.replace("://*.", "://x.", 1) if wildcard else text)
-    if parts is None or parts.query or parts.fragment:
+    wildcard = isinstance(text, str) and "://*." in text
+    parsed = _parse(text.replace("://*.", "://x.", 1) if wildcard else text)
+    if parsed is None or "?" in text or "#" in text:
         raise ValueError(f"Link allowlist entry {text!r} is not an http(s) URL prefix")
-    host = parts.hostname or ""
-    return _Entry(parts.scheme, "*." + host[2:] if wildcard else host, _port(parts), parts.path)
+    host = "*." + parsed.host[2:] if wildcard else parsed.host
+    return _Entry(parsed.scheme, host, parsed.port, parsed.path)
 
 
 @dataclass
@@ -91,14 +109,20 @@ class LinkPolicy:
             raise TypeError("allow is a list of URL prefixes, not one string")
         self._entries = tuple(_entry(text) for text in self.allow)
 
+    def resolve(self, url: str) -> str | None:
+        """``url`` as a browser will open it (WHATWG-serialized), or ``None`` when it is
+        no http(s) URL this policy would ever open. Open this form, not the view's text."""
+        parsed = _parse(url)
+        return None if parsed is None else parsed.href
+
     def allowed(self, url: str) -> bool:
         """Whether ``url`` is an http(s) URL on the allowlist (no one is asked)."""
-        parts = _split(url)
-        return parts is not None and any(entry.matches(parts) for entry in self._entries)
+        parsed = _parse(url)
+        return parsed is not None and any(entry.matches(parsed) for entry in self._entries)
 
     async def decide(self, url: str) -> LinkDecision:
         """What to do with a view's ``ui/open-link`` to ``url`` (see :data:`LinkDecision`)."""
-        if _split(url) is None:
+        if _parse(url) is None:
             return "refused"
         if self.allowed(url):
             return "allowed"

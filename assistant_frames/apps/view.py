@@ -476,7 +476,9 @@ class AppView:
             logger.info("App view %s: link %.200r %s", self.app_id, params.url, decision)
             return ActionResult(is_error=True)
         assert self.on_open_link is not None
-        await call_maybe_async(self.on_open_link, self, params.url)
+        # The URL as the browser reads it, so what opens is what was judged.
+        url = self.link_policy.resolve(params.url) or params.url
+        await call_maybe_async(self.on_open_link, self, url)
         return ActionResult()
 
     # -- what the host tells the view ----------------------------------------------------
