@@ -8,6 +8,7 @@ task of the test's task group, and shuts down gracefully (bounded) at the end.
 from __future__ import annotations
 
 import contextlib
+import http.client
 import socket
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+import anyio.to_thread
 import uvicorn
 
 #: The longest a server may take to start or to stop.
@@ -88,3 +90,29 @@ async def serve_asgi(app: Any, **options: Any) -> AsyncIterator[Running]:
                 server.should_exit = True
                 with anyio.fail_after(BOUND, shield=True):
                     await done.wait()
+
+
+async def fetch(
+    url: str,
+    method: str = "GET",
+    headers: dict[str, str] | None = None,
+    body: str | bytes | None = None,
+) -> tuple[int, dict[str, str], bytes]:
+    """``(status, headers with lower-case names, body)`` of one plain HTTP request
+    (redirects are not followed), bounded by ``BOUND``."""
+    rest = url.removeprefix("http://")
+    netloc, _, path = rest.partition("/")
+    host, _, port = netloc.rpartition(":")
+
+    def request() -> tuple[int, dict[str, str], bytes]:
+        connection = http.client.HTTPConnection(host, int(port), timeout=BOUND)
+        try:
+            connection.request(method, "/" + path, body=body, headers=headers or {})
+            response = connection.getresponse()
+            answer = response.read()
+            return response.status, {k.lower(): v for k, v in response.getheaders()}, answer
+        finally:
+            connection.close()
+
+    with anyio.fail_after(BOUND + 1):
+        return await anyio.to_thread.run_sync(request, abandon_on_cancel=True)

@@ -8,7 +8,7 @@ needs the ``asgi`` extra (``pip install 'assistant-frames[asgi]'``):
   hands each connection to a handler (to host the browser frames that dial in, say),
   with the bearer token, Origin allowlist, size limit and close codes of
   :func:`~assistant_frames.transports.websocket_server`.
-  ``app.add_websocket_route("/frames", frame_endpoint(provider, token=token))``.
+  ``app.router.add_websocket_route("/frames", frame_endpoint(provider, token=token))``.
 * :class:`ASGIWebSocketTransport` is each connection, a transport like any other (it
   passes the transport conformance suite).
 * :func:`relay_app` serves the browser relays (``app.mount("/assistant-frames",

@@ -40,10 +40,10 @@ Handler: TypeAlias = Callable[[ASGIWebSocketTransport], Awaitable[Any]]
 class FrameEndpoint:
     """An ASGI application that runs a handler for each WebSocket it accepts.
 
-    Made by :func:`frame_endpoint`. Route WebSockets to it with
-    ``app.add_websocket_route(path, endpoint)`` (Starlette, FastAPI), a Starlette
-    ``WebSocketRoute(path, endpoint)``, or ``app.mount(path, endpoint)``; from a
-    FastAPI ``@app.websocket`` function, ``await endpoint.serve_websocket(websocket)``.
+    Made by :func:`frame_endpoint`. Route WebSockets to it with a Starlette
+    ``WebSocketRoute(path, endpoint)``, ``app.router.add_websocket_route(path,
+    endpoint)`` (Starlette, FastAPI) or ``app.mount(path, endpoint)``; from a FastAPI
+    ``@app.websocket`` function, ``await endpoint.serve_websocket(websocket)``.
     A plain HTTP request gets ``426 Upgrade Required`` (``401`` first when a token is
     set).
     """
@@ -85,6 +85,7 @@ def frame_endpoint(
     *,
     token: str | None = None,
     allowed_origins: Sequence[str] | None = None,
+    same_origin: bool = False,
     max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES,
 ) -> FrameEndpoint:
     """A WebSocket endpoint serving ``target`` to every client it accepts.
@@ -99,7 +100,11 @@ def frame_endpoint(
     The same refusals as :func:`~assistant_frames.transports.websocket_server`: with
     ``token``, a client without ``Authorization: Bearer <token>`` (or, for browsers,
     ``?access_token=<token>``) gets HTTP 401; with ``allowed_origins``, a browser from
-    another origin gets HTTP 403; both never reach the handler. (On a server without
+    another origin gets HTTP 403; both never reach the handler. ``same_origin=True``
+    allows (or, alone, only allows) the browsers whose ``Origin`` is the host the
+    request was sent to (its ``Host`` header): the pages of the same application.
+    Clients that send no ``Origin`` (programs, not browsers) pass the origin check
+    either way. (On a server without
     the ASGI ``websocket.http.response`` extension, both are a close before accepting,
     which the server answers with HTTP 403.) A message larger than
     ``max_message_bytes`` (4 MiB; ``None``: no limit) is refused by ``send`` and, from
@@ -118,7 +123,7 @@ def frame_endpoint(
             f"(a registry...) or an async handler(transport); not {target!r}"
         )
     handler: Handler = provider.serve if provider is not None else target  # type: ignore[assignment]
-    checks = HandshakeChecks.build(token, allowed_origins)
+    checks = HandshakeChecks.build(token, allowed_origins, same_origin=same_origin)
     return FrameEndpoint(
         handler, checks=checks, max_message_bytes=max_message_bytes, provider=provider
     )
