@@ -235,6 +235,11 @@ ConnectionHandler = Callable[[ByteStream], Coroutine[Any, Any, Any]]
 # The listen backlog on every backend: anyio's default (the kernel caps it at its
 # somaxconn). asyncio's own default of 100 left a burst of connects half-open.
 _BACKLOG = 65536
+# asyncio also takes its backlog as how many accept() calls one wake-up may make, and
+# on EMFILE it goes on calling (logging each failure and scheduling a retry each time):
+# at 65536 that stalls the loop for seconds. So asyncio gets its default, and the
+# socket is then told the real backlog.
+_ASYNCIO_ACCEPTS_PER_WAKEUP = 100
 
 # Running out of descriptors (or kernel memory) is temporary: wait, then accept again.
 _ACCEPT_RETRY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
@@ -364,8 +369,10 @@ async def bind_tcp(host: str, port: int, *, max_connections: int | None = None) 
         # asyncio itself pauses accepting for a while when descriptors run out.
         loop = asyncio.get_running_loop()
         server._asyncio_server = await loop.create_server(
-            make_protocol, host, port, backlog=_BACKLOG
+            make_protocol, host, port, backlog=_ASYNCIO_ACCEPTS_PER_WAKEUP
         )
+        for listening in server._asyncio_server.sockets:
+            _listen(listening, _BACKLOG)
         bound = server._asyncio_server.sockets[0].getsockname()
         server.host, server.port = str(bound[0]), int(bound[1])
         return server
@@ -377,6 +384,13 @@ async def bind_tcp(host: str, port: int, *, max_connections: int | None = None) 
     )
     server._listener = listener
     return server
+
+
+def _listen(listening: Any, backlog: int) -> None:
+    """``listen(backlog)`` on a listening socket an event loop owns (through a
+    duplicate descriptor: asyncio's and uvloop's socket objects do not offer it)."""
+    with socket.socket(listening.family, listening.type, fileno=os.dup(listening.fileno())) as dup:
+        dup.listen(backlog)
 
 
 @asynccontextmanager
