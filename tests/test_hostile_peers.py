@@ -43,6 +43,7 @@ from assistant_frames import (
     memory_pair,
 )
 from assistant_frames.transports import connect_websocket, websocket_server
+from assistant_frames.transports.memory import DEFAULT_MAX_BUFFER_SIZE
 
 from helpers import (
     CHANNEL,
@@ -692,7 +693,7 @@ async def test_pushes_to_a_host_that_does_not_read_are_coalesced(max_buffer_size
     Before: over memory_pair every change queued a snapshot of its own (+608 MiB for 10k)."""
     registry = ModelContextRegistry()
     handle = registry.add_instruction("version 0")
-    host_end, frame_end = memory_pair() if max_buffer_size == math.inf else memory_pair(4)
+    host_end, frame_end = memory_pair(max_buffer_size)
     async with anyio.create_task_group() as tg:
         tg.start_soon(AssistantFrameProvider(registry).serve, frame_end)
         await host_end.send(envelope({"type": "model-context-request"}))
@@ -728,6 +729,22 @@ async def test_memory_pair_bound_makes_send_wait_cancellably() -> None:
     assert [await right.receive(), await right.receive()] == [2, 3]
     with pytest.raises(ValueError, match="at least 1"):
         memory_pair(max_buffer_size=0)
+
+
+async def test_memory_pair_is_bounded_by_default_and_unbounded_on_request() -> None:
+    """A peer that never reads holds DEFAULT_MAX_BUFFER_SIZE messages, then send waits
+    (before: unbounded, +608 MiB for a host that never read); math.inf lifts the bound."""
+    left, _right = memory_pair()
+    for i in range(DEFAULT_MAX_BUFFER_SIZE):
+        await left.send(i)
+    assert left.send_would_wait
+    with anyio.move_on_after(0.1) as scope:
+        await left.send("one too many")
+    assert scope.cancelled_caught
+    unbounded, _peer = memory_pair(max_buffer_size=math.inf)
+    for i in range(DEFAULT_MAX_BUFFER_SIZE * 2):
+        await unbounded.send(i)
+    assert not unbounded.send_would_wait
 
 
 async def test_send_latest_replaces_what_the_peer_has_not_taken() -> None:

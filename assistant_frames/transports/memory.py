@@ -21,7 +21,7 @@ from .contract import (
     encode_message,
 )
 
-__all__ = ["MemoryTransport", "copy_json", "memory_pair"]
+__all__ = ["DEFAULT_MAX_BUFFER_SIZE", "MemoryTransport", "copy_json", "memory_pair"]
 
 
 def copy_json(value: Any) -> Any:
@@ -47,6 +47,10 @@ def _limited_copy(limit: int) -> Callable[[Any], Any]:
 
     return copy
 
+
+#: How many messages wait, each way, for a peer that does not read, unless
+#: ``memory_pair(max_buffer_size=...)`` says otherwise (``math.inf``: no bound).
+DEFAULT_MAX_BUFFER_SIZE = 1024
 
 _PEER_CLOSED = CloseReason()  # the peer closed: clean, and nothing more to say
 
@@ -241,21 +245,22 @@ class MemoryTransport(ObjectStream[Any]):
 
 
 def memory_pair(
-    max_buffer_size: float = math.inf, *, max_message_bytes: int | None = None
+    max_buffer_size: float = DEFAULT_MAX_BUFFER_SIZE, *, max_message_bytes: int | None = None
 ) -> tuple[MemoryTransport, MemoryTransport]:
     """Two connected transports: what one sends, the other receives (as its own copy).
 
-    By default, as with ``postMessage``, sending never waits and nothing bounds how
-    many messages wait for a receiver that does not read (frames still keep at most
-    one context snapshot waiting per peer, see :meth:`MemoryTransport.send_latest`).
-    ``max_buffer_size`` bounds each direction: ``send`` then waits while that many
-    messages are queued. ``max_message_bytes`` makes ``send`` refuse messages larger
-    than that as JSON (:class:`~assistant_frames.transports.MessageTooLarge`); by
-    default there is no limit, and the copy is made without encoding to JSON.
+    ``max_buffer_size`` (:data:`DEFAULT_MAX_BUFFER_SIZE`, 1,024) bounds each
+    direction, as every transport bounds what waits for a peer that does not read:
+    ``send`` waits while that many messages are queued (frames keep at most one
+    context snapshot waiting per peer on top, see :meth:`MemoryTransport.send_latest`).
+    ``math.inf`` lifts the bound: sending then never waits, as with ``postMessage``,
+    and a receiver that never reads grows memory without end.
 
-    The peer of a memory transport can only go by closing it (``aclose``, as its owner
-    does when it is cancelled or fails), so the end of the stream is always clean and
-    seen at once.
+    ``max_message_bytes`` makes ``send`` refuse messages larger than that as JSON
+    (:class:`~assistant_frames.transports.MessageTooLarge`); by default there is no limit,
+    and the copy is made without encoding to JSON. The peer of a memory transport can only
+    go by closing it (``aclose``, as its owner does when it is cancelled or fails), so the
+    end of the stream is always clean and seen at once.
     """
     if not max_buffer_size >= 1:
         raise ValueError(f"max_buffer_size must be at least 1, not {max_buffer_size!r}")
