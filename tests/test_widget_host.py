@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -469,7 +469,8 @@ async def test_a_failing_legacy_callback_does_not_end_the_connection() -> None:
         assert (await widget.call("setWidgetState", {"ok": 1}))["result"] is None
 
 
-async def test_calls_beyond_the_limit_are_rejected() -> None:
+async def test_calls_beyond_the_limit_wait_until_one_is_answered() -> None:
+    """At max_calls in flight the host reads no more: the next call waits, then runs."""
     release = anyio.Event()
 
     async def wait(_args: Any) -> None:
@@ -477,23 +478,61 @@ async def test_calls_beyond_the_limit_are_rejected() -> None:
 
     manifest = WidgetManifest.all()
     async with pair(manifest=manifest, max_calls=1, on_follow_up=wait) as (_host, widget):
-        await widget.send(
-            {
-                "type": protocol.METHOD_CALL,
-                "id": "a",
-                "method": "sendFollowUpMessage",
-                "args": [{"prompt": "1"}],
-            }
-        )
-        await anyio.sleep(0.05)  # let the first call start
-        answer = await widget.call("requestClose")
-        assert "Too many calls in flight" in answer["error"]
+        first = {"type": protocol.METHOD_CALL, "id": "a", "method": "sendFollowUpMessage"}
+        await widget.send({**first, "args": [{"prompt": "1"}]})
+        await widget.send({"type": protocol.METHOD_CALL, "id": "b", "method": "requestClose"})
+        await widget.nothing_within()  # "b" is not read while "a" runs
         release.set()
-        assert (await widget.receive()) == {
+        assert await widget.receive() == {
             "type": protocol.METHOD_RESPONSE,
             "id": "a",
             "result": None,
         }
+        answer = await widget.receive()
+        assert answer["id"] == "b"
+        assert "does not support requestClose" in answer["error"]
+
+
+def call(number: int) -> dict[str, Any]:
+    return {"type": protocol.METHOD_CALL, "id": number, "method": "requestClose", "args": []}
+
+
+async def test_a_flooding_widget_that_reads_nothing_grows_nothing_and_loses_nothing() -> None:
+    """Before: a task per call and per refusal (18k tasks, +90 MB in 4 s), then answers
+    dropped. Now the host stops reading at max_calls, and every call sent is answered."""
+    host_side, widget_side = memory_pair(max_buffer_size=16)
+    async with WidgetHost(host_side, "w", max_calls=8, send_timeout=30) as host:
+        sent = 0
+        with anyio.move_on_after(0.5):  # the widget's sends block once the host stops
+            while True:
+                await widget_side.send(call(sent))
+                sent += 1
+        assert sent <= 8 + 16 + 16 + 2  # in flight, answers queued, calls queued
+        assert host._in_flight <= host.max_calls
+        answered: set[int] = set()
+        with anyio.fail_after(WAIT):
+            while len(answered) < sent:
+                answer = await widget_side.receive()
+                assert answer["type"] == protocol.METHOD_RESPONSE
+                answered.add(answer["id"])
+        assert answered == set(range(sent))
+        assert host.close_reason is None
+
+
+async def test_a_widget_that_does_not_read_is_disconnected_with_a_reason(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    host_side, widget_side = memory_pair(max_buffer_size=2)
+    async with WidgetHost(host_side, "w", max_calls=4, send_timeout=0.2) as host:
+        with anyio.move_on_after(2):
+            with suppress(anyio.BrokenResourceError):
+                for number in range(100):
+                    await widget_side.send(call(number))
+        with anyio.fail_after(WAIT):
+            await host.wait_disconnected()
+        assert host.close_reason is not None
+        assert "send_timeout (0.2 s)" in host.close_reason
+    assert any("disconnected" in r.getMessage() for r in caplog.records)
 
 
 # -- the sans-I/O layer ---------------------------------------------------------------------------

@@ -70,8 +70,12 @@ class WidgetHost:
     ``on_intrinsic_height``), ``on_action(payload)``, ``on_add_result(payload)`` and
     ``on_widget_error(payload)``.
 
-    ``timeout`` bounds each handler and each store operation, ``send_timeout`` each send;
-    ``max_calls`` bounds the widget's calls in flight (more are rejected);
+    ``timeout`` bounds each handler and each store operation. ``max_calls`` bounds the
+    widget's calls in flight: a call counts until its answer is sent, and while
+    ``max_calls`` do, the host reads nothing more from the widget (as a frame does), so
+    a flood waits in the transport instead of growing the host. A widget that does not
+    read an answer within ``send_timeout`` is disconnected, with the reason logged and
+    kept in :attr:`close_reason`: no answer is dropped while the widget is connected.
     ``max_state_bytes`` bounds a widget state as JSON.
     """
 
@@ -144,6 +148,9 @@ class WidgetHost:
         self._send_lock = anyio.Lock()
         self._tasks = HeldTaskGroup()
         self._in_flight = 0
+        self._room: anyio.Event | None = None  # set when a call's place frees up
+        #: Why the host disconnected the widget (``None``: it did not).
+        self.close_reason: str | None = None
         self._ready: anyio.Event | None = None
         self._ended: anyio.Event | None = None
         self._entered = False
@@ -219,6 +226,9 @@ class WidgetHost:
         assert self._ended is not None
         try:
             while True:
+                while self._in_flight >= self.max_calls:  # read on once one is answered
+                    self._room = anyio.Event()
+                    await self._room.wait()
                 try:
                     raw = await self._transport.receive()
                 except _CLOSED:
@@ -244,11 +254,7 @@ class WidgetHost:
         group = self._tasks.group
         if group is None:  # pragma: no cover - the loop runs only while the group is open
             return
-        if self._in_flight >= self.max_calls:
-            error = f"Too many calls in flight (at most {self.max_calls}): {call.method}"
-            group.start_soon(self._send, protocol.encode_error(call.id, error))
-            return
-        self._in_flight += 1
+        self._in_flight += 1  # the receive loop reads no more while max_calls are
         group.start_soon(self._serve, call, self.state.ticket())
 
     async def _serve(self, call: MethodCall, number: int) -> None:
@@ -265,9 +271,11 @@ class WidgetHost:
             except Exception as exc:
                 logger.debug("widget %r: %s failed", self.widget_id, call.method, exc_info=True)
                 answer = protocol.encode_error(call.id, f"{call.method} failed: {exc}")
-        finally:
+            await self._send(answer)
+        finally:  # the place frees up once the answer is sent (or the widget is gone)
             self._in_flight -= 1
-        await self._send(answer)
+            if self._room is not None:
+                self._room.set()
 
     async def _legacy(self, message: LegacyMessage) -> None:
         try:
@@ -403,12 +411,30 @@ class WidgetHost:
     async def _send(self, message: dict[str, Any]) -> None:
         try:
             async with self._send_lock:
-                with anyio.fail_after(self.send_timeout):
-                    await self._transport.send(message)
+                if self.close_reason is None:
+                    with anyio.fail_after(self.send_timeout):
+                        await self._transport.send(message)
+                    return
         except _CLOSED:
-            logger.debug("widget %r: gone; dropped %s", self.widget_id, message.get("type"))
+            pass
         except TimeoutError:
-            logger.warning("widget %r: a send timed out; dropped it", self.widget_id)
+            await self._disconnect(
+                f"the widget read nothing for send_timeout ({self.send_timeout:g} s)"
+            )
+        logger.info(
+            "widget %r: gone (%s); not sent: %s",
+            self.widget_id,
+            self.close_reason or "its transport ended",
+            message.get("type"),
+        )
+
+    async def _disconnect(self, reason: str) -> None:
+        """End the widget's connection, saying why (once)."""
+        if self.close_reason is None:
+            self.close_reason = reason
+            logger.warning("widget %r: disconnected: %s", self.widget_id, reason)
+        with anyio.CancelScope(shield=True), anyio.move_on_after(self.send_timeout):
+            await self._transport.aclose()
 
 
 def _arg(args: tuple[Any, ...], index: int, kind: Any, what: str) -> Any:
