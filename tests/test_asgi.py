@@ -498,8 +498,10 @@ async def test_the_app_page_works_mounted_under_a_prefix() -> None:
     async with (
         example["server"].running(),
         MCPFrame(example["server"].server, timeout=WAIT) as frame,
-        AppPage(frame, timeout=WAIT, init_timeout=WAIT) as page,
+        AppPage(frame, port=None, timeout=WAIT, init_timeout=WAIT) as page,
     ):
+        with pytest.raises(RuntimeError, match="no server of its own"):
+            page.origin  # noqa: B018 - port=None: the page is only where it is mounted
         mounted = app_page_app(page)
         async with serving(Mount("/tools/apps", mounted)) as running:
             base = f"{running.http}/tools/apps"
@@ -521,7 +523,7 @@ async def test_the_app_page_works_mounted_under_a_prefix() -> None:
             for options, status in (
                 ({"token": "wrong"}, 401),
                 ({"token": page.token, "origin": "http://evil.example"}, 403),
-                ({"token": page.token, "origin": page.origin}, 403),  # AppPage's, not this app's
+                ({"token": page.token, "origin": page.views_origin}, 403),  # the views' origin
             ):
                 with pytest.raises(HandshakeRejected) as refused:
                     async with connect_websocket(f"{ws}/page", **options):

@@ -127,7 +127,9 @@ class AppPage:
     :func:`~.display.build_host_context`) and ``display_modes`` apply to every view;
     ``link_policy`` says which ``ui/open-link`` requests are offered to the person (as a
     link in the page: it never opens one by itself). ``token`` defaults to a random one.
-    Leaving the block tears every view down (bounded), then stops both servers.
+    ``port=None`` starts no server for the page: it is served where it is mounted
+    (:func:`assistant_frames.asgi.app_page_app`), and only the views' server listens.
+    Leaving the block tears every view down (bounded), then stops the servers.
     """
 
     def __init__(
@@ -135,7 +137,7 @@ class AppPage:
         server: AppServer,
         *,
         host: str = "127.0.0.1",
-        port: int = 0,
+        port: int | None = 0,
         views_port: int = 0,
         token: str | None = None,
         title: str = "MCP Apps",
@@ -175,9 +177,15 @@ class AppPage:
     # -- addresses -----------------------------------------------------------------------
 
     def _running(self) -> tuple[WebSocketServer, WebSocketServer]:
-        if self._page_server is None or self._views_server is None:
+        views = self._views_server
+        if views is None:
             raise RuntimeError("The app page is not running: enter it first (async with)")
-        return self._page_server, self._views_server
+        if self._page_server is None:
+            raise RuntimeError(
+                "The app page has no server of its own (port=None): it is served where "
+                "it is mounted (assistant_frames.asgi.app_page_app)"
+            )
+        return self._page_server, views
 
     @property
     def origin(self) -> str:
@@ -187,7 +195,9 @@ class AppPage:
     @property
     def views_origin(self) -> str:
         """The views' origin: another port than the page's."""
-        return _origin(self._running()[1])
+        if self._views_server is None:
+            raise RuntimeError("The app page is not running: enter it first (async with)")
+        return _origin(self._views_server)
 
     @property
     def url(self) -> str:
@@ -208,15 +218,16 @@ class AppPage:
             send, receive = anyio.create_memory_object_stream[dict[str, Any]](_MAX_TRAFFIC)
             stack.enter_context(send)  # closed on the way out: the pump ends
             page_port, views_port = self._ports
-            self._page_server = await stack.enter_async_context(
-                websocket_server(
-                    self._accept,
-                    self.host,
-                    page_port,
-                    token=self.token,
-                    http_files=_page_files(),
+            if page_port is not None:
+                self._page_server = await stack.enter_async_context(
+                    websocket_server(
+                        self._accept,
+                        self.host,
+                        page_port,
+                        token=self.token,
+                        http_files=_page_files(),
+                    )
                 )
-            )
             self._views_server = await stack.enter_async_context(
                 websocket_server(
                     _refuse,
