@@ -341,6 +341,51 @@ async def test_a_view_calling_a_tool_it_may_not_is_refused_and_the_server_never_
         assert bridge.state == "initialized"
 
 
+async def test_a_view_that_reads_nothing_is_disconnected_saying_why(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Before: answers waiting longer than the bridge's timeout were dropped without a
+    word (64 of them), and the view's calls hung. Now the view is disconnected, the log
+    says why and how many of its requests end unanswered, and the bridge's own request
+    fails with that reason."""
+    host_side, view_side = memory_pair(max_buffer_size=8)  # backpressure, as a WebSocket
+    view = RawView(view_side)
+    async with AppBridge(host_side, name="slow", timeout=0.5, max_requests=4) as bridge:
+        await view.initialize({"tools": {}})
+        await answer_tools_list(view, [])
+        sent = 0
+        with anyio.move_on_after(1.5), suppress(anyio.BrokenResourceError):
+            while True:  # pings, reading nothing, for three times the timeout
+                await view.send(protocol.encode_request(f"p{sent}", "ping"))
+                sent += 1
+        with anyio.fail_after(WAIT):
+            await bridge.wait_disconnected()
+        assert bridge.state == "disconnected"
+        with pytest.raises(FrameDisconnected, match=r"read nothing for 0\.5 s"):
+            await bridge.list_view_tools()
+        answered = []  # what was queued before the end still arrives, then the end
+        with anyio.fail_after(WAIT), suppress(anyio.EndOfStream):
+            while True:
+                answered.append((await view_side.receive())["id"])
+        assert answered == [f"p{i}" for i in range(len(answered))]  # in order, no gap
+    told = [r.getMessage() for r in caplog.records if "read nothing" in r.getMessage()]
+    assert len(told) == 1
+    assert "requests end unanswered" in told[0]
+
+
+async def test_a_slow_view_within_the_timeout_loses_nothing() -> None:
+    host_side, view_side = memory_pair(max_buffer_size=8)
+    view = RawView(view_side)
+    async with AppBridge(host_side, name="slow", timeout=2, max_requests=4):
+        await view.initialize()
+        for number in range(40):
+            await view.send(protocol.encode_request(number, "ping"))
+            if number % 10 == 9:
+                await anyio.sleep(0.3)  # a throttled tab: slow, but within the timeout
+        answered = [(await view.receive())["id"] for _ in range(40)]
+        assert answered == list(range(40))
+
+
 async def test_a_view_offers_only_well_named_tools_up_to_its_cap(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

@@ -87,6 +87,7 @@ Handler: TypeAlias = Callable[[Any], Any]
 # MCP's tool name rule (SEP-986): what a view's own tool may be called.
 _VIEW_TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
 _MAX_REPORTED = 256  # refused view tool names logged, per bridge
+_CLOSE_TIMEOUT = 5.0  # closing the transport of a view that does not read
 
 
 class AppBridge:
@@ -615,8 +616,31 @@ class AppBridge:
                 self._task_group.start_soon(self._send_quietly, rest)
 
     async def _send_quietly(self, messages: list[dict[str, Any]]) -> None:
-        with suppress(*_CLOSED, FrameDisconnected, TimeoutError):
+        """Send what the bridge owes the view (answers, notifications); a view that
+        leaves no room for it within :attr:`timeout` is disconnected, saying so."""
+        try:
             await self._send(messages)
+        except (*_CLOSED, FrameDisconnected):
+            pass  # the connection ended: its end says why
+        except TimeoutError:
+            await self._disconnect_slow_view()
+
+    async def _disconnect_slow_view(self) -> None:
+        if self._ended_reason is not None:
+            return
+        unanswered = len(self._in_flight)
+        reason = (
+            f"{self.name} read nothing for {self.timeout:g} s (the bridge's timeout): "
+            "disconnected"
+        )
+        logger.warning(
+            "%s; %d of its requests end unanswered, and the bridge's own requests fail",
+            reason,
+            unanswered,
+        )
+        self._lose(FrameDisconnected(reason, frame=self.name))
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
+            await self._transport.aclose()  # the view sees the end, not silence
 
     async def _write_loop(self, outbox: MemoryObjectReceiveStream[dict[str, Any]]) -> None:
         async for message in outbox:
