@@ -10,14 +10,19 @@ The page ``/pages/parent.html`` runs the mounted parent relay, which embeds
 given to ``AssistantFrameProvider``). HTTP routes of the application call the
 federation's tools, so a request to FastAPI runs a tool in the browser.
 
+The last test mounts the app page (``app_page_app``) under a prefix of a FastAPI
+application and shows a view of ``examples/weather_app.py`` through it.
+
 uvicorn runs on asyncio only, so this module does.
 """
 
 from __future__ import annotations
 
 import json
+import runpy
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -25,7 +30,13 @@ import pytest
 from fastapi import FastAPI, HTTPException
 
 from assistant_frames import AssistantFrameHost, Federation, ModelContextRegistry, ToolCallError
-from assistant_frames.asgi import ASGIAttribute, files_app, frame_endpoint, relay_app
+from assistant_frames.asgi import (
+    ASGIAttribute,
+    app_page_app,
+    files_app,
+    frame_endpoint,
+    relay_app,
+)
 
 from browser_support import BrowserPage
 from helpers import wait_until
@@ -33,6 +44,7 @@ from uvicorn_support import fetch, serve_asgi
 
 pytestmark = pytest.mark.anyio
 
+ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "asgi-browser-token"
 WAIT = 10.0
 HTML = "text/html; charset=utf-8"
@@ -198,3 +210,53 @@ async def test_the_mounted_relay_is_refused_without_the_token(
 async def fetch_json(url: str) -> tuple[int, Any]:
     status, _, data = await fetch(url)
     return status, json.loads(data)
+
+
+async def test_the_apps_page_mounted_under_a_prefix_shows_a_view(page: BrowserPage) -> None:
+    pytest.importorskip("mcp")
+    from assistant_frames.apps.page import AppPage
+    from assistant_frames.mcp import MCPFrame
+
+    example = runpy.run_path(str(ROOT / "examples" / "weather_app.py"))
+    server = example["server"]
+    frame = MCPFrame(server.server, timeout=WAIT)
+    app_page = AppPage(frame, port=None, timeout=WAIT, init_timeout=WAIT)
+    mounted = app_page_app(app_page)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        async with server.running(), frame, app_page:
+            yield
+
+    app = FastAPI(lifespan=lifespan)
+    app.mount("/tools/apps", mounted)
+    async with serve_asgi(app, lifespan="on") as running:
+        # The page's script, style, relay and sockets are all found below the prefix.
+        await page.goto(mounted.url(f"{running.http}/tools/apps"))
+        await page.wait_for(
+            "appPage.state().status === 'connected' && appPage.state().tools.length"
+        )
+        assert await page.evaluate("appPage.state().tools") == ["forecast"]
+
+        view = await app_page.call_tool("forecast", {"city": "Paris"})
+        shown = await page.wait_for(
+            "(() => { const v = appPage.state().views['view-1'];"
+            " return v && v.state === 'ready' && v.relay === 'iframe' && v; })()"
+        )
+        assert shown["src"].startswith(f"{app_page.views_origin}/view/view-1/")
+        assert not shown["src"].startswith(running.http)  # the view: another origin
+        assert view.state == "ready"
+        methods = [t.message.get("method") for t in app_page.traffic if t.direction == "in"]
+        assert methods[:2] == ["ui/initialize", "ui/notifications/initialized"]
+
+        def city(_context: Any) -> Any:
+            for child in page._page.frames:
+                if child.url.startswith(app_page.views_origin):
+                    return child.evaluate("document.getElementById('city').textContent")
+            return None
+
+        with anyio.fail_after(WAIT):  # the view rendered the result, in the browser
+            text = await page.browser.call(city)
+            while text != "Weather in Paris":
+                await anyio.sleep(0.05)
+                text = await page.browser.call(city)
