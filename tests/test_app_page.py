@@ -199,6 +199,34 @@ async def test_allowed_links_reach_the_page_as_links() -> None:
             assert (await app.open_link("javascript:alert(1)")).is_error
 
 
+async def test_the_log_keeps_large_messages_shortened_with_their_size() -> None:
+    """Before: every message was kept whole (2,000 of up to 4 MiB: 8 GB for the pane)."""
+    async with (
+        weather_page() as page,
+        connect_websocket(ws_url(page, "/page"), token=page.token) as control,
+    ):
+        await page.call_tool("forecast", {"city": "Lima"})
+        async with (
+            connect_websocket(ws_url(page, "/view/view-1"), token=page.token) as transport,
+            App(transport, timeout=WAIT) as app,
+        ):
+            await app.send_message("x" * 1_000_000)  # a 1 MB ui/message
+            shown = (await next_of(control, "message"))["text"]
+            assert shown.endswith("... (1,000,000 characters)")
+            assert len(shown) < 70_000
+            big = [t for t in page.traffic if t.size > 1_000_000]
+            assert len(big) == 1
+            assert big[0].truncated
+            assert big[0].message["method"] == "ui/message"
+            assert len(str(big[0].message)) < 10_000
+            assert "bytes)" in big[0].message["truncated"]
+            small = [t for t in page.traffic if t.direction == "in" and not t.truncated]
+            assert small
+            assert all(t.size < 8 * 1024 for t in small)
+            logged = [m for m in SEEN[id(control)] if m["type"] == "log"]
+            assert max(len(str(m["message"])) for m in logged) < 10_000
+
+
 async def test_bad_calls_are_notices_in_the_page() -> None:
     async with (
         weather_page() as page,

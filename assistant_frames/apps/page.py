@@ -36,6 +36,7 @@ import anyio
 import mcp_types as mcp
 from anyio.abc import ObjectStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+from pydantic_core import to_json
 
 from ..mcp._tools import mcp_tools
 from ..transports.websocket import (
@@ -58,17 +59,46 @@ logger = logging.getLogger("assistant_frames.apps")
 
 _HTML = "text/html; charset=utf-8"
 _MAX_TRAFFIC = 2000  # messages kept for the log pane (and for tests)
+# A logged message is kept whole up to this size as JSON, else shortened: 2,000 whole
+# messages of up to 4 MiB each would be 8 GiB for a pane that shows a few lines.
+_MAX_LOGGED_BYTES = 8 * 1024
+_ENVELOPE = ("jsonrpc", "id", "method")
+_MAX_MESSAGE_CHARS = 64 * 1024  # of a view's ui/message, as the page shows it
 _MAX_ARGUMENTS = 256 * 1024
 
 
 @dataclass(frozen=True)
 class Traffic:
-    """One JSON-RPC message between a view and its host."""
+    """One JSON-RPC message between a view and its host, as the log keeps it.
+
+    A message larger than 8 KiB as JSON is kept shortened: its ``jsonrpc``, ``id`` and
+    ``method``, and the start of its JSON under ``"truncated"``; ``size`` is always the
+    whole message's.
+    """
 
     app_id: str
     #: ``"in"``: from the view; ``"out"``: to the view.
     direction: Literal["in", "out"]
     message: Any
+    #: The whole message's size as JSON, in bytes.
+    size: int = 0
+    #: Whether :attr:`message` is shortened.
+    truncated: bool = False
+
+
+def _logged(message: Any) -> tuple[Any, int, bool]:
+    """``message`` as the log keeps it (shortened past the limit), its size, and
+    whether it was shortened."""
+    text = to_json(message, fallback=repr)
+    if len(text) <= _MAX_LOGGED_BYTES:
+        return message, len(text), False
+    kept = (
+        {key: message[key] for key in _ENVELOPE if key in message}
+        if isinstance(message, dict)
+        else {}
+    )
+    preview = text[: _MAX_LOGGED_BYTES // 2].decode("utf-8", "replace")
+    return {**kept, "truncated": f"{preview}... ({len(text):,} bytes)"}, len(text), True
 
 
 class _Recorded(ObjectStream[Any]):
@@ -162,7 +192,8 @@ class AppPage:
         self.init_timeout = init_timeout
         #: The views shown, by app id (a closed view leaves).
         self.views: dict[str, AppView] = {}
-        #: The JSON-RPC traffic of every view, oldest first (the last 2,000 messages).
+        #: The JSON-RPC traffic of every view, oldest first (the last 2,000 messages, each
+        #: shortened past 8 KiB: see :class:`Traffic`).
         self.traffic: deque[Traffic] = deque(maxlen=_MAX_TRAFFIC)
         self._ports = (port, views_port)
         self._secrets: dict[str, str] = {}
@@ -344,8 +375,9 @@ class AppPage:
         self._post(self._describe(view))
 
     def _record(self, app_id: str, direction: Literal["in", "out"], message: Any) -> None:
-        self.traffic.append(Traffic(app_id, direction, message))
-        self._post({"type": "log", "id": app_id, "direction": direction, "message": message})
+        logged, size, truncated = _logged(message)
+        self.traffic.append(Traffic(app_id, direction, logged, size, truncated))
+        self._post({"type": "log", "id": app_id, "direction": direction, "message": logged})
 
     # -- views ---------------------------------------------------------------------------
 
@@ -448,7 +480,10 @@ class AppPage:
         self._post({"type": "link", "id": view.app_id, "url": url})
 
     def _message(self, view: AppView, params: MessageParams) -> None:
-        self._post({"type": "message", "id": view.app_id, "text": _text(params.content)})
+        text = _text(params.content)
+        if len(text) > _MAX_MESSAGE_CHARS:  # the page shows it; a view may send megabytes
+            text = f"{text[:_MAX_MESSAGE_CHARS]}... ({len(text):,} characters)"
+        self._post({"type": "message", "id": view.app_id, "text": text})
 
     def _size_changed(self, view: AppView, params: SizeChangedParams) -> None:
         self._post(
