@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import mcp_types as types
 import sniffio
-from anyio.abc import TaskGroup
+from anyio.abc import TaskGroup, TaskStatus
 from mcp.server.apps import EXTENSION_ID
 from mcp.server.connection import allowed_log_levels
 from mcp.server.lowlevel import NotificationOptions, Server
@@ -52,6 +52,7 @@ from ._results import error_result, failure, tool_result
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
     from mcp.server.session import ServerSession
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from starlette.applications import Starlette
     from starlette.requests import HTTPConnection
     from starlette.types import ASGIApp, Receive, Scope, Send
@@ -231,10 +232,19 @@ class MCPContextServer:
         must pass. A hook that raises refuses the request (and is logged).
 
         ``options`` go to the SDK's ``Server.streamable_http_app`` (``stateless_http``,
-        ``json_response``, ``transport_security``...). Serve it inside :meth:`running`.
+        ``json_response``, ``transport_security``...).
+
+        Serve it inside :meth:`running`, which runs its sessions (from the first
+        request on): mounted into your own application, whose lifespan never reaches a
+        mounted app, enter :meth:`running` in your application's lifespan. Served on its
+        own, the app's lifespan enters :meth:`running` unless it is entered already. Its
+        sessions run once: make a new app to serve again after :meth:`running` ends.
         """
         app = self.server.streamable_http_app(streamable_http_path=path, host=host, **options)
-        if token is not None or auth is not None:
+        sessions = _Sessions(self, self.server.session_manager)
+        app.router.lifespan_context = sessions.lifespan
+        app.add_middleware(_RunSessions, sessions=sessions)
+        if token is not None or auth is not None:  # outermost: refused before anything
             app.add_middleware(_RequireAuth, token=token, auth=auth)
         return app
 
@@ -468,6 +478,81 @@ class _RequireAuth:
                 return False
             return bool(allowed)
         return True
+
+
+class _Sessions:
+    """The SDK's session manager of one :meth:`MCPContextServer.http_app`, run in
+    :meth:`~MCPContextServer.running`'s task group from the app's first request.
+
+    The SDK runs it in the app's own lifespan, which never runs for an app mounted
+    into another one (Starlette runs only the outer app's): every request then failed
+    with "Task group is not initialized".
+    """
+
+    def __init__(self, server: MCPContextServer, manager: StreamableHTTPSessionManager) -> None:
+        self._server = server
+        self._manager = manager
+        self._running = False
+        self._ended = False
+        self._starting: anyio.Event | None = None
+
+    @asynccontextmanager
+    async def lifespan(self, app: object) -> AsyncIterator[None]:
+        """The app's lifespan, when it is served on its own: the server's too, unless
+        someone runs the server already (:meth:`~MCPContextServer.run_http` does)."""
+        if self._server._group is not None:
+            yield
+            return
+        async with self._server.running():
+            yield
+
+    async def ensure_running(self) -> None:
+        """Start the session manager unless it runs; return once it does."""
+        while not self._running:
+            if self._starting is not None:  # another request is starting it
+                await self._starting.wait()
+                continue
+            if self._ended:
+                raise RuntimeError(
+                    "This http_app() served a running() of its MCP server that has ended; "
+                    "make a new one with MCPContextServer.http_app() to serve again"
+                )
+            group = self._server._group
+            if group is None:
+                raise RuntimeError(
+                    "The MCP server is not running: enter MCPContextServer.running() for "
+                    "the life of the application that serves its http_app() (in the "
+                    "application's lifespan, say)"
+                )
+            self._starting = starting = anyio.Event()
+            try:
+                await group.start(self._run)
+            finally:
+                self._starting = None
+                starting.set()
+
+    async def _run(self, *, task_status: TaskStatus[None]) -> None:
+        self._ended = True  # the SDK runs a session manager once
+        async with self._manager.run():
+            self._running = True
+            try:
+                task_status.started()
+                await anyio.sleep_forever()
+            finally:
+                self._running = False
+
+
+class _RunSessions:
+    """ASGI middleware: each request waits until the app's sessions run."""
+
+    def __init__(self, app: ASGIApp, *, sessions: _Sessions) -> None:
+        self.app = app
+        self.sessions = sessions
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            await self.sessions.ensure_running()
+        await self.app(scope, receive, send)
 
 
 class _MCPEvents:
