@@ -142,10 +142,14 @@ async def serve_connection(
     if event.get("type") != "websocket.connect":
         return  # gone before the handshake reached us
     refusal = checks.refusal(scope)
-    if refusal is not None:
-        await refuse(scope, send, refusal)
+    try:
+        if refusal is not None:
+            await refuse(scope, send, refusal)
+            return
+        await send({"type": "websocket.accept"})
+    except OSError as exc:  # the client left during the handshake: ASGI servers say so
+        logger.info("WebSocket client gone during the handshake: %r", exc)
         return
-    await send({"type": "websocket.accept"})
     transport = ASGIWebSocketTransport(
         scope,
         receive,

@@ -73,7 +73,6 @@ class ASGIWebSocketTransport(ObjectStream[Any]):
         max_message_bytes: int | None,
         path: str,
     ) -> None:
-        self._scope = scope
         self._asgi_receive = receive
         self._asgi_send = send
         self._max_message_bytes = max_message_bytes
