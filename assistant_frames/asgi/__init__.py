@@ -1,6 +1,6 @@
 """Frames, the browser relays and the app page inside your ASGI application.
 
-For Starlette and FastAPI (and any ASGI framework), served by uvicorn, Hypercorn...;
+For Starlette and FastAPI (and any ASGI framework) under an ASGI server such as uvicorn;
 needs the ``asgi`` extra (``pip install 'assistant-frames[asgi]'``):
 
 * :func:`frame_endpoint` is a WebSocket endpoint: it serves an

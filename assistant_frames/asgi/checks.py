@@ -5,9 +5,9 @@ The same rules as :func:`~assistant_frames.transports.websocket_server`: a beare
 when there is no ``Authorization: Bearer`` header; compared in constant time) refused
 with HTTP 401 and ``WWW-Authenticate: Bearer``; then an Origin allowlist refused with
 HTTP 403 (clients that send no ``Origin`` are allowed). A refusal is an HTTP response
-where the server supports the ASGI ``websocket.http.response`` extension (uvicorn,
-Hypercorn, Daphne do); elsewhere it is a close before accepting, which ASGI servers
-answer with HTTP 403.
+where the server supports the ASGI ``websocket.http.response`` extension (uvicorn
+does); elsewhere it is a close before accepting, which ASGI servers answer with HTTP
+403.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """One accepted ASGI WebSocket connection as a transport.
 
-The ASGI server (uvicorn, Hypercorn, Daphne...) owns the socket, the WebSocket
+The ASGI server (uvicorn, say) owns the socket, the WebSocket
 protocol, keep-alive pings and the closing handshake; this class turns its
 ``receive``/``send`` callables into the library's transport contract
 (:mod:`assistant_frames.transports.contract`): an ``anyio.abc.ObjectStream`` of JSON
