@@ -6,13 +6,14 @@ asyncio and trio alike.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import anyio
 import pytest
 
-from assistant_frames import AssistantFrameHost, AssistantFrameProvider, HandshakeRejected
-from assistant_frames.browser import RELAY_FILES, relay_files, relay_source
+from assistant_frames import AssistantFrameHost, AssistantFrameProvider, HandshakeRejected, browser
+from assistant_frames.browser import RELAY_FILES, inline_script, relay_files, relay_source
 from assistant_frames.transports import (
     HttpRequest,
     HttpResponse,
@@ -212,3 +213,21 @@ def test_relay_files_prefix() -> None:
         relay_files("static/")
     with pytest.raises(KeyError):
         relay_source("nope.js")
+
+
+@pytest.mark.parametrize("name", [name for name in RELAY_FILES if name.endswith(".js")])
+def test_inline_script_is_safe_in_html_whatever_the_source_holds(name: str) -> None:
+    element = inline_script(name, data_wire='a"b')
+    assert element.startswith('<script data-wire="a&quot;b">')
+    assert element.endswith("</script>")
+    body = element.removeprefix(element.split(">", 1)[0] + ">").removesuffix("</script>")
+    assert not re.search(r"</script|<!--", body, re.IGNORECASE)
+    assert len(body) >= len(relay_source(name).decode())
+
+
+def test_inline_script_escapes_what_would_end_the_element(monkeypatch: pytest.MonkeyPatch) -> None:
+    source = b'var a = "</SCRIPT><!-- x"; // </script>'
+    monkeypatch.setattr(browser, "relay_source", lambda name: source)
+    assert inline_script("x.js") == '<script>var a = "<\\/SCRIPT><\\!-- x"; // <\\/script></script>'
+    with pytest.raises(ValueError, match="not a script"):
+        inline_script("child-relay.html")

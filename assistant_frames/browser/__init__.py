@@ -21,9 +21,18 @@ origin. See ``docs/browser.md``.
 
 from __future__ import annotations
 
+import html
+import re
 from importlib import resources
 
-__all__ = ["APP_PAGE_FILES", "RELAY_FILES", "app_page_files", "relay_files", "relay_source"]
+__all__ = [
+    "APP_PAGE_FILES",
+    "RELAY_FILES",
+    "app_page_files",
+    "inline_script",
+    "relay_files",
+    "relay_source",
+]
 
 #: The shipped files and their content types.
 RELAY_FILES: dict[str, str] = {
@@ -48,6 +57,36 @@ def relay_source(name: str) -> bytes:
         known = sorted({*RELAY_FILES, *APP_PAGE_FILES})
         raise KeyError(f"No relay file {name!r}; there are {known}")
     return resources.files(__package__).joinpath("static", name).read_bytes()
+
+
+# What would end an inline script early (``</script``) or switch the HTML parser into
+# the script's "escaped" state (``<!--``), in any case: neither can occur in JavaScript
+# outside strings, comments and regular expressions, where the escaped forms mean the same.
+_SCRIPT_ENDS = re.compile(r"</(?=script)|<!--", re.IGNORECASE)
+
+
+def inline_script(name: str, **attributes: str) -> str:
+    """A shipped script as an inline ``<script>`` element, safe to put in any HTML.
+
+    For a resource's HTML that must carry the widget runtime itself (a widget that runs
+    in ChatGPT or Claude cannot load it from your server)::
+
+        html = f"<head>{inline_script('widget-runtime.js', data_wire='aui')}</head>..."
+
+    ``attributes`` become the tag's attributes (``data_wire="aui"`` is
+    ``data-wire="aui"``), escaped. Pasting :func:`relay_source`'s bytes between script
+    tags by hand is not safe in general: a ``</script`` in the source would end the
+    element early.
+    """
+    if not name.endswith(".js"):
+        raise ValueError(f"{name!r} is not a script")
+    source = relay_source(name).decode("utf-8")
+    safe = _SCRIPT_ENDS.sub(lambda match: "<\\/" if match[0] == "</" else "<\\!--", source)
+    attrs = "".join(
+        f' {key.replace("_", "-")}="{html.escape(value, quote=True)}"'
+        for key, value in attributes.items()
+    )
+    return f"<script{attrs}>{safe}</script>"
 
 
 def relay_files(prefix: str = "/assistant-frames/") -> dict[str, tuple[bytes, str]]:

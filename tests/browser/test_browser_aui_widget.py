@@ -21,6 +21,7 @@ from urllib.parse import quote
 import anyio
 import pytest
 
+from assistant_frames.browser import inline_script
 from assistant_frames.transports import WebSocketServer, websocket_server
 from assistant_frames.widgets import SQLiteWidgetStateStore, WidgetHost, WidgetManifest
 
@@ -128,6 +129,14 @@ GLOBALS: dict[str, Any] = {
 
 READY = "window.widgetTest && widgetTest.atLoad() !== null"
 
+# The same widget carrying the runtime inline, as a widget that runs in ChatGPT or Claude
+# must (the runtime's own source holds "</script>"-like text: inlined by hand, it broke).
+RUNTIME_TAG = b'<script src="/assistant-frames/widget-runtime.js" data-wire="aui"></script>'
+INLINED_HTML = WIDGET_HTML.replace(
+    RUNTIME_TAG, inline_script("widget-runtime.js", data_wire="aui").encode()
+)
+assert INLINED_HTML != WIDGET_HTML
+
 
 @dataclass
 class Connection:
@@ -213,6 +222,7 @@ async def aui_side(
             **widget_files(),
             "/parent.html": (PARENT_HTML, HTML),
             "/view.html": (WIDGET_HTML, HTML),
+            "/view.html/inlined": (INLINED_HTML, HTML),  # view_support finds it by that prefix
         }
         async with (
             send,
@@ -225,11 +235,13 @@ async def aui_side(
                 release.set()
 
 
-async def open_widget(page: BrowserPage, side: Side) -> tuple[str, Connection]:
+async def open_widget(
+    page: BrowserPage, side: Side, view: str = "/view.html"
+) -> tuple[str, Connection]:
     """Load the page; return the widget's origin and its connection, once the widget has
     its first globals."""
     origin = view_base(side.server)
-    await page.goto(page_url(side.server, quote(f"{origin}/view.html", safe="")))
+    await page.goto(page_url(side.server, quote(f"{origin}{view}", safe="")))
     connection = await side.next_connection()
     await view_wait(page, origin, READY)
     return origin, connection
@@ -239,6 +251,17 @@ async def run(page: BrowserPage, origin: str, expression: str) -> Any:
     """Await the widget's promise ``expression``: ``{"result": ...}`` or ``{"error": ...}``."""
     with anyio.fail_after(WAIT):
         return await view_eval(page, origin, f"widgetTest.settle({expression})")
+
+
+async def test_an_inlined_runtime_runs(page: BrowserPage, tmp_path: Path) -> None:
+    async with aui_side(tmp_path / "state.db") as side:
+        origin, connection = await open_widget(page, side, "/view.html/inlined")
+        assert await view_eval(page, origin, "widgetTest.globals()") == GLOBALS
+        assert await run(page, origin, "aui.setWidgetState({inline: true})") == {"result": None}
+        assert connection.host.state.state == {"inline": True}
+        body = await view_eval(page, origin, "document.body.innerText")
+        assert "widget runtime" not in body  # no source shown as text
+        assert body.startswith('dark: {"pizzas"')
 
 
 async def test_globals_and_every_method(page: BrowserPage, tmp_path: Path) -> None:

@@ -3,14 +3,14 @@
  * @assistant-ui/core's AssistantFrameProvider) to a Python host over the
  * assistant-frames WebSocket transport.
  *
- *   <script src="/assistant-frames/parent-relay.js"></script>
+ *   <script src="/assistant-frames/parent-relay.js"><\/script>
  *   <script>
  *     AssistantFramesRelay.parent({
  *       url: "ws://127.0.0.1:8765/frames/calc", // the Python websocket_server
  *       token: "...",                          // sent as ?access_token=
  *       src: "/calc-frame.html",               // the frame; same origin as this page
  *     });
- *   </script>
+ *   <\/script>
  *
  * This page must be the iframe's parent and share its origin: the JS frame only
  * talks to its parent window, and by default only to its own origin. (MCP Apps

@@ -9,11 +9,11 @@
  *     assistant-frames WidgetHost): AUI_METHOD_CALL out, AUI_SET_GLOBALS and
  *     AUI_METHOD_RESPONSE in, and {type: "ready"} once loaded.
  *
- *   <script src="/assistant-frames/widget-runtime.js" data-wire="aui" data-timeout="30000"></script>
+ *   <script src="/assistant-frames/widget-runtime.js" data-wire="aui" data-timeout="30000"><\/script>
  *   <script>
  *     window.addEventListener("aui:set_globals", (e) => render(e.detail.globals));
  *     window.aui.callTool("refresh", { city: "Paris" });
- *   </script>
+ *   <\/script>
  *
  * Load it before the widget's own script: window.openai and window.aui exist at once
  * (with defaults; an existing window.openai, such as ChatGPT's own, is left alone) and
