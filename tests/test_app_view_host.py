@@ -423,19 +423,18 @@ async def test_a_tool_view_gets_its_context_input_and_result_then_is_torn_down()
 
 
 @pytest.mark.anyio
-async def test_without_a_tool_call_id_no_tool_notifications_are_sent() -> None:
-    view = AppView(title="Notes", app_id="notes", html=HTML, tool_name="forecast")
+async def test_without_a_tool_call_id_the_view_gets_its_own_and_every_notification() -> None:
+    """Before: a view made without tool_call_id dropped its input and result silently
+    (logged at DEBUG), and the widget waited forever."""
+    view = AppView(title="Notes", app_id="notes", html=HTML)
+    assert view.tool_call_id == "notes/tool-call"
     async with served(view) as (app, _):
-        await view.send_tool_input({"city": "Oslo"})
         await view.send_tool_input_partial({"city": "Os"})
+        await app.wait_until(lambda app: app.tool_input_partial == {"city": "Os"})
+        await view.send_tool_input({"city": "Oslo"})
         await view.send_tool_result({"content": [{"type": "text", "text": "Sunny"}]})
-        await view.send_tool_cancelled("stop")
-        await anyio.sleep(QUIET)
-        assert app.tool_input is None
-        assert app.tool_input_partial is None
-        assert app.tool_result is None
-        assert not app.cancelled
-        assert app.host_context.tool_info is None
+        assert (await app.wait_tool_input()) == {"city": "Oslo"}
+        assert (await app.wait_tool_result()).content[0].text == "Sunny"  # type: ignore[union-attr]
 
 
 @pytest.mark.anyio

@@ -89,9 +89,9 @@ class AppView:
 
     The item: ``title``, a stable ``app_id``, the ``resource_uri`` (``ui://``) or the
     prefetched ``html`` (``resources/read`` is then skipped; ``resource_meta`` is its
-    ``_meta.ui``), an optional ``tool_name`` and ``tool_call_id`` (tool notifications are
-    sent only with an id), ``fallback_text`` for errors and the requested
-    ``display_mode``.
+    ``_meta.ui``), an optional ``tool_name`` and ``tool_call_id`` (the view's
+    ``hostContext.toolInfo.id``; without one, ``"<app_id>/tool-call"``),
+    ``fallback_text`` for errors and the requested ``display_mode``.
 
     The host: ``server`` is the app's MCP server (an entered ``MCPFrame`` or
     ``mcp.Client``, or any :class:`AppServer`); ``host_context`` is built once per host
@@ -151,7 +151,11 @@ class AppView:
         self.aria_label = aria_label or title
         self.resource_uri = resource_uri
         self.tool_name = tool_name
-        self.tool_call_id = tool_call_id
+        # The tool notifications and toolInfo need an id; a view made without one gets
+        # its own rather than silently never receiving its input and result.
+        self.tool_call_id: str | int = (
+            f"{app_id}/tool-call" if tool_call_id is None else tool_call_id
+        )
         self.fallback_text = fallback_text
         #: The display mode the item asked for (what the view may use decides).
         self.requested_display_mode: DisplayMode = display_mode
@@ -485,8 +489,6 @@ class AppView:
 
     async def _replay(self, bridge: AppBridge) -> None:
         """Tell a new connection what the host said of the tool call so far."""
-        if self.tool_call_id is None:
-            return
         assert self._sending is not None
         async with self._sending:
             if self._input is not None:
@@ -508,34 +510,26 @@ class AppView:
                 if bridge.state not in ("disconnected", "closed"):
                     await send(bridge)
 
-    def _has_tool_call(self, what: str) -> bool:
-        if self.tool_call_id is None:
-            logger.debug("App view %s has no tool-call id: %s not sent", self.app_id, what)
-        return self.tool_call_id is not None
-
     async def send_tool_input(self, arguments: Mapping[str, Any] | None) -> None:
-        """The tool call's complete arguments (not sent without a tool-call id)."""
-        if self._has_tool_call("tool input"):
-            self._input = dict(arguments or {})
-            await self._tell(lambda bridge: bridge.send_tool_input(arguments))
+        """The tool call's complete arguments."""
+        self._input = dict(arguments or {})
+        await self._tell(lambda bridge: bridge.send_tool_input(arguments))
 
     async def send_tool_input_partial(self, arguments: Mapping[str, Any]) -> None:
         """Arguments still streaming in (dropped once the complete input was sent)."""
-        if self._has_tool_call("partial tool input") and self._input is None:
+        if self._input is None:
             self._partial = dict(arguments)
             await self._tell(lambda bridge: bridge.send_tool_input_partial(arguments))
 
     async def send_tool_result(self, result: mcp.CallToolResult | Mapping[str, Any]) -> None:
-        """The tool call's result (not sent without a tool-call id)."""
-        if self._has_tool_call("tool result"):
-            self._result = result
-            await self._tell(lambda bridge: bridge.send_tool_result(result))
+        """The tool call's result."""
+        self._result = result
+        await self._tell(lambda bridge: bridge.send_tool_result(result))
 
     async def send_tool_cancelled(self, reason: str | None = None) -> None:
-        """The tool call was cancelled (not sent without a tool-call id)."""
-        if self._has_tool_call("tool cancellation"):
-            self._cancelled = (reason,)
-            await self._tell(lambda bridge: bridge.send_tool_cancelled(reason))
+        """The tool call was cancelled."""
+        self._cancelled = (reason,)
+        await self._tell(lambda bridge: bridge.send_tool_cancelled(reason))
 
     async def update_host_context(self, **changes: Any) -> None:
         """Change some keys of the host context (``theme="dark"``, ``container_dimensions=``
