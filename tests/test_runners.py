@@ -154,6 +154,8 @@ def frames_expected(runner: str) -> dict[str, Any]:
         "listener add": 7,
         "worker add": 11,
         "worker count": [3, [[3, 3], True, []]],
+        "script worker": ["script: use add for sums.", 10],
+        "command string worker": "string: use add for sums.",
         "federation tools": sorted(
             f"{member}_{tool}" for member in ("local", "worker", "ws") for tool in CALC_TOOLS
         ),
@@ -202,6 +204,7 @@ def mcp_expected(runner: str) -> dict[str, Any]:
         "http pause": ["slept 0.01", [[1, 1], True, []]],
         "http count": [2, [[2, 2], True, []]],
         "sdk shout": {"result": "HI"},
+        "federation mcp member": 10,
         "federation over mcp": [10, True, True],
         "federation over mcp add": 2,
         "done": True,
@@ -357,8 +360,9 @@ def _poll(what: str, check: Any, process: subprocess.Popen[str], timeout: float 
 @pytest.mark.parametrize("loop", ["asyncio", "uvloop"])
 def test_uvicorn_app(loop: str, tmp_path: Path) -> None:
     """``python -m uvicorn uvicorn_app:app --loop LOOP``: the lifespan's Federation of
-    a ws frame and a worker answers tool calls from request handlers, gets a killed
-    worker back, and closes cleanly (its worker stopped) on SIGTERM."""
+    a ws frame and a worker answers tool calls from request handlers and over the MCP
+    server mounted in the app, gets a killed worker back, and closes cleanly (its worker
+    stopped) on SIGTERM."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         sock.listen(128)
@@ -394,6 +398,19 @@ def test_uvicorn_app(loop: str, tmp_path: Path) -> None:
                 422,
                 {"error": 'Tool "nothing" not found', "kind": "ToolNotFoundError"},
             )
+
+            # The federation is also an MCP server mounted in the app (its sessions run
+            # in the lifespan's MCPContextServer.running()): the command line calls a
+            # tool through it; without the token, a request is refused.
+            status, refused = _http(port, "/agent/mcp", {})
+            assert (status, refused["error"]["message"]) == (401, "Unauthorized (HTTP 401)")
+            url = f"http://127.0.0.1:{port}/agent/mcp"
+            command = [sys.executable, "-m", "assistant_frames", "call", url, "ws_add"]
+            command += ["--mcp", "--token", "uvicorn-token", "--args", '{"a": 2, "b": 3}']
+            called = subprocess.run(
+                command, capture_output=True, text=True, timeout=SCENARIO_TIMEOUT, check=False
+            )
+            assert (called.returncode, called.stdout.strip()) == (0, "5"), called.stderr
 
             # A worker killed under the app comes back; its calls work again.
             _, first = _http(port, "/call/worker_pid", {})

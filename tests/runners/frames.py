@@ -1,14 +1,16 @@
-"""connect() to a registry, a ws:// frame and a worker; websocket_server,
+"""connect() to a registry, a ws:// frame and workers (a command, a .py script, a
+command string); websocket_server,
 websocket_listener and connect_websocket; a Federation of all three that gets a
 killed worker back."""
 
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 
 import anyio
-from common import calculator, http, launched, progress_of, report, wait_until
+from common import HERE, calculator, http, launched, progress_of, report, wait_until
 
 from assistant_frames import (
     AssistantFrameHost,
@@ -86,6 +88,17 @@ async def main() -> None:
         events = []
         result = await frame.call_tool("count", {"n": 3}, on_event=events.append)
         report("worker count", [result, progress_of(events)])
+
+    # connect() to a .py script (run with this interpreter), and to a command string.
+    async with connect(str(HERE / "worker_script.py"), name="script") as frame:
+        report(
+            "script worker",
+            [frame.get_model_context().system, await frame.call_tool("add", {"a": 1, "b": 9})],
+        )
+    async with connect(
+        shlex.join(launched("worker_frame.py", None, "string")), name="str"
+    ) as frame:
+        report("command string worker", frame.get_model_context().system)
 
     # A Federation of a ws frame, a worker and a registry; the worker is killed and
     # comes back.

@@ -100,17 +100,25 @@ async def main() -> None:
     async with MCPFrame(sdk, name="sdk") as frame:
         report("sdk shout", await frame.call_tool("shout", {"text": "hi"}))
 
-    # A Federation of a worker and a registry, served as one MCP server.
-    if RUNNER != "trio":
-        async with Federation() as federation:
-            await federation.add("worker", launched("worker_frame.py"))
-            await federation.add("local", calculator("local"))
+    # A Federation of a worker, a registry and an MCP server, served as one MCP server
+    # (under trio: the member's server in an asyncio process, and not served).
+    async with Federation() as federation:
+        await federation.add("worker", launched("worker_frame.py"))
+        await federation.add("local", calculator("local"))
+        if RUNNER == "trio":
+            serving = http_server_process(TOKEN)
+        else:
+            serving = http_server(calculator("member"), TOKEN)
+        async with serving as member:
+            await federation.add("mcp", member, token=TOKEN)
+            added = await federation.call_tool("mcp_add", {"a": 5, "b": 5})
+            report("federation mcp member", added)
+            await federation.remove("mcp")
+        if RUNNER != "trio":
             async with http_server(federation, None) as url, connect(url, name="fed") as frame:
                 tools = frame.get_model_context().tools
-                report(
-                    "federation over mcp", [len(tools), "worker_add" in tools, "local_add" in tools]
-                )
-                report(
-                    "federation over mcp add", await frame.call_tool("worker_add", {"a": 1, "b": 1})
-                )
+                served = [len(tools), "worker_add" in tools, "local_add" in tools]
+                report("federation over mcp", served)
+                added = await frame.call_tool("worker_add", {"a": 1, "b": 1})
+                report("federation over mcp add", added)
     report("done", True)

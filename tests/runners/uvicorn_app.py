@@ -2,7 +2,8 @@
 
 The lifespan serves a frame over WebSockets (websocket_server, on uvicorn's own loop)
 and opens a Federation of it and a worker subprocess; the routes call tools through
-the federation. Run it as users do::
+the federation, which is also an MCP server mounted at ``/agent/mcp``. Run it as users
+do::
 
     python -m uvicorn uvicorn_app:app --app-dir tests/runners --loop uvloop --fd 3
 """
@@ -18,9 +19,12 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from assistant_frames import AssistantFrameProvider, Federation, ToolCallError
+from assistant_frames.mcp import MCPContextServer
 from assistant_frames.transports import websocket_server
 
 TOKEN = "uvicorn-token"
+federation = Federation(initial_delay=0.05, max_attempts=3)
+mcp_server = MCPContextServer(federation, name="agent")
 
 
 @asynccontextmanager
@@ -28,7 +32,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     provider = AssistantFrameProvider(calculator("ws"))
     async with (
         websocket_server(provider.serve, token=TOKEN) as server,
-        Federation(initial_delay=0.05, max_attempts=3) as federation,
+        federation,
+        mcp_server.running(),
     ):
         await federation.add("ws", server.url, token=TOKEN)
         await federation.add("worker", launched("worker_frame.py", "asyncio", "worker"))
@@ -40,6 +45,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 app = FastAPI(lifespan=lifespan)
+app.mount("/agent", mcp_server.http_app(path="/mcp", token=TOKEN))
 
 
 def federation_of(request: Request) -> Federation:
