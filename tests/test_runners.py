@@ -20,6 +20,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -317,6 +318,51 @@ def test_nats(runner: str, tmp_path: Path) -> None:
             "done": True,
         }
     check(finished, expected)
+
+
+# -- a program that serves until Ctrl-C -----------------------------------------------------
+
+
+def _first_line(process: subprocess.Popen[str], timeout: float) -> str:
+    """The first line ``process`` prints, read in a thread so that the wait is bounded."""
+    stdout = process.stdout
+    assert stdout is not None
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.append(stdout.readline()))
+    reader.start()
+    reader.join(timeout)
+    if not lines or not lines[0]:
+        os.killpg(process.pid, signal.SIGKILL)
+        reader.join(5)
+        pytest.fail(f"no first line within {timeout:g} s\n" + "".join(_output_so_far(process)))
+    return lines[0]
+
+
+@pytest.mark.parametrize("runner", RUNNERS)
+def test_a_server_stops_on_ctrl_c(runner: str, tmp_path: Path) -> None:
+    """A program that serves a ws frame beside a Federation with a worker answers a
+    client (the command line), then stops promptly on SIGINT, its worker with it."""
+    command = [sys.executable, str(LAUNCH), runner, str(RUNNERS_DIR / "serve_forever.py")]
+    with _session(command, tmp_path) as server:
+        info = json.loads(_first_line(server, SCENARIO_TIMEOUT))
+        call = [sys.executable, "-m", "assistant_frames", "call", info["url"], "add"]
+        call += ["--token", "forever", "--args", '{"a": 1, "b": 2}']
+        called = subprocess.run(
+            call, capture_output=True, text=True, timeout=SCENARIO_TIMEOUT, check=False
+        )
+        assert (called.returncode, called.stdout.strip()) == (0, "3"), called.stderr
+        server.send_signal(signal.SIGINT)
+        try:
+            _, stderr = server.communicate(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            pytest.fail(
+                f"still running {STOP_TIMEOUT:g} s after SIGINT\n"
+                + "\n--- stderr\n".join(_output_so_far(server))
+            )
+        assert (server.returncode, stderr) == (130, "interrupted\n")
+        with pytest.raises(ProcessLookupError):  # the federation stopped its worker
+            os.kill(info["worker"], 0)
 
 
 # -- a FastAPI app under uvicorn -------------------------------------------------------------

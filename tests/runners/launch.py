@@ -69,7 +69,11 @@ def launch(argv: list[str]) -> None:
     os.environ["SCENARIO_RUNNER"] = runner
     sys.argv = [str(script), *argv[2:]]
     sys.path.insert(0, str(script.parent))  # the scripts share common.py
-    run(runner, _load(script))
+    try:
+        run(runner, _load(script))
+    except KeyboardInterrupt:  # Ctrl-C: the runner has cancelled and cleaned up
+        print("interrupted", file=sys.stderr, flush=True)
+        raise SystemExit(130) from None
 
 
 if __name__ == "__main__":
