@@ -445,6 +445,10 @@ def test_uvicorn_app(loop: str, tmp_path: Path) -> None:
                 {"error": 'Tool "nothing" not found', "kind": "ToolNotFoundError"},
             )
 
+            # Connections a request opens for itself.
+            for kind in ("ws", "worker"):
+                assert _http(port, f"/once/{kind}/add", {"a": 2, "b": 2}) == (200, {"result": 4})
+
             # The federation is also an MCP server mounted in the app (its sessions run
             # in the lifespan's MCPContextServer.running()): the command line calls a
             # tool through it; without the token, a request is refused.

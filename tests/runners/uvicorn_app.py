@@ -18,7 +18,7 @@ from common import calculator, launched, progress_of
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
-from assistant_frames import AssistantFrameProvider, Federation, ToolCallError
+from assistant_frames import AssistantFrameProvider, Federation, ToolCallError, connect
 from assistant_frames.mcp import MCPContextServer
 from assistant_frames.transports import websocket_server
 
@@ -38,6 +38,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         await federation.add("ws", server.url, token=TOKEN)
         await federation.add("worker", launched("worker_frame.py", "asyncio", "worker"))
         app.state.federation = federation
+        app.state.ws_url = server.url
         print("lifespan: federation ready", flush=True)
         yield
         print("lifespan: closing the federation", flush=True)
@@ -77,3 +78,11 @@ async def call(name: str, request: Request) -> JSONResponse:
     except ToolCallError as error:
         return JSONResponse({"error": str(error), "kind": type(error).__name__}, status_code=422)
     return JSONResponse({"result": result, "events": progress_of(events)})
+
+
+@app.post("/once/{kind}/{name}")
+async def once(kind: str, name: str, request: Request) -> dict[str, Any]:
+    """A connection of the request's own: to the ws frame, or to a new worker."""
+    target = request.app.state.ws_url if kind == "ws" else launched("worker_frame.py", "asyncio")
+    async with connect(target, token=TOKEN if kind == "ws" else None, name=kind) as frame:
+        return {"result": await frame.call_tool(name, await request.json())}
