@@ -488,6 +488,52 @@ async def test_pip_is_the_corner_tile(page: BrowserPage) -> None:
         )
 
 
+async def test_a_view_that_cannot_be_shown_says_why_beside_the_tool_result(
+    page: BrowserPage,
+) -> None:
+    """Before: after the timeout the page showed only the fallback text, never why."""
+    server = MCPServer("broken")
+
+    @server.tool(meta={"ui": {"resourceUri": "ui://broken/silent.html"}})
+    def silent() -> str:
+        """A view that never initializes."""
+        return "silent's result"
+
+    @server.tool(meta={"ui": {"resourceUri": "ui://broken/wide-open.html"}})
+    def wide_open() -> str:
+        """A view whose CSP asks for every origin."""
+        return "wide-open's result"
+
+    @server.resource("ui://broken/silent.html", mime_type=protocol.APP_MIME_TYPE)
+    def silent_html() -> str:
+        return "<!doctype html><p>I never say ui/initialize</p>"
+
+    @server.resource(
+        "ui://broken/wide-open.html",
+        mime_type=protocol.APP_MIME_TYPE,
+        meta={"ui": {"csp": {"connectDomains": ["*"]}}},
+    )
+    def wide_open_html() -> str:
+        return "<!doctype html><p>never served</p>"
+
+    async with (
+        MCPFrame(server, name="broken", timeout=WAIT) as frame,
+        AppPage(frame, timeout=WAIT, init_timeout=1.0) as app,
+    ):
+        await open_page(page, app)
+        await call_from_page(page, "silent", {})
+        shown = await page_view(page, "view-1", "v.state === 'error' && v.reason && v.fallback")
+        assert "initialize" in shown["reason"], shown
+        assert "1 s" in shown["reason"], shown
+        assert shown["fallback"] == "silent's result"
+        assert app.views["view-1"].error in shown["reason"]
+
+        await call_from_page(page, "wide_open", {})
+        shown = await page_view(page, "view-2", "v.state === 'error' && v.reason && v.fallback")
+        assert "not a host source" in shown["reason"], shown
+        assert shown["fallback"] == "wide-open's result"
+
+
 # -- assistant-frames apps preview -----------------------------------------------------------
 
 

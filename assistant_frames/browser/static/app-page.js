@@ -176,9 +176,16 @@
         if (entry.iframe) entry.iframe.remove();
         entry.relay = entry.iframe = null;
       }
-      if (!entry.box.querySelector(".fallback")) {
-        entry.box.appendChild(el("div", "fallback", view.fallback || view.error || "The view failed."));
+      // Why it failed (the host's reason: initialize timeout, bad HTML, CSP...), then
+      // what the tool said (it may come later), so nobody has to guess from a blank box.
+      var reason = entry.box.querySelector(".reason");
+      if (!reason) {
+        reason = entry.box.appendChild(el("div", "reason"));
+        reason.setAttribute("role", "alert");
+        entry.box.appendChild(el("div", "fallback"));
       }
+      reason.textContent = "The view could not be shown: " + (view.error || "no reason given");
+      entry.box.querySelector(".fallback").textContent = view.fallback || "";
     } else {
       connectView(entry, view);
     }
@@ -336,6 +343,7 @@
           rect: rect ? { x: rect.x, y: rect.y, width: rect.width, height: rect.height } : null,
           boxClass: entry.box.className,
           fallback: (entry.box.querySelector(".fallback") || {}).textContent || null,
+          reason: (entry.box.querySelector(".reason") || {}).textContent || null,
         };
       });
       return {
