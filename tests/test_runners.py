@@ -148,7 +148,7 @@ def frames_expected(runner: str) -> dict[str, Any]:
         "ws add": 42,
         "ws pause": ["slept 0.01", [[1, 1], True, [["info", "done sleeping"]]]],
         "ws count": [2, [[2, 2], True, []]],
-        "ws fail": "no reason",
+        "ws fail": ["ToolCallError", "no reason", "fail", "ws"],
         "ws timeout": "ToolCallTimeout",
         "connect_websocket add": 2,
         "ws wrong token": "HandshakeRejected",
@@ -176,10 +176,13 @@ def workers_expected(runner: str) -> dict[str, Any]:
     }
     return {
         **workers,
-        "killed mid-call": (
-            f"FrameDisconnected: doomed disconnected: worker process PID "
-            f"(`{worker_command(runner)}`) was killed by SIGKILL (exit code -9)"
-        ),
+        "killed mid-call": [
+            "FrameDisconnected",
+            f"doomed disconnected: worker process PID (`{worker_command(runner)}`) was "
+            "killed by SIGKILL (exit code -9)",
+            "pause",
+            "doomed",
+        ],
         "not a frame": (
             "chatty sent no model context within 1 s (it wrote 1 line that is not JSON, "
             "the first: 'hello'): is it an assistant-frames frame?"
@@ -198,7 +201,7 @@ def mcp_expected(runner: str) -> dict[str, Any]:
         "stdio tools": CALC_TOOLS,
         "stdio add": 7,
         "stdio count": [2, [[2, 2], True, []]],
-        "stdio fail": "on purpose",
+        "stdio fail": ["ToolCallError", "on purpose", "fail", "stdio"],
         "http without token": 401,
         "http add": 8,
         # MCP sends log messages only at the levels the client asked for (none here).
@@ -438,11 +441,11 @@ def test_uvicorn_app(loop: str, tmp_path: Path) -> None:
             )
             assert _http(port, "/call/worker_fail", {"why": "nope"}) == (
                 422,
-                {"error": "nope", "kind": "ToolCallError"},
+                {"error": ["ToolCallError", "nope", "fail", "worker"]},
             )
             assert _http(port, "/call/nothing", {}) == (
                 422,
-                {"error": 'Tool "nothing" not found', "kind": "ToolNotFoundError"},
+                {"error": ["ToolNotFoundError", 'Tool "nothing" not found', "nothing", None]},
             )
 
             # Connections a request opens for itself.

@@ -41,6 +41,12 @@ def without_pids(text: str) -> str:
     return re.sub(r"\bprocess \d+", "process PID", text)
 
 
+def failure(error: Any) -> list[Any]:
+    """A failed call as ``[kind, message, tool, frame]`` (a ToolCallError's fields, the
+    message without the process ids)."""
+    return [type(error).__name__, without_pids(error.message), error.tool_name, error.frame]
+
+
 def launched(script: str, runner: str | None = None, *args: str) -> list[str]:
     """The command that runs ``HERE/script`` under ``runner`` (default: this one's)."""
     return [sys.executable, str(LAUNCH), runner or RUNNER, str(HERE / script), *args]

@@ -10,7 +10,7 @@ import shlex
 import signal
 
 import anyio
-from common import HERE, calculator, http, launched, progress_of, report, wait_until
+from common import HERE, calculator, failure, http, launched, progress_of, report, wait_until
 
 from assistant_frames import (
     AssistantFrameHost,
@@ -53,7 +53,7 @@ async def main() -> None:
             try:
                 await frame.call_tool("fail", {"why": "no reason"})
             except ToolCallError as error:
-                report("ws fail", str(error))
+                report("ws fail", failure(error))
             try:
                 await frame.call_tool("pause", {"seconds": 5}, timeout=0.2)
             except ToolCallTimeout as error:

@@ -12,6 +12,7 @@ import anyio
 from common import (
     RUNNER,
     calculator,
+    failure,
     first_line,
     http,
     launched,
@@ -64,7 +65,7 @@ async def main() -> None:
         try:
             await frame.call_tool("fail", {"why": "on purpose"})
         except ToolCallError as error:
-            report("stdio fail", str(error))
+            report("stdio fail", failure(error))
 
     # Streamable HTTP, with a token.
     if RUNNER == "trio":

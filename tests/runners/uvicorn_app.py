@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from common import calculator, launched, progress_of
+from common import calculator, failure, launched, progress_of
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
@@ -76,7 +76,7 @@ async def call(name: str, request: Request) -> JSONResponse:
     try:
         result = await context.call_tool(name, args, on_event=events.append)
     except ToolCallError as error:
-        return JSONResponse({"error": str(error), "kind": type(error).__name__}, status_code=422)
+        return JSONResponse({"error": failure(error)}, status_code=422)
     return JSONResponse({"result": result, "events": progress_of(events)})
 
 

@@ -9,7 +9,7 @@ import signal
 import sys
 
 import anyio
-from common import launched, progress_of, report, without_pids
+from common import failure, launched, progress_of, report, without_pids
 
 from assistant_frames import (
     AssistantFrameHost,
@@ -52,7 +52,7 @@ async def main() -> None:
                 try:
                     await frame.call_tool("pause", {"seconds": 30})
                 except FrameDisconnected as error:
-                    report("killed mid-call", without_pids(f"{type(error).__name__}: {error}"))
+                    report("killed mid-call", failure(error))
 
     try:
         async with connect(NOT_A_FRAME, name="chatty", connect_timeout=1):
