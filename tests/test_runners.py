@@ -224,7 +224,7 @@ def mcp_expected(runner: str) -> dict[str, Any]:
 
 
 def apps_expected(runner: str) -> dict[str, Any]:
-    oslo, rome = {"city": "Oslo", "time": "12:00"}, {"city": "Rome", "time": "12:00"}
+    oslo = {"city": "Oslo", "time": "12:00"}
     return {
         "connect_app": [
             "dark",
@@ -245,9 +245,15 @@ def apps_expected(runner: str) -> dict[str, Any]:
         "page html": [200, True],
         "page view": [oslo, True],
         "page closed": ["closed", ["ui/initialize"]],
+        "done": True,
+    }
+
+
+def preview_expected(runner: str) -> dict[str, Any]:
+    return {
         "preview page": [200, True],
         "preview hello": ["hello", ["clock"]],
-        "preview view": rome,
+        "preview view": {"city": "Rome", "time": "12:00"},
         "preview view html": [200, True],
         "preview exit": 0,
         "done": True,
@@ -277,6 +283,7 @@ SCENARIOS = {
     "workers.py": workers_expected,
     "mcp_frames.py": mcp_expected,
     "apps_views.py": apps_expected,
+    "apps_preview.py": preview_expected,
     "widget_host.py": widgets_expected,
 }
 

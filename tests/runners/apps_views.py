@@ -1,14 +1,10 @@
-"""MCP Apps: AppBridge and App over memory and over a WebSocket, AppView, AppPage, and
-the ``apps preview`` command driven as a browser would (its control and view
-WebSockets). The app's MCP server runs on stdio in a subprocess under this runner."""
+"""MCP Apps: AppBridge and App over memory and over a WebSocket, AppView and AppPage.
+The app's MCP server runs on stdio in a subprocess under this runner."""
 
 from __future__ import annotations
 
-import signal
-import sys
-
 import anyio
-from common import CLOCK_HTML, first_line, http, launched, report
+from common import CLOCK_HTML, http, launched, report
 
 from assistant_frames import ModelContextRegistry, connect, memory_pair
 from assistant_frames.apps import App, AppBridge, AppView, LinkPolicy, protocol
@@ -25,7 +21,6 @@ async def main() -> None:
         await bridge_over_websocket(frame)
         await app_view(frame)
         await app_page(frame)
-    await apps_preview()
     report("done", True)
 
 
@@ -140,41 +135,3 @@ async def app_page(frame: MCPFrame) -> None:
             await view.close()
             report("page view", [result.structured_content, app.torn_down])
     report("page closed", [view.state, [t.message.get("method") for t in page.traffic][:1]])
-
-
-async def apps_preview() -> None:
-    """``assistant-frames apps preview -- SERVER``, as a person with a browser uses it."""
-    command = [sys.executable, "-m", "assistant_frames", "apps", "preview", "--"]
-    command += launched("mcp_server.py", None, "clock")
-    async with await anyio.open_process(command, stderr=None) as preview:
-        try:
-            url = await first_line(preview)
-            origin, _, fragment = url.partition("/#token=")
-            status, body = await http(origin + "/")
-            report("preview page", [status, "<html" in body.lower()])
-            control_url = origin.replace("http://", "ws://") + "/page"
-            async with connect_websocket(control_url, token=fragment) as control:
-                with anyio.fail_after(10):
-                    hello = await control.receive()
-                    report("preview hello", [hello["type"], [t["name"] for t in hello["tools"]]])
-                    await control.send(
-                        {"type": "call", "tool": "clock", "arguments": {"city": "Rome"}}
-                    )
-                    while True:
-                        shown = await control.receive()
-                        if shown.get("type") == "view" and "socket" in shown:
-                            break
-                view_url = origin.replace("http://", "ws://") + shown["socket"]
-                async with (
-                    connect_websocket(view_url, token=fragment) as transport,
-                    App(transport) as app,
-                ):
-                    result = await app.wait_tool_result(timeout=10)
-                    report("preview view", result.structured_content)
-                status, html = await http(shown["src"])
-                report("preview view html", [status, html == CLOCK_HTML])
-        finally:
-            preview.send_signal(signal.SIGTERM)
-            with anyio.fail_after(10):
-                code = await preview.wait()
-    report("preview exit", code)

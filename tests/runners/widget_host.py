@@ -1,6 +1,5 @@
 """WidgetHost (the AUI_* wire) over memory and over a WebSocket, with the app's MCP
-server (stdio, a subprocess under this runner) and a SQLite state store that a second
-host reads back."""
+server (in this process) and a SQLite state store that a second host reads back."""
 
 from __future__ import annotations
 
@@ -9,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from common import launched, report
+from common import clock_app, report
 
-from assistant_frames import connect, memory_pair
-from assistant_frames.mcp import MCPFrame
+from assistant_frames import memory_pair
+from assistant_frames.mcp import MCPContextServer, MCPFrame
 from assistant_frames.transports import connect_websocket, websocket_server
 from assistant_frames.widgets import SQLiteWidgetStateStore, WidgetHost, WidgetManifest
 
@@ -30,10 +29,8 @@ async def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder, "widgets.sqlite3")
         follow_ups: list[Any] = []
-        async with connect(
-            launched("mcp_server.py", None, "clock"), mcp=True, name="clock"
-        ) as frame:
-            assert isinstance(frame, MCPFrame)
+        server = MCPContextServer(clock_app(), name="clock")
+        async with server.running(), MCPFrame(server.server, name="clock") as frame:
             host_end, widget = memory_pair()
             async with WidgetHost(
                 host_end,
