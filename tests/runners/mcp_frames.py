@@ -90,7 +90,7 @@ async def main() -> None:
             result = await frame.call_tool("count", {"n": 2}, on_event=events.append)
             report("http count", [result, progress_of(events)])
 
-    # An MCP server object in this process (the SDK's MCPServer).
+    # connect() to an MCP server object in this process (the SDK's MCPServer).
     sdk = MCPServer("sdk")
 
     @sdk.tool()
@@ -98,7 +98,7 @@ async def main() -> None:
         """Upper-case the text."""
         return text.upper()
 
-    async with MCPFrame(sdk, name="sdk") as frame:
+    async with connect(sdk, name="sdk") as frame:
         report("sdk shout", await frame.call_tool("shout", {"text": "hi"}))
 
     # A Federation of a worker, a registry and an MCP server, served as one MCP server
