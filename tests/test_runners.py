@@ -134,7 +134,7 @@ def check(finished: Finished, expected: dict[str, Any]) -> None:
 
 # -- the scenarios -------------------------------------------------------------------------
 
-CALC_TOOLS = ["add", "count", "fail", "pause", "pid"]
+CALC_TOOLS = ["add", "count", "fail", "nap", "pause", "pid"]
 
 
 def frames_expected(runner: str) -> dict[str, Any]:
@@ -152,6 +152,8 @@ def frames_expected(runner: str) -> dict[str, Any]:
         "ws timeout": "ToolCallTimeout",
         "connect_websocket add": 2,
         "ws wrong token": "HandshakeRejected",
+        "nap timeout": "ToolCallTimeout",
+        "after an abandoned thread": [2, 0],
         "listener add": 7,
         "worker add": 11,
         "worker count": [3, [[3, 3], True, []]],
@@ -209,7 +211,7 @@ def mcp_expected(runner: str) -> dict[str, Any]:
         "http count": [2, [[2, 2], True, []]],
         "sdk shout": {"result": "HI"},
         "federation mcp member": 10,
-        "federation over mcp": [10, True, True],
+        "federation over mcp": [2 * len(CALC_TOOLS), True, True],
         "federation over mcp add": 2,
         "done": True,
     }

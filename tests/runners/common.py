@@ -79,6 +79,12 @@ def calculator(name: str = "calc") -> ModelContextRegistry:
         return f"slept {seconds}"
 
     @registry.tool
+    def nap(seconds: float) -> str:
+        """Block its thread for a while (a sync tool cannot be interrupted)."""
+        time.sleep(seconds)
+        return "rested"
+
+    @registry.tool
     def pid() -> int:
         """The process serving this frame."""
         return os.getpid()

@@ -72,6 +72,18 @@ async def main() -> None:
         except Exception as error:
             report("ws wrong token", type(error).__name__)
 
+    # A sync tool given up on (timeout) keeps its thread until it returns, then gives
+    # it back from that thread: with one thread, the next sync call waits for it.
+    single = AssistantFrameProvider(calculator("single"), max_threads=1)
+    async with websocket_server(single.serve) as server, connect(server.url) as frame:
+        try:
+            await frame.call_tool("nap", {"seconds": 0.5}, timeout=0.1)
+        except ToolCallTimeout as error:
+            report("nap timeout", type(error).__name__)
+        with anyio.fail_after(10):
+            added = await frame.call_tool("add", {"a": 1, "b": 1})
+        report("after an abandoned thread", [added, single.thread_limiter.running])
+
     # websocket_listener, served in a task group of ours.
     async with (
         await websocket_listener(token=TOKEN) as listener,
