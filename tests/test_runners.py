@@ -4,7 +4,7 @@ Each scenario in ``tests/runners/`` is a standalone script whose ``async def mai
 ``tests/runners/launch.py`` runs with exactly ``asyncio.run``, ``uvloop.run`` or
 ``trio.run`` (never ``anyio.run``, and it checks that nothing set up what anyio's runner
 would), in a subprocess: pytest's anyio plugin cannot be what makes them pass. A script
-prints ``RESULT <name> <json>`` for each thing it checked; the test compares every one
+prints ``RESULT <name> = <json>`` for each thing it checked; the test compares every one
 of them with what it expects. The FastAPI app in ``uvicorn_app.py`` is served by the
 uvicorn command line, on its asyncio and its uvloop loop, and driven over real HTTP.
 
@@ -67,15 +67,10 @@ class Finished:
 
 
 def _split_result(text: str) -> tuple[str, Any]:
-    """``"<name> <json>"``: names have spaces, so the name ends at the first space
-    after which the rest is JSON."""
-    words = text.split(" ")
-    for cut in range(1, len(words)):
-        try:
-            return " ".join(words[:cut]), json.loads(" ".join(words[cut:]))
-        except ValueError:
-            continue
-    raise AssertionError(f"not a result line: {text!r}")
+    """``"<name> = <json>"``."""
+    name, equals, value = text.partition(" = ")
+    assert equals, f"not a result line: {text!r}"
+    return name, json.loads(value)
 
 
 def _output_so_far(process: subprocess.Popen[str]) -> tuple[str, str]:

@@ -1,6 +1,6 @@
 """What the scenario scripts share: result lines, a frame's tools, bounded waits.
 
-Scripts print ``RESULT <name> <json>`` for each thing they checked; the test compares
+Scripts print ``RESULT <name> = <json>`` for each thing they checked; the test compares
 those values with what it expects, so a script that returns early or computes the
 wrong thing fails even when it exits 0.
 """
@@ -33,7 +33,8 @@ RUNNER = os.environ.get("SCENARIO_RUNNER", "")
 
 def report(name: str, value: Any) -> None:
     """One result line for the test to check."""
-    print(f"RESULT {name} {json.dumps(value, sort_keys=True)}", flush=True)
+    assert " = " not in name, name
+    print(f"RESULT {name} = {json.dumps(value, sort_keys=True)}", flush=True)
 
 
 def without_pids(text: str) -> str:
