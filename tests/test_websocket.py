@@ -995,3 +995,23 @@ async def test_a_burst_of_connects_is_accepted_whole() -> None:
         finally:
             for client in clients:
                 await client.aclose()
+
+
+async def test_closing_the_server_hangs_up_on_a_client_mid_handshake() -> None:
+    """A connection whose handshake is cut short by the server closing is closed then,
+    not left to the garbage collector (under asyncio its transport leaked: a
+    ResourceWarning, and on Python 3.13.0 a TypeError from asyncio's Server in __del__)."""
+
+    async def idle(transport: WebSocketTransport) -> None:
+        await anyio.sleep_forever()
+
+    async with websocket_server(idle) as server:
+        client = await anyio.connect_tcp("127.0.0.1", server.port)
+        await wait_until(lambda: server.connections == 1)
+        await anyio.sleep(0.05)  # its handler waits for the request
+    try:
+        with anyio.fail_after(5):
+            with pytest.raises((anyio.EndOfStream, anyio.BrokenResourceError)):
+                await client.receive()
+    finally:
+        await client.aclose()

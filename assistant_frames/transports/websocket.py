@@ -779,6 +779,10 @@ async def _serve_connection(stream: ByteStream, handler: Handler, options: _Serv
         with anyio.CancelScope(shield=True):
             await stream.aclose()
         return
+    except BaseException:  # cancelled mid-handshake (the server is closing): hang up too
+        with anyio.CancelScope(shield=True):
+            await stream.aclose()
+        raise
     if request is None:  # refused: the response has been sent
         with anyio.CancelScope(shield=True):
             await stream.aclose()
