@@ -630,8 +630,7 @@ class AppBridge:
             return
         unanswered = len(self._in_flight)
         reason = (
-            f"{self.name} read nothing for {self.timeout:g} s (the bridge's timeout): "
-            "disconnected"
+            f"{self.name} read nothing for {self.timeout:g} s (the bridge's timeout): disconnected"
         )
         logger.warning(
             "%s; %d of its requests end unanswered, and the bridge's own requests fail",
