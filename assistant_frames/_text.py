@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import os
+import shlex
 import textwrap
 from collections.abc import Sequence
 from urllib.parse import urlsplit, urlunsplit
 
 from pydantic import ValidationError
 
-__all__ = ["describe_validation_error", "format_table", "without_credentials"]
+__all__ = [
+    "command_text",
+    "describe_validation_error",
+    "format_table",
+    "without_credentials",
+    "without_repeated_command",
+]
+
+_COMMAND_SHOWN = 120  # characters of a command shown in a message
 
 
 def format_table(
@@ -50,3 +60,27 @@ def without_credentials(url: str) -> str:
     """``url`` without the ``user:password@`` or ``token@`` in it, to show people."""
     parts = urlsplit(url)
     return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
+
+
+def command_text(command: Sequence[str]) -> str:
+    """A command as a person reads it: the program's name without its directory (an
+    interpreter's full path is long and says little), shortened past 120 characters."""
+    if not command:
+        return ""
+    program, *args = command
+    shown = shlex.join([os.path.basename(program) or program, *args])
+    if len(shown) > _COMMAND_SHOWN:
+        shown = shown[: _COMMAND_SHOWN - 3] + "..."
+    return shown
+
+
+def without_repeated_command(name: str, description: str) -> str:
+    """``description`` less a `` (`command`)`` that ``name`` shows already, so a message
+    that starts with a frame's name does not write its command twice."""
+    start = description.find(" (`")
+    end = description.find("`)", start + 3)
+    if start < 0 or end < 0:
+        return description
+    if description[start + 2 : end + 1] in name:
+        return description[:start] + description[end + 2 :]
+    return description

@@ -81,6 +81,19 @@ class ToolCallError(AssistantFramesError):
         #: The name of the frame (host, MCP server, federation member) that failed the call.
         self.frame = frame
 
+    def __str__(self) -> str:
+        """:attr:`message`, led by the tool and the frame where known and not named in
+        it already (``Tool "add" of calc: ...``): a log line says which call failed."""
+        message = self.message
+        named = self.tool_name and f'"{self.tool_name}"' in message  # as in Tool "x" ...
+        tool = self.tool_name if self.tool_name and not named else None
+        frame = self.frame if self.frame and self.frame not in message else None
+        if tool and frame:
+            return f'Tool "{tool}" of {frame}: {message}'
+        if tool or frame:
+            return f'Tool "{tool}": {message}' if tool else f"{frame}: {message}"
+        return message
+
 
 class ToolNotFoundError(ToolCallError):
     """No tool of that name exists (wire message: ``Tool "<name>" not found``)."""

@@ -9,6 +9,7 @@ bounded.
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 import time
@@ -82,12 +83,17 @@ async def test_a_websocket_url() -> None:
                     pass
 
 
+def shown(command: list[str]) -> str:
+    """A command as frame names show it: the program without its directory."""
+    return shlex.join([os.path.basename(command[0]), *command[1:]])
+
+
 @pytest.mark.parametrize("form", ["list", "string"])
 async def test_a_worker_command(form: str) -> None:
     command: Any = WORKER if form == "list" else shlex.join(WORKER)
     with anyio.fail_after(WAIT):
         async with connect(command) as connection:
-            assert connection.name == f"worker `{shlex.join(WORKER)}`"
+            assert connection.name == f"worker `{shown(WORKER)}`"
             context = connection.get_model_context()
             assert set(context.tools) == {"fibonacci", "slow_report"}
             assert context.system == "Heavy computation runs in a separate worker process."
@@ -108,7 +114,7 @@ async def test_a_python_script_runs_with_this_interpreter(tmp_path: Path) -> Non
     )
     with anyio.fail_after(WAIT):
         async with connect(f"{script} --flag") as connection:  # as FastMCP's Client("x.py")
-            assert connection.name == f"worker `{shlex.join([sys.executable, str(script)])} --flag`"
+            assert connection.name == f"worker `{shown([sys.executable, str(script)])} --flag`"
             assert await connection.call_tool("which") == sys.executable
 
 
@@ -178,10 +184,10 @@ async def test_a_process_that_is_not_a_frame_times_out_saying_what_it_wrote() ->
     assert time.monotonic() - started < 1.0 + 1.5  # the process is stopped at once
     error = caught.value
     assert isinstance(error, TimeoutError)
-    assert error.frame == f"worker `{shlex.join(NOT_A_FRAME)}`"
+    assert error.frame == f"worker `{shown(NOT_A_FRAME)}`"
     assert error.message == str(error)
     assert str(error) == (
-        f"worker `{shlex.join(NOT_A_FRAME)}` sent no model context within 1 s (it wrote 2 "
+        f"worker `{shown(NOT_A_FRAME)}` sent no model context within 1 s (it wrote 2 "
         "lines that are not JSON, the first: 'hello'): is it an assistant-frames frame?"
     )
 
@@ -198,7 +204,7 @@ async def test_a_process_that_exits_first() -> None:
     with anyio.fail_after(WAIT), pytest.raises(ConnectError) as caught:
         async with connect(exits, connect_timeout=5.0):
             pass
-    assert str(caught.value).startswith(f"worker `{shlex.join(exits)}` sent no model context (")
+    assert str(caught.value).startswith(f"worker `{shown(exits)}` sent no model context (")
     assert "the first: 'hello'; is it an assistant-frames frame?)" in str(caught.value)
     assert str(caught.value).endswith("exited with code 0")
 

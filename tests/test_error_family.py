@@ -29,6 +29,7 @@ from assistant_frames import (
     ToolCallError,
     ToolCallTimeout,
     ToolNotFoundError,
+    connect,
     memory_pair,
 )
 from assistant_frames.testing import connect_frame
@@ -126,7 +127,7 @@ async def test_a_dead_worker_is_a_tool_call_error_with_exit_code(
     assert isinstance(error, ConnectionError)
     assert error.returncode == -signal.SIGKILL
     assert (error.tool_name, error.frame) == ("hang", "hanger")
-    assert error.message == str(error)
+    assert str(error) == f'Tool "hang": {error.message}'  # the message names the frame
     assert "hanging now" in error.message
     assert isinstance(later.value, FrameDisconnected)
     assert later.value is not error
@@ -261,3 +262,49 @@ async def test_an_mcp_frame_names_itself_in_its_errors(anyio_backend: str) -> No
     assert (failed.value.message, failed.value.frame) == ("no such thing", "remote")
     assert isinstance(closed.value, FrameDisconnected)
     assert (closed.value.tool_name, closed.value.frame) == ("boom", "remote")
+
+
+@pytest.mark.parametrize(
+    ("error", "shown"),
+    [
+        (ToolCallError("boom", tool_name="add", frame="calc"), 'Tool "add" of calc: boom'),
+        (ToolCallError("boom", tool_name="add"), 'Tool "add": boom'),
+        (ToolCallError("boom", frame="calc"), "calc: boom"),
+        (ToolCallError("boom"), "boom"),
+        (ToolNotFoundError("add"), 'Tool "add" not found'),  # named already
+        (
+            FrameDisconnected("calc disconnected", tool_name="add", frame="calc"),
+            'Tool "add": calc disconnected',
+        ),
+    ],
+)
+def test_an_error_says_which_tool_of_which_frame(error: ToolCallError, shown: str) -> None:
+    assert str(error) == shown
+    assert error.message in shown  # what a model reads stays the bare message
+
+
+WORKER_THAT_DIES = """
+import os
+import anyio
+from assistant_frames import ModelContextRegistry
+from assistant_frames.frames import serve_stdio
+
+registry = ModelContextRegistry()
+registry.add_tool("die", lambda: os._exit(3))
+anyio.run(serve_stdio, registry)
+"""
+
+
+async def test_a_killed_worker_names_the_tool_and_the_frame_once_and_briefly(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "dies.py"
+    script.write_text(WORKER_THAT_DIES)
+    async with connect(str(script)) as frame:
+        with pytest.raises(FrameDisconnected) as caught:
+            await frame.call_tool("die")
+    text = str(caught.value)
+    assert text.startswith(f'Tool "die": worker `{os.path.basename(sys.executable)} {script}`')
+    assert text.endswith("exited with code 3")
+    assert os.path.dirname(sys.executable) not in text  # no interpreter path
+    assert text.count(str(script)) == 1  # the command is written once

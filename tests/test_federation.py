@@ -84,13 +84,14 @@ async def test_members_added_and_removed_at_run_time(worker: list[str]) -> None:
             assert list(federation) == ["calc", "w"]
             assert "w" in federation
             assert len(federation) == 2
-            assert federation.status("w") == MemberStatus(
-                name="w",
-                target=f"worker `{' '.join(worker)}`",
-                state="connected",
-                error=None,
-                connections=1,
+            status = federation.status("w")
+            assert status == MemberStatus(
+                name="w", target=status.target, state="connected", error=None, connections=1
             )
+            # The command as people read it: no interpreter path, long ones shortened.
+            assert status.target.startswith(f"worker `{os.path.basename(sys.executable)} ")
+            assert os.path.dirname(sys.executable) not in status.target
+            assert len(status.target) <= len("worker ``") + 120
 
             calc = federation.connection("calc")
             await federation.remove("calc")

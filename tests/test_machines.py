@@ -1140,7 +1140,7 @@ def test_connection_lost_fails_every_call_once() -> None:
     for call, _ in calls:
         with pytest.raises(FrameDisconnected) as caught:
             machine.outcome(call, 30.0)
-        assert (str(caught.value), caught.value.returncode) == ("frame exited", 3)
+        assert (caught.value.message, caught.value.returncode) == ("frame exited", 3)
         assert caught.value.stderr_tail == "boom"
     assert machine.connection_lost(FrameDisconnected("again")) is False
     assert machine.disconnected is error

@@ -17,7 +17,7 @@ from os import PathLike
 from typing import Any, Literal, TypeAlias
 
 from .._anyio import task_group
-from .._text import without_credentials
+from .._text import command_text, without_credentials
 from ..errors import ConnectError, ContextTimeout, FrameDisconnected
 from ..frames import AssistantFrameHost, AssistantFrameProvider, FrameConnection
 from ..registry import ModelContextProvider
@@ -120,7 +120,7 @@ class FrameTarget:
                 command = [sys.executable, *command]
             self._command = command
             what = "MCP server" if mcp else "worker"
-            return ("mcp" if mcp else "worker"), f"{what} `{shlex.join(command)}`"
+            return ("mcp" if mcp else "worker"), f"{what} `{command_text(command)}`"
         if type(target).__module__.partition(".")[0] == "mcp" or mcp:
             return "mcp", f"MCP server {type(target).__name__}"
         if isinstance(target, AssistantFrameProvider) or (

@@ -20,6 +20,7 @@ import anyio
 from anyio.abc import ObjectStream, TaskGroup
 
 from .._anyio import HeldTaskGroup, event_class, expire_calls
+from .._text import without_repeated_command
 from ..calls import PendingCall
 from ..errors import ContextTimeout, FrameDisconnected, ToolArgumentsError
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
@@ -341,7 +342,8 @@ class AssistantFrameHost:
         except _CLOSED as exc:  # a transport may say why (an exit code, a close code)
             reason = close_reason(exc)
             self._disconnect(
-                f"{self.name} disconnected: {reason.description}"
+                f"{self.name} disconnected: "
+                f"{without_repeated_command(self.name, reason.description)}"
                 if reason.description
                 else f"{self.name} closed the connection",
                 returncode=reason.exit_code,

@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -35,6 +34,7 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectStream
 
 from .._anyio import running_asyncio, task_group
 from .._json import decode_json
+from .._text import command_text
 from ._outbox import DEFAULT_HIGH_WATER, BufferedWriter, DirectOutbox, outbox_for
 from ._streams import read_pipe, write_pipe
 from .contract import (
@@ -62,7 +62,6 @@ _READ_SIZE = 65536
 _STDERR_TAIL_BYTES = 4096
 _DROPPED_SAMPLES = 3  # dropped lines kept for diagnosis
 _EXIT_WAIT = 1.0  # after stdout ends, how long to wait for the exit code
-_COMMAND_SHOWN = 120  # characters of a worker's command shown in a message
 _CLOSE_TIMEOUT = 2.0  # how long aclose waits for queued lines to be written
 
 
@@ -335,12 +334,7 @@ class WorkerTransport(StdioTransport):
         """``worker process 4242 (`python worker.py`)``: which worker, for a person."""
         if not self.command:
             return f"worker process {self.pid}"
-        program, *args = self.command
-        # The program's name only: an interpreter's full path is long and says little.
-        shown = shlex.join([os.path.basename(program) or program, *args])
-        if len(shown) > _COMMAND_SHOWN:
-            shown = shown[: _COMMAND_SHOWN - 3] + "..."
-        return f"worker process {self.pid} (`{shown}`)"
+        return f"worker process {self.pid} (`{command_text(self.command)}`)"
 
     async def _describe_end(self, exc: BaseException | None) -> str:
         with anyio.move_on_after(_EXIT_WAIT):
