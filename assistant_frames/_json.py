@@ -11,6 +11,7 @@ it) instead of vanishing.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any
 
 from pydantic_core import from_json, to_json
@@ -26,9 +27,22 @@ def encode_json(item: Any) -> bytes:
     except (ValueError, RecursionError) as exc:
         error = exc
     try:  # lone surrogates become \\uXXXX escapes, as in JavaScript
-        return json.dumps(item, ensure_ascii=True, allow_nan=False, separators=(",", ":")).encode()
+        return json.dumps(
+            _finite(item), ensure_ascii=True, allow_nan=False, separators=(",", ":")
+        ).encode()
     except (TypeError, ValueError, RecursionError):
         raise TypeError(f"Cannot send a value that has no JSON form: {error}") from None
+
+
+def _finite(item: Any) -> Any:
+    """``item`` with non-finite floats as ``None``, as pydantic-core writes them."""
+    if isinstance(item, float):
+        return item if math.isfinite(item) else None
+    if isinstance(item, dict):
+        return {key: _finite(value) for key, value in item.items()}
+    if isinstance(item, list | tuple):
+        return [_finite(value) for value in item]
+    return item
 
 
 def decode_json(data: bytes) -> Any:

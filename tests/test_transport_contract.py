@@ -392,6 +392,24 @@ async def test_the_receiver_gets_its_own_copy(kind: str) -> None:
             assert await pair.local.receive() == "next"
 
 
+# What JavaScript peers send and ``json.loads`` makes of LLM output: strings, object keys
+# included, holding a lone UTF-16 surrogate (with a non-finite float beside them).
+ODD_BUT_VALID = {"text": "x\ud800y", "k\udfff": ["\ud83d"], "nan": float("nan"), "ok": 1.5}
+ODD_RECEIVED = {"text": "x\ud800y", "k\udfff": ["\ud83d"], "nan": None, "ok": 1.5}
+
+
+async def test_lone_surrogates_cross_every_transport_alike(kind: str) -> None:
+    """One rule everywhere: lone surrogates arrive as sent (as \\uXXXX escapes on the wire,
+    as JSON.stringify writes them), non-finite floats as null. Before, memory_pair
+    refused a lone surrogate in a key that the stream transports carried."""
+    async with connected(kind) as pair:
+        with anyio.fail_after(5):
+            await pair.local.send(ODD_BUT_VALID)
+            assert await pair.remote.receive() == ODD_RECEIVED
+            await pair.remote.send(ODD_BUT_VALID)
+            assert await pair.local.receive() == ODD_RECEIVED
+
+
 async def test_concurrent_senders_interleave_whole_messages(kind: str) -> None:
     senders, each = 5, 20
     async with connected(kind) as pair:

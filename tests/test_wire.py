@@ -149,7 +149,7 @@ async def test_host_interprets_js_tool_results(reply: str, kind: str, expected: 
             else:
                 assert isinstance(outcome.error, ToolCallError)
                 assert outcome.error.message == expected
-                assert str(outcome.error) == expected
+                assert outcome.error.message == expected
                 assert outcome.error.tool_call_id == call["id"]
 
 

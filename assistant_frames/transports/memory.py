@@ -12,6 +12,7 @@ from anyio.abc import ObjectStream
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from .._anyio import event_class
+from .._json import decode_json, encode_json
 from .contract import (
     CloseReason,
     TransportAttribute,
@@ -32,11 +33,18 @@ def copy_json(value: Any) -> Any:
     side can change what the other holds. The copy is what JSON would carry: tuples and
     sets become lists, Pydantic models and dataclasses become objects, non-finite floats
     become ``None``. Runs in pydantic-core (Rust), several times faster than Python.
+    What pydantic-core refuses (an object key holding a lone surrogate, very deep
+    nesting) goes through JSON as the stream transports send it, so every transport
+    keeps one rule.
     """
     try:
         return to_jsonable_python(value, inf_nan_mode="null")
-    except (PydanticSerializationError, ValueError, RecursionError) as exc:
-        raise UnsendableMessage(f"Cannot send a value that has no JSON form: {exc}") from None
+    except (PydanticSerializationError, ValueError, RecursionError):
+        pass
+    try:
+        return decode_json(encode_json(value))
+    except TypeError as exc:  # encode_json says what has no JSON form
+        raise UnsendableMessage(str(exc)) from None
 
 
 def _limited_copy(limit: int) -> Callable[[Any], Any]:
