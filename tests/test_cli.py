@@ -244,7 +244,7 @@ def test_demo(backend: str, tmp_path: Path) -> None:
     assert '["Icy roads until 10:00"]' in out
     # the killed worker
     assert re.search(
-        r"FrameDisconnected: worker disconnected: worker process \d+ "
+        r'FrameDisconnected: Tool "slow_report": worker disconnected: worker process \d+ '
         r"\(`\S+ -m assistant_frames._demo_worker`\) was killed by SIGKILL",
         out,
     )

@@ -318,7 +318,7 @@ async def test_sigkill_mid_call_fails_the_call_at_once(worker: Callable[..., lis
             for outcome in outcomes:
                 error = outcome.error
                 assert isinstance(error, FrameDisconnected), error
-                message = str(error)
+                message = error.message
                 assert message.startswith("worker disconnected: ")
                 assert re.search(
                     rf"worker process {pid} \(`python\S* \S+ \w+`\) was killed by SIGKILL", message

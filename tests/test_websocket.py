@@ -878,7 +878,7 @@ async def test_dropped_connection_fails_pending_calls_at_once(how: str) -> None:
             assert elapsed < 2, elapsed  # far below the 30 s call timeout
             for outcome in outcomes:
                 assert isinstance(outcome.error, FrameDisconnected), outcome.error
-                assert str(outcome.error).startswith("frame disconnected: WebSocket")
+                assert outcome.error.message.startswith("frame disconnected: WebSocket")
             assert host.state == "disconnected"
             assert host.get_model_context().tools == {}
             with pytest.raises(FrameDisconnected):
