@@ -798,7 +798,10 @@ class AppBridge:
         if not (isinstance(raw, dict) and self.extensions and protocol.is_jsonrpc(raw)):
             return None
         method, request_id, params = raw.get("method"), raw.get("id"), raw.get("params")
-        if method not in self.extensions or not isinstance(params, dict | None):
+        # A method that is not a string may be unhashable (a list): no dict lookup for it.
+        if not isinstance(method, str) or method not in self.extensions:
+            return None
+        if not isinstance(params, dict | None):
             return None
         if not isinstance(request_id, str | int) or isinstance(request_id, bool):
             return None
