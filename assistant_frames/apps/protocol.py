@@ -41,6 +41,7 @@ from mcp.server.apps import (
 from mcp_types.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 from pydantic import BaseModel, ConfigDict, StrictInt, ValidationError
 from pydantic.alias_generators import to_camel
+from pydantic_core import to_jsonable_python
 
 from .._text import describe_validation_error
 from ..errors import AssistantFramesError
@@ -764,8 +765,23 @@ def parse_result(method: str, result: Mapping[str, Any]) -> Any:
 def to_wire(value: BaseModel | Mapping[str, Any]) -> dict[str, Any]:
     """A model's wire form (camelCase, unset optional fields left out); mappings as is."""
     if isinstance(value, BaseModel):
-        return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+        try:
+            return value.model_dump(mode="json", by_alias=True, exclude_none=True)
+        except UnicodeEncodeError:
+            # pydantic-core's JSON mode refuses an object key holding a lone surrogate,
+            # which a peer's JSON may carry (as a \ud800 escape) in any open object: the
+            # Python mode keeps it, and each value is made JSON-able on its own.
+            return _jsonable(value.model_dump(by_alias=True, exclude_none=True))  # type: ignore[no-any-return]
     return dict(value)
+
+
+def _jsonable(value: Any) -> Any:
+    """``value`` (a Python-mode dump) in JSON form, its object keys as they are."""
+    if isinstance(value, dict):
+        return {key: _jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(item) for item in value]
+    return to_jsonable_python(value, inf_nan_mode="null")
 
 
 def encode_request(
