@@ -86,6 +86,11 @@ class App:
     with :class:`AppRequestError` when the host answers with an error, and with
     :class:`AppDisconnected` at once when the connection ends. The App owns
     ``transport`` and closes it on exit.
+
+    ``max_requests`` bounds the host's requests in flight (each counted until its
+    answer is sent): one beyond it, or one reusing an id in flight, is refused
+    (``-32000``). Refusals and other error answers are sent by the reader itself, so a
+    host that floods without reading stops being read instead of growing the App.
     """
 
     def __init__(
@@ -96,6 +101,7 @@ class App:
         registry: ModelContextProvider | None = None,
         capabilities: protocol.AppCapabilities | None = None,
         timeout: float = 30.0,
+        max_requests: int = 64,
         on_tool_input: Callback[dict[str, Any]] | None = None,
         on_tool_input_partial: Callback[dict[str, Any]] | None = None,
         on_tool_result: Callback[mcp.CallToolResult] | None = None,
@@ -105,7 +111,10 @@ class App:
     ) -> None:
         if not timeout > 0:
             raise ValueError(f"timeout must be positive, not {timeout!r}")
+        if max_requests < 1:
+            raise ValueError(f"max_requests must be at least 1, not {max_requests!r}")
         self.timeout = timeout
+        self.max_requests = max_requests
         self.app_info = app_info or mcp.Implementation(name="assistant-frames-app", version="1")
         self.registry = registry
         if capabilities is None:
@@ -145,6 +154,7 @@ class App:
         self.torn_down = False
         #: How many received messages could not be handled (answered with an error or dropped).
         self.rejected = 0
+        self._host_errors = 0  # error answers without an id: the first is a warning
 
         self._transport = transport
         self._state: AppState = "new"
@@ -477,7 +487,10 @@ class App:
                 except protocol.ProtocolError as exc:
                     await self._reject(exc)
                     continue
-                self._dispatch(message)
+                if isinstance(message, protocol.Request):
+                    await self._admit(message)
+                else:
+                    self._dispatch(message)
         except _CLOSED:
             self._lost("The host closed the connection")
         except Exception as exc:  # a transport failing in its own way
@@ -485,25 +498,43 @@ class App:
             self._lost(f"The transport failed: {exc!r}")
 
     async def _reject(self, exc: protocol.ProtocolError) -> None:
+        """Count (and log) a message that cannot be handled; answer it if it can be.
+
+        Awaited by the reader itself: a host that does not read its answers stops
+        being read (no task per answer piles up).
+        """
         self.rejected += 1
         level = logging.WARNING if self.rejected == 1 else logging.DEBUG
         logger.log(level, "App rejected a message: %s", exc.message)
         answer = exc.to_wire()
-        if answer is not None and self._task_group is not None:
-            self._task_group.start_soon(self._try_send, answer)
+        if answer is not None:
+            await self._try_send(answer)
+
+    async def _admit(self, request: protocol.Request) -> None:
+        """Answer ``request`` in a task of its own, or refuse it (the cap, a reused id)."""
+        if len(self._running) >= self.max_requests or request.id in self._running:
+            reason = (
+                f"Request id {request.id!r} is already in flight"
+                if request.id in self._running
+                else f"Too many requests in flight (at most {self.max_requests})"
+            )
+            await self._reject(protocol.Refused(reason, request_id=request.id))
+            return
+        assert self._task_group is not None
+        scope = self._running[request.id] = anyio.CancelScope()
+        self._task_group.start_soon(self._answer, request, scope)
 
     def _dispatch(self, message: protocol.Message) -> None:
         if isinstance(message, protocol.Response):
             self._calls.resolve(str(message.id), result=message.result)
         elif isinstance(message, protocol.ErrorResponse):
             if message.id is None:
-                logger.warning("The host reported an error: %s", message.message)
+                self._host_errors += 1
+                level = logging.WARNING if self._host_errors == 1 else logging.DEBUG
+                logger.log(level, "The host reported an error: %s", message.message)
             else:
                 self._calls.resolve(str(message.id), error=message)
-        elif isinstance(message, protocol.Request):
-            assert self._task_group is not None
-            self._task_group.start_soon(self._answer, message)
-        else:
+        elif isinstance(message, protocol.Notification):
             self._on_notification(message)
 
     def _queue(self, callback: Callable[..., Any] | None, *args: Any) -> None:
@@ -550,26 +581,28 @@ class App:
 
     # -- answering the host's requests ---------------------------------------------------
 
-    async def _answer(self, request: protocol.Request) -> None:
+    async def _answer(self, request: protocol.Request, scope: anyio.CancelScope) -> None:
+        # Counted in flight (self._running) until its answer is sent, so max_requests
+        # also bounds the answers waiting for a host that does not read.
         method = request.method
         try:
-            with anyio.CancelScope() as scope:
-                self._running[request.id] = scope
-                result = await self._serve(request)
-        except protocol.ProtocolError as exc:
-            exc.request_id = request.id
-            await self._reject(exc)
-            return
-        except Exception as exc:
-            logger.warning("App failed to answer %s: %r", method, exc)
-            answer = protocol.encode_error(request.id, _INTERNAL_ERROR, str(exc) or repr(exc))
-            await self._try_send(answer)
-            return
+            try:
+                with scope:
+                    result = await self._serve(request)
+            except protocol.ProtocolError as exc:
+                exc.request_id = request.id
+                await self._reject(exc)
+                return
+            except Exception as exc:
+                logger.warning("App failed to answer %s: %r", method, exc)
+                message = str(exc) or repr(exc)
+                await self._try_send(protocol.encode_error(request.id, _INTERNAL_ERROR, message))
+                return
+            if scope.cancelled_caught:
+                return  # the host cancelled it: no answer, as MCP says
+            await self._try_send(protocol.encode_result(request.id, result))
         finally:
             self._running.pop(request.id, None)
-        if scope.cancelled_caught:
-            return  # the host cancelled it: no answer, as MCP says
-        await self._try_send(protocol.encode_result(request.id, result))
         if method == protocol.RESOURCE_TEARDOWN:
             self.torn_down = True
             self._touch()
