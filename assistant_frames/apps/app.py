@@ -360,6 +360,10 @@ class App:
             raise AppDisconnected(error.message, method=method)
         if isinstance(error, protocol.ErrorResponse):
             raise AppRequestError(method, error.code, error.message, error.data)
+        if isinstance(error, protocol.ProtocolError):  # a malformed answer
+            raise protocol.InvalidParams(
+                f"Invalid answer to {method}: {error.message}", method=method, raw=error.raw
+            )
         if spec is None:  # a host's extension (x-assistant-frames/...): its result as sent
             return dict(call.result)
         return protocol.parse_result(method, call.result)
@@ -485,7 +489,10 @@ class App:
                 try:
                     message = protocol.decode(raw)
                 except protocol.ProtocolError as exc:
-                    await self._reject(exc)
+                    if isinstance(raw, dict) and "method" not in raw:
+                        self._bad_answer(exc)
+                    else:
+                        await self._reject(exc)
                     continue
                 if isinstance(message, protocol.Request):
                     await self._admit(message)
@@ -509,6 +516,15 @@ class App:
         answer = exc.to_wire()
         if answer is not None:
             await self._try_send(answer)
+
+    def _bad_answer(self, exc: protocol.ProtocolError) -> None:
+        """A malformed response: never answered (JSON-RPC answers requests only); one
+        that answers a request of ours fails it now, rather than at its timeout."""
+        self.rejected += 1
+        level = logging.WARNING if self.rejected == 1 else logging.DEBUG
+        logger.log(level, "App rejected an answer: %s", exc.message)
+        if exc.request_id is not None:
+            self._calls.resolve(str(exc.request_id), error=exc)
 
     async def _admit(self, request: protocol.Request) -> None:
         """Answer ``request`` in a task of its own, or refuse it (the cap, a reused id)."""

@@ -126,10 +126,18 @@ class BridgeMachine:
             message = protocol.decode(raw)
         except ProtocolError as exc:
             self.malformed += 1
+            if isinstance(raw, dict) and "method" not in raw:
+                # A bad response is never answered: two peers doing so would bounce errors
+                # back and forth for ever (JSON-RPC answers requests only). One that
+                # answers a request of ours fails it now, rather than at its deadline.
+                known = exc.request_id
+                call = self.calls.get(known) if isinstance(known, str) else None
+                if call is not None:
+                    self.calls.resolve(call.id, error=exc)
+                    out.settled.append(call)
+                return out
             answer = exc.to_wire()
-            # A bad response is never answered: two peers doing so would bounce errors
-            # back and forth for ever (JSON-RPC answers requests only).
-            if answer is not None and not (isinstance(raw, dict) and "method" not in raw):
+            if answer is not None:
                 out.send.append(answer)
             return out
         if isinstance(message, Request):
