@@ -36,8 +36,9 @@ import anyio
 import mcp_types as mcp
 from anyio.abc import ObjectStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from pydantic_core import to_json
+from pydantic_core import PydanticSerializationError, to_json
 
+from .._json import encode_json
 from ..mcp._tools import mcp_tools
 from ..transports.websocket import (
     HttpRequest,
@@ -89,7 +90,7 @@ class Traffic:
 def _logged(message: Any) -> tuple[Any, int, bool]:
     """``message`` as the log keeps it (shortened past the limit), its size, and
     whether it was shortened."""
-    text = to_json(message, fallback=repr)
+    text = _json_text(message)
     if len(text) <= _MAX_LOGGED_BYTES:
         return message, len(text), False
     kept = (
@@ -99,6 +100,20 @@ def _logged(message: Any) -> tuple[Any, int, bool]:
     )
     preview = text[: _MAX_LOGGED_BYTES // 2].decode("utf-8", "replace")
     return {**kept, "truncated": f"{preview}... ({len(text):,} bytes)"}, len(text), True
+
+
+def _json_text(message: Any) -> bytes:
+    """``message`` as JSON for the log, whatever it holds: pydantic-core refuses lone
+    surrogates (which a view's JSON may carry as escapes) and deep nesting, which the
+    wire's own encoder takes; anything else unforeseen is logged as its ``repr``."""
+    try:
+        return to_json(message, fallback=repr)
+    except (PydanticSerializationError, ValueError, RecursionError):
+        pass
+    try:
+        return encode_json(message)
+    except TypeError:
+        return repr(message).encode("utf-8", "replace")
 
 
 class _Recorded(ObjectStream[Any]):
@@ -204,6 +219,7 @@ class AppPage:
         self._page_server: WebSocketServer | None = None
         self._views_server: WebSocketServer | None = None
         self._outbox: MemoryObjectSendStream[dict[str, Any]] | None = None
+        self._dropped = 0  # messages for the pages dropped because they were too slow
 
     # -- addresses -----------------------------------------------------------------------
 
@@ -303,7 +319,17 @@ class AppPage:
         try:
             self._outbox.send_nowait(message)
         except anyio.WouldBlock:
-            logger.warning("App page: the pages are too slow; dropped a %s", message["type"])
+            # The first drop is a warning; a view flooding the log would otherwise make
+            # one for each of its messages.
+            self._dropped += 1
+            level = logging.WARNING if self._dropped == 1 else logging.DEBUG
+            logger.log(
+                level,
+                "App page: the pages are too slow; dropped a %s (%d so far; later drops are"
+                " logged at DEBUG)",
+                message["type"],
+                self._dropped,
+            )
 
     async def _pump(self, receive: MemoryObjectReceiveStream[dict[str, Any]]) -> None:
         async with receive:
