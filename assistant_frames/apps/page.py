@@ -66,6 +66,7 @@ _MAX_LOGGED_BYTES = 8 * 1024
 _ENVELOPE = ("jsonrpc", "id", "method")
 _MAX_MESSAGE_CHARS = 64 * 1024  # of a view's ui/message, as the page shows it
 _MAX_ARGUMENTS = 256 * 1024
+_MAX_COMMANDS = 16  # commands of one page running at once
 
 
 @dataclass(frozen=True)
@@ -582,16 +583,26 @@ class AppPage:
         for view in list(self.views.values()):
             await transport.send(self._describe(view))
         self._controls.add(transport)
+        # Commands run side by side (a tool call takes a while), up to a limit: a page
+        # sending more waits, unread, instead of piling up tasks.
+        running = anyio.Semaphore(_MAX_COMMANDS)
         try:
             async for message in transport:
                 if isinstance(message, dict):
                     assert self._tasks is not None
-                    self._tasks.start_soon(self._command, message)
+                    await running.acquire()
+                    self._tasks.start_soon(self._command, message, running)
         finally:
             self._controls.discard(transport)
 
-    async def _command(self, message: dict[str, Any]) -> None:
+    async def _command(self, message: dict[str, Any], running: anyio.Semaphore) -> None:
         """One thing the person did in the page; failures become notices there."""
+        try:
+            await self._do(message)
+        finally:
+            running.release()
+
+    async def _do(self, message: dict[str, Any]) -> None:
         kind = message.get("type")
         view = self.views.get(str(message.get("id")))
         try:
