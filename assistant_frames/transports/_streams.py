@@ -66,7 +66,6 @@ class _Protocol(asyncio.Protocol):
         self.paused_reading = False
         self.paused_writing = False
         self.drained: asyncio.Future[None] | None = None
-        self.on_connect: Callable[[_Protocol], object] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
@@ -76,8 +75,6 @@ class _Protocol(asyncio.Protocol):
         sock = transport.get_extra_info("socket")  # None for a pipe
         if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        if self.on_connect is not None:
-            self.on_connect(self)
 
     def data_received(self, data: bytes) -> None:
         self.chunks.append(data)
@@ -235,11 +232,6 @@ ConnectionHandler = Callable[[ByteStream], Coroutine[Any, Any, Any]]
 # The listen backlog on every backend: anyio's default (the kernel caps it at its
 # somaxconn). asyncio's own default of 100 left a burst of connects half-open.
 _BACKLOG = 65536
-# asyncio also takes its backlog as how many accept() calls one wake-up may make, and
-# on EMFILE it goes on calling (logging each failure and scheduling a retry each time):
-# at 65536 that stalls the loop for seconds. So asyncio gets its default, and the
-# socket is then told the real backlog.
-_ASYNCIO_ACCEPTS_PER_WAKEUP = 100
 
 # Running out of descriptors (or kernel memory) is temporary: wait, then accept again.
 _ACCEPT_RETRY_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM})
@@ -260,15 +252,21 @@ class TcpServer:
     """A bound TCP listening socket (:func:`bind_tcp`): where it listens, and the
     connections it serves while :meth:`serve` runs.
 
-    Connections that arrive while nothing serves wait (in the kernel's backlog, or
-    parked under asyncio) for :meth:`serve`. Beyond ``max_connections`` served at
-    once, a new connection is closed as soon as it is accepted. Running out of file
-    descriptors pauses accepting briefly instead of ending the server.
+    Connections that arrive while nothing serves wait in the kernel's backlog for
+    :meth:`serve`. Beyond ``max_connections`` served at once, a new connection is closed
+    as soon as it is accepted. Running out of file descriptors pauses accepting briefly
+    (logged at most every few seconds) instead of ending the server.
+
+    The sockets are anyio's on every backend; under asyncio the accepted connections
+    are wrapped in the buffering protocol above. asyncio's own server is not used: it
+    takes its backlog as the number of accepts per wake-up, and on EMFILE logs and
+    schedules a retry for each of them (a flood of tracebacks, the loop stalled).
     """
 
-    def __init__(self, host: str, port: int, limit: float) -> None:
-        self.host = host
-        self.port = port
+    def __init__(self, listener: anyio.abc.Listener[Any], limit: float) -> None:
+        self._listener = listener
+        self.host = str(listener.extra(SocketAttribute.local_address)[0])
+        self.port = int(listener.extra(SocketAttribute.local_port))
         self.connections = 0  # being served now
         self.refused = 0  # turned away because max_connections were being served
         self._limit = limit
@@ -276,14 +274,7 @@ class TcpServer:
             "Refused a connection: %d are being served (max_connections)"
         )
         self._closed = False
-        self._asyncio_server: asyncio.Server | None = None
-        self._listener: anyio.abc.Listener[Any] | None = None
-        # asyncio: connections accepted (in a protocol callback), waiting for serve()'s
-        # task to start their handlers. A callback runs outside any task, where anyio
-        # cannot tell which event loop runs unless anyio.run started it, so it only
-        # queues the connection and wakes that task.
-        self._accepted: deque[_Protocol] = deque()
-        self._wakeup: asyncio.Future[None] | None = None
+        self._accepting: anyio.CancelScope | None = None
 
     async def serve(
         self,
@@ -296,53 +287,23 @@ class TcpServer:
         until cancelled or :meth:`aclose` d; started once it accepts."""
         if self._closed:
             raise anyio.ClosedResourceError
+        accept = _accept_loop_asyncio if running_asyncio() else _accept_loop
         async with task_group_helper() as own:
             tasks = task_group or own
-            if self._asyncio_server is not None:
-                task_status.started()
-                await self._start_accepted(handler, tasks)
-            else:
-                assert self._listener is not None
-                for one in getattr(self._listener, "listeners", [self._listener]):  # IPv4, IPv6
-                    own.start_soon(_accept_loop, one, tasks, handler, self)
-                task_status.started()
+            with anyio.CancelScope() as self._accepting:
+                async with task_group_helper() as accepting:
+                    for one in getattr(self._listener, "listeners", [self._listener]):
+                        accepting.start_soon(accept, one, tasks, handler, self)  # IPv4, IPv6
+                    task_status.started()
 
     async def aclose(self) -> None:
         """Stop listening (connections being served are not affected); idempotent."""
         if self._closed:
             return
         self._closed = True
-        if self._asyncio_server is not None:
-            self._asyncio_server.close()
-            for protocol in self._accepted:
-                protocol.transport.abort()
-            self._accepted.clear()
-            self._wake()
-        if self._listener is not None:
-            await self._listener.aclose()
-
-    def _on_connect(self, protocol: _Protocol) -> None:
-        """asyncio: a connection was accepted (a protocol callback: no anyio here)."""
-        if self._closed or not self._admit():
-            protocol.transport.abort()
-        else:
-            self._accepted.append(protocol)
-            self._wake()
-
-    def _wake(self) -> None:
-        wakeup, self._wakeup = self._wakeup, None
-        if wakeup is not None and not wakeup.done():
-            wakeup.set_result(None)
-
-    async def _start_accepted(self, handler: ConnectionHandler, tasks: anyio.abc.TaskGroup) -> None:
-        """asyncio: start a handler for each accepted connection, until closed."""
-        loop = asyncio.get_running_loop()
-        accepted = self._accepted
-        while not self._closed:
-            while accepted:
-                tasks.start_soon(_counted, handler, _AsyncioStream(accepted.popleft()), self)
-            self._wakeup = loop.create_future()
-            await self._wakeup
+        if self._accepting is not None:  # before the sockets close under a pending accept
+            self._accepting.cancel()
+        await self._listener.aclose()
 
     def _admit(self) -> bool:
         """Count a new connection in, or refuse it (``max_connections`` are served)."""
@@ -358,39 +319,8 @@ async def bind_tcp(host: str, port: int, *, max_connections: int | None = None) 
     """Listen on ``host:port`` (``port=0``: any free port); serve with
     :meth:`TcpServer.serve`. Raises ``OSError`` when it cannot (e.g. the port is in use)."""
     limit = math.inf if max_connections is None else max_connections
-    if running_asyncio():
-        server = TcpServer(host, port, limit)
-
-        def make_protocol() -> _Protocol:
-            protocol = _Protocol()
-            protocol.on_connect = server._on_connect
-            return protocol
-
-        # asyncio itself pauses accepting for a while when descriptors run out.
-        loop = asyncio.get_running_loop()
-        server._asyncio_server = await loop.create_server(
-            make_protocol, host, port, backlog=_ASYNCIO_ACCEPTS_PER_WAKEUP
-        )
-        for listening in server._asyncio_server.sockets:
-            _listen(listening, _BACKLOG)
-        bound = server._asyncio_server.sockets[0].getsockname()
-        server.host, server.port = str(bound[0]), int(bound[1])
-        return server
     listener = await anyio.create_tcp_listener(local_host=host, local_port=port, backlog=_BACKLOG)
-    server = TcpServer(
-        str(listener.extra(SocketAttribute.local_address)[0]),
-        int(listener.extra(SocketAttribute.local_port)),
-        limit,
-    )
-    server._listener = listener
-    return server
-
-
-def _listen(listening: Any, backlog: int) -> None:
-    """``listen(backlog)`` on a listening socket an event loop owns (through a
-    duplicate descriptor: asyncio's and uvloop's socket objects do not offer it)."""
-    with socket.socket(listening.family, listening.type, fileno=os.dup(listening.fileno())) as dup:
-        dup.listen(backlog)
+    return TcpServer(listener, limit)
 
 
 @asynccontextmanager
@@ -425,6 +355,50 @@ async def _counted(handler: ConnectionHandler, stream: ByteStream, state: TcpSer
         await handler(stream)
     finally:
         state.connections -= 1
+
+
+async def _accept_loop_asyncio(
+    listener: anyio.abc.SocketListener,
+    tasks: anyio.abc.TaskGroup,
+    handler: ConnectionHandler,
+    state: TcpServer,
+) -> None:
+    """asyncio: accept from the listener's socket, each connection to be wrapped in the
+    buffering protocol by its own task."""
+    loop = asyncio.get_running_loop()
+    sock = listener.extra(SocketAttribute.raw_socket)
+    out_of_descriptors = _RateLimitedLog("Cannot accept connections for now: %s")
+    while True:
+        try:
+            connection, _ = await loop.sock_accept(sock)
+        except OSError as exc:
+            if state._closed:
+                return
+            if exc.errno == errno.ECONNABORTED:  # the client gave up first
+                continue
+            if exc.errno not in _ACCEPT_RETRY_ERRNOS:
+                raise
+            out_of_descriptors.log(exc)
+            await anyio.sleep(_ACCEPT_RETRY_DELAY)
+            continue
+        if not state._admit():
+            connection.close()
+            continue
+        tasks.start_soon(_serve_accepted, handler, connection, state)
+
+
+async def _serve_accepted(
+    handler: ConnectionHandler, connection: socket.socket, state: TcpServer
+) -> None:
+    try:
+        _, protocol = await asyncio.get_running_loop().connect_accepted_socket(
+            _Protocol, connection
+        )
+    except BaseException:
+        connection.close()
+        state.connections -= 1
+        raise
+    await _counted(handler, _AsyncioStream(protocol), state)
 
 
 async def _accept_loop(
