@@ -39,6 +39,7 @@ logger = logging.getLogger("assistant_frames.apps")
 _CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 _INTERNAL_ERROR = -32603
 _SEND_TIMEOUT = 1.0  # for what goes out on the way down (cancel notices)
+_MAX_HOST_CONTEXT_KEYS = 256  # the spec's 13, and room for a host's own
 
 AppState: TypeAlias = Literal["new", "initializing", "initialized", "closed"]
 T = TypeVar("T")
@@ -155,6 +156,7 @@ class App:
         #: How many received messages could not be handled (answered with an error or dropped).
         self.rejected = 0
         self._host_errors = 0  # error answers without an id: the first is a warning
+        self._context_full = False  # a host-context change was dropped: logged once
 
         self._transport = transport
         self._state: AppState = "new"
@@ -582,10 +584,25 @@ class App:
             self.cancelled, self.tool_cancelled = True, params.reason
             self._queue(self.on_tool_cancelled, params.reason)
         elif method == protocol.HOST_CONTEXT_CHANGED:
-            # A shallow merge of the keys that changed, as ext-apps' App does.
+            # A shallow merge of the keys that changed, as ext-apps' App does; a change
+            # that would take the context past _MAX_HOST_CONTEXT_KEYS is dropped (the
+            # context is open: a host adding keys for ever grew it, and each merge
+            # copied it whole).
             merged = {**protocol.to_wire(self.host_context), **(note.raw_params or {})}
-            self.host_context = protocol.HostContext.model_validate(merged)
-            self._queue(self.on_host_context_changed, self.host_context)
+            if len(merged) > _MAX_HOST_CONTEXT_KEYS:
+                self.rejected += 1
+                level = logging.WARNING if not self._context_full else logging.DEBUG
+                self._context_full = True
+                logger.log(
+                    level,
+                    "App ignored a host-context change: the context would have %d keys"
+                    " (at most %d)",
+                    len(merged),
+                    _MAX_HOST_CONTEXT_KEYS,
+                )
+            else:
+                self.host_context = protocol.HostContext.model_validate(merged)
+                self._queue(self.on_host_context_changed, self.host_context)
         elif method == "notifications/cancelled":
             scope = self._running.get(params.request_id)
             if scope is not None:
