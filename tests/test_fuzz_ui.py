@@ -91,6 +91,7 @@ UNREAD_BOUND = 2 * BUFFER + 2 * 64 + 8  # what may go while the peer reads nothi
 BRIDGE_QUEUE = 256  # AppBridge's own queue of messages for its writer task
 PROBE = "probe-"  # ids of the test's own requests; hostile ids never start so
 MAX_REQUESTS = 64  # AppBridge's and WidgetHost's default caps
+MAX_HOST_CONTEXT_KEYS = 256  # the keys of the host context an App keeps
 TOO_MANY = f"Too many requests in flight (at most {MAX_REQUESTS})"
 
 VIEW_URI = "ui://fuzz/view"
@@ -1325,14 +1326,24 @@ class AppUnderFuzz:
         assert added["isError"] is False
         arguments = {"arguments": {"after": "the flood"}}
         await self.host.send(protocol.encode_notification(protocol.TOOL_INPUT, arguments))
-        theme = {"theme": "light"}
-        await self.host.send(protocol.encode_notification(protocol.HOST_CONTEXT_CHANGED, theme))
+        theme, changed = {"theme": "light"}, protocol.HOST_CONTEXT_CHANGED
+        await self.host.send(protocol.encode_notification(changed, theme))
         await app.wait_until(
             lambda app: (
                 app.tool_input == {"after": "the flood"} and app.host_context.theme == "light"
             ),
             timeout=WAIT,
         )
+
+        # A host adding keys to the (open) host context for ever: the App keeps 256.
+        with anyio.fail_after(WAIT):
+            for number in range(10_000):
+                change = {f"x-fuzz-{number}": number}
+                await self.host.send(protocol.encode_notification(changed, change))
+            await self.host.send(protocol.encode_notification(changed, {"theme": "dark"}))
+            assert await self.ask("full", "ping") == protocol.encode_result(PROBE + "full", {})
+        assert len(protocol.to_wire(app.host_context)) == MAX_HOST_CONTEXT_KEYS
+        assert app.host_context.theme == "dark"  # a key it has still changes
 
         # The view's own requests get the host's exact answers.
         async def answer_message() -> None:
@@ -2031,3 +2042,31 @@ def test_a_link_with_white_space_or_a_control_character_is_refused_as_before() -
         assert policy.resolve(f"https://a.example/{char}x") is None, repr(char)
     for char in ("é", "\u200b", "\u202e", "😀", "\ufeff", "\x80", "%20"):
         assert policy.allowed(f"https://a.example/{char}x"), repr(char)
+
+
+async def test_a_host_adding_context_keys_for_ever_keeps_the_app_bounded() -> None:
+    # The App merged every host-context change into its (open) context: a host adding
+    # new keys grew it without end, each merge copying it whole (quadratic).
+    host_end, view_end = memory_pair()
+    drain = Drain(host_end, jsonrpc_shape("view"))
+    async with anyio.create_task_group() as group:
+        group.start_soon(drain.run)
+
+        async def answer_initialize() -> None:
+            request = await drain.request(protocol.INITIALIZE)
+            await host_end.send(protocol.encode_result(request["id"], INIT_RESULT))
+
+        group.start_soon(answer_initialize)
+        async with App(view_end, timeout=WAIT) as app:
+            changed = protocol.HOST_CONTEXT_CHANGED
+            for number in range(MAX_HOST_CONTEXT_KEYS + 10):
+                await host_end.send(protocol.encode_notification(changed, {f"k{number}": 1}))
+            await host_end.send(protocol.encode_notification(changed, {"theme": "light"}))
+            await app.wait_until(lambda app: app.host_context.theme == "light", timeout=WAIT)
+            kept = protocol.to_wire(app.host_context)
+            assert len(kept) == MAX_HOST_CONTEXT_KEYS
+            assert "k250" in kept
+            assert "k260" not in kept
+            assert app.rejected == 12  # the changes past the bound
+            assert app.connected
+        group.cancel_scope.cancel()
