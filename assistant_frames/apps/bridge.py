@@ -224,6 +224,7 @@ class AppBridge:
         self._unsubscribe: list[Unsubscribe] = []
         self._refreshing = False  # a listing of the view's tools is under way
         self._refresh_again = False  # the view announced a change since it started
+        self._listing_failures = 0  # listings of the view's tools that failed
         self._tearing_down = False
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -505,7 +506,18 @@ class AppBridge:
         try:
             await self.refresh_view_tools()
         except (AssistantFramesError, ProtocolError, TimeoutError) as exc:
-            logger.warning("Could not list the tools of the view %s: %s", self.name, exc)
+            # A warning the first time: a view announcing changes and answering the
+            # listings badly would otherwise make one for each of them.
+            self._listing_failures += 1
+            level = logging.WARNING if self._listing_failures == 1 else logging.DEBUG
+            logger.log(
+                level,
+                "Could not list the tools of the view %s: %s (failures: %d; later ones are"
+                " logged at DEBUG)",
+                self.name,
+                exc,
+                self._listing_failures,
+            )
 
     async def refresh_view_tools(self, timeout: float | None = None) -> list[mcp.Tool]:
         """List the view's tools now and offer them, as its ``tools/list_changed`` does.
