@@ -16,13 +16,13 @@ import hmac
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
-from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qs
 
 from starlette.types import Scope, Send
 
 from .scope import header
 
-__all__ = ["HandshakeChecks", "Refusal", "refuse", "without_token"]
+__all__ = ["HandshakeChecks", "Refusal", "refuse"]
 
 logger = logging.getLogger("assistant_frames.asgi")
 
@@ -94,19 +94,6 @@ def token_ok(scope: Scope, token: str) -> bool:
         query = parse_qs(bytes(scope.get("query_string", b"")).decode("latin-1"))
         offered = (query.get("access_token") or [""])[0]
     return hmac.compare_digest(offered.encode("utf-8", "replace"), token.encode())
-
-
-def without_token(path: str) -> str:
-    """``path`` with any ``access_token`` query parameter removed."""
-    parts = urlsplit(path)
-    if "access_token" not in parts.query:
-        return path
-    query = [
-        (key, value)
-        for key, value in parse_qsl(parts.query, keep_blank_values=True)
-        if key != "access_token"
-    ]
-    return urlunsplit(parts._replace(query=urlencode(query)))
 
 
 def _same_host(origin: str, host: str | None) -> bool:

@@ -13,13 +13,12 @@ import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-import anyio
 from starlette.types import Receive, Scope, Send
 
-from .._anyio import cancelled_here
 from ..frames import AssistantFrameProvider
 from ..registry import ModelContextProvider
-from .checks import HandshakeChecks, refuse, token_ok, without_token
+from ..transports.serving import run_handler, without_token
+from .checks import HandshakeChecks, refuse, token_ok
 from .scope import request_path
 from .transport import ASGIWebSocketTransport
 
@@ -158,17 +157,7 @@ async def serve_connection(
         path=without_token(request_path(scope)),
     )
     try:
-        await handler(transport)
-    except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-        pass  # the connection ended under the handler: nothing went wrong here
-    except Exception:
-        logger.exception("WebSocket connection handler raised")
-    except (KeyboardInterrupt, SystemExit):
-        raise
-    except BaseException as exc:  # a handler's bug ends its connection, not the server
-        if isinstance(exc, anyio.get_cancelled_exc_class()) and cancelled_here():
-            raise
-        logger.error("WebSocket connection handler raised %r", exc, exc_info=exc)
+        await run_handler(handler, transport)
     finally:
         await transport.aclose()
 

@@ -32,13 +32,13 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from typing import TYPE_CHECKING, Any
-from urllib.parse import parse_qs, parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 import anyio.abc
 from anyio.abc import ByteStream, ObjectStream
 
-from .._anyio import cancelled_here, task_group
+from .._anyio import task_group
 from .._json import decode_json
 from ..errors import ConnectError, HandshakeRejected
 from ._outbox import DEFAULT_HIGH_WATER, outbox_for
@@ -52,6 +52,7 @@ from .contract import (
     _renamed_limit,
     encode_message,
 )
+from .serving import run_handler, without_token
 
 try:
     from websockets.client import ClientProtocol
@@ -788,7 +789,7 @@ async def _serve_connection(stream: ByteStream, handler: Handler, options: _Serv
             await stream.aclose()
         return
     origin = request.headers.get("Origin")
-    path = _without_token(request.path)
+    path = without_token(request.path)
     transport = WebSocketTransport(
         stream,
         protocol,
@@ -804,17 +805,7 @@ async def _serve_connection(stream: ByteStream, handler: Handler, options: _Serv
     async with anyio.create_task_group() as connection_tasks:
         connection_tasks.start_soon(transport.run)
         try:
-            await handler(transport)
-        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
-            pass  # the connection ended under the handler: nothing went wrong here
-        except Exception:
-            logger.exception("WebSocket connection handler raised")
-        except (KeyboardInterrupt, SystemExit):
-            raise
-        except BaseException as exc:  # a handler's bug ends its connection, not the server
-            if isinstance(exc, anyio.get_cancelled_exc_class()) and cancelled_here():
-                raise
-            logger.error("WebSocket connection handler raised %r", exc, exc_info=exc)
+            await run_handler(handler, transport)
         finally:
             await transport.aclose()  # while the writer still runs, to send the close
             connection_tasks.cancel_scope.cancel()
@@ -947,19 +938,6 @@ def _response(answer: HttpResponse) -> Response:
     except ValueError:
         reason = "Unknown"
     return Response(answer.status, reason, headers, bytes(answer.body))
-
-
-def _without_token(path: str) -> str:
-    """The request path with any ``access_token`` query parameter removed."""
-    parts = urlsplit(path)
-    if "access_token" not in parts.query:
-        return path
-    query = [
-        (key, value)
-        for key, value in parse_qsl(parts.query, keep_blank_values=True)
-        if key != "access_token"
-    ]
-    return urlunsplit(parts._replace(query=urlencode(query)))
 
 
 def _token_ok(request: Request, token: str) -> bool:
