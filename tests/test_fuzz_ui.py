@@ -299,7 +299,12 @@ class Hostile:
                 "protocolVersion": rng.choice((protocol.PROTOCOL_VERSION, "2020-01-01", "")),
                 "appInfo": {"name": text, "version": "1"},
                 "appCapabilities": rng.choice(
-                    ({}, {"availableDisplayModes": ["inline", "pip"]}, {"experimental": {}})
+                    (
+                        {},
+                        {"tools": {"listChanged": True}},
+                        {"tools": {}, "availableDisplayModes": ["inline", "pip"]},
+                        {"experimental": {}},
+                    )
                 ),
             }
         elif method in (protocol.TOOL_INPUT, protocol.TOOL_INPUT_PARTIAL):
@@ -634,6 +639,16 @@ HOST_METHODS = weighted(tuple(m for m, s in protocol.METHODS.items() if s.sender
 # -- bounds ----------------------------------------------------------------------------------
 
 
+@contextmanager
+def bounded(what: str, seconds: float = WAIT) -> Iterator[None]:
+    """``anyio.fail_after(seconds)``, failing with an assertion that says what waited."""
+    try:
+        with anyio.fail_after(seconds):
+            yield
+    except TimeoutError:
+        raise AssertionError(f"not within {seconds:g} s: {what}") from None
+
+
 def task_count() -> int:
     return len(anyio.get_running_tasks())
 
@@ -772,9 +787,9 @@ async def run_flood(
             flood.mark_memory()
             if start == marks[2] and not tracing:
                 tracemalloc.stop()
-        with anyio.fail_after(WAIT):  # an end that stops reading fails here, not at LIMIT
-            for number in range(start, start + CHUNK):
-                await send(number)
+        with bounded(f"{flood.end}: messages {start} to {start + CHUNK} sent"):
+            for number in range(start, start + CHUNK):  # an end that stops reading
+                await send(number)  # fails here, not at LIMIT
                 flood.sent += 1
             await anyio.lowlevel.checkpoint()  # the well-behaved peer gets its turns
         flood.sample_tasks(peak_bound)
@@ -935,7 +950,7 @@ class Drain:
         self._changed = anyio.Event()
 
     async def answer(self, probe_id: str) -> Any:
-        with anyio.fail_after(WAIT):
+        with bounded(f"the answer to {probe_id}"):
             while probe_id not in self.probes:
                 assert not self.closed, f"the connection ended before {probe_id} was answered"
                 await self._changed.wait()
@@ -949,7 +964,7 @@ class Drain:
 
     async def request(self, method: str) -> dict[str, Any]:
         """The next request the end sends with ``method``."""
-        with anyio.fail_after(WAIT):
+        with bounded(f"a {method} request"):
             while True:
                 for index, message in enumerate(self.requests):
                     if message.get("method") == method:
@@ -1055,7 +1070,7 @@ class GoodWidget(Steady):
     async def call(self, method: str, *args: Any) -> dict[str, Any]:
         call_id = f"good-{self.rounds}-{method}"
         await self.end.send(aui_call(call_id, method, *args))
-        with anyio.fail_after(WAIT):
+        with bounded(f"the answer to the good widget's {method}"):
             answer: dict[str, Any] = await self.end.receive()
         assert answer.get("id") == call_id, answer
         return answer
@@ -1069,7 +1084,7 @@ class GoodWidget(Steady):
         assert answer == aui.encode_result(answer["id"], None)
         theme = ("light", "dark")[number % 2]
         await self.host.update_globals(theme=theme)
-        with anyio.fail_after(WAIT):
+        with bounded("the good widget's globals"):
             assert await self.end.receive() == aui.encode_set_globals({"theme": theme})
         assert self.host.close_reason is None
         assert self.host.ignored == 0
@@ -1163,6 +1178,27 @@ class BridgeUnderFuzz:
     async def send(self, number: int) -> None:
         await self.end.send(self.garbage.jsonrpc(VIEW_METHODS, ("x-fuzz/hold",)))
 
+    async def level(self) -> None:
+        """What the view last told the bridge (its model context, its tools: a megabyte
+        of text, 128 tools) set to the same, to measure."""
+        update = {"content": [{"type": "text", "text": "level"}]}
+        assert "result" in await self.ask("level", protocol.UPDATE_MODEL_CONTEXT, update)
+        await self.list_tools([{"name": "pick", "inputSchema": {"type": "object"}}])
+
+    async def list_tools(self, tools: list[dict[str, Any]]) -> None:
+        """Have the bridge list the view's tools, answered with ``tools``, exactly.
+        (The flood initialized again with other capabilities: declare tools again.)"""
+        self.hostile_answers = False
+        assert "result" in await self.ask("again", protocol.INITIALIZE, self.init)
+        await self.end.send(protocol.encode_notification("notifications/tools/list_changed"))
+        names = [tool["name"] for tool in tools]
+        with bounded(f"the bridge listing the view's tools {names}"):
+            while list(self.bridge.get_model_context().tools) != names:
+                listing = await self.drain.request("tools/list")
+                await self.end.send(protocol.encode_result(listing["id"], {"tools": tools}))
+                await anyio.sleep(0.01)
+        self.hostile_answers = True
+
     async def after_the_flood(self, flood: Flood) -> None:
         bridge, drain = self.bridge, self.drain
         assert bridge.state == "initialized"
@@ -1183,17 +1219,9 @@ class BridgeUnderFuzz:
         assert answer == protocol.encode_result(PROBE + "context", {})
         assert bridge.get_model_context().system == "The flood is over."
 
-        # The bridge lists the view's tools again, and calls one, exactly. (The flood
-        # initialized again with other capabilities: the view declares its tools again.)
+        # The bridge lists the view's tools again, and calls one, exactly.
+        await self.list_tools([{"name": "pick", "inputSchema": {"type": "object"}}])
         self.hostile_answers = False
-        assert "result" in await self.ask("again", protocol.INITIALIZE, self.init)
-        await self.end.send(protocol.encode_notification("notifications/tools/list_changed"))
-        pick = {"name": "pick", "inputSchema": {"type": "object"}}
-        with anyio.fail_after(WAIT):
-            while list(bridge.get_model_context().tools) != ["pick"]:
-                listing = await drain.request("tools/list")
-                await self.end.send(protocol.encode_result(listing["id"], {"tools": [pick]}))
-                await anyio.sleep(0.01)
         picked: list[Any] = []
         async with anyio.create_task_group() as calling:
 
@@ -1244,7 +1272,7 @@ class BridgeUnderFuzz:
 
 async def test_app_bridge_survives_a_flood_from_a_hostile_view(anyio_backend: str) -> None:
     flood = Flood(f"AppBridge/{anyio_backend}")
-    with anyio.fail_after(LIMIT):
+    with bounded("the whole test", LIMIT):
         async with shared_frame() as frame, good_bridge_view(frame) as good:
             fuzz = BridgeUnderFuzz(frame)
             async with fuzz.bridge, anyio.create_task_group() as group:
@@ -1253,7 +1281,9 @@ async def test_app_bridge_survives_a_flood_from_a_hostile_view(anyio_backend: st
                 with counting_warnings() as warnings:
                     async with beside(good.keep_working):
                         peak = task_count() + 2 * MAX_REQUESTS + 32
-                        await run_flood(flood, fuzz.send, fuzz.sync, peak_bound=peak)
+                        await run_flood(
+                            flood, fuzz.send, fuzz.sync, peak_bound=peak, level=fuzz.level
+                        )
                     assert good.rounds >= 3, good.rounds
                     await flood.settle()
                     await fuzz.after_the_flood(flood)
@@ -1336,8 +1366,8 @@ class AppUnderFuzz:
         )
 
         # A host adding keys to the (open) host context for ever: the App keeps 256.
-        with anyio.fail_after(WAIT):
-            for number in range(10_000):
+        with bounded("2,000 host-context changes"):
+            for number in range(2_000):
                 change = {f"x-fuzz-{number}": number}
                 await self.host.send(protocol.encode_notification(changed, change))
             await self.host.send(protocol.encode_notification(changed, {"theme": "dark"}))
@@ -1382,7 +1412,7 @@ class AppUnderFuzz:
 
 async def test_app_survives_a_flood_from_a_hostile_host(anyio_backend: str) -> None:
     flood = Flood(f"App/{anyio_backend}")
-    with anyio.fail_after(LIMIT):
+    with bounded("the whole test", LIMIT):
         async with shared_frame() as frame, good_bridge_view(frame) as good:
             fuzz = AppUnderFuzz()
             async with anyio.create_task_group() as group:
@@ -1469,6 +1499,11 @@ class WidgetUnderFuzz:
     async def send(self, number: int) -> None:
         await self.end.send(self.garbage.aui())
 
+    async def level(self) -> None:
+        """The widget's state (up to 256 KB) set to the same, to measure."""
+        state = await self.ask("level", "setWidgetState", {"level": 1})
+        assert state == aui.encode_result(PROBE + "level", None)
+
     async def after_the_flood(self, flood: Flood, good: GoodWidget) -> None:
         host, drain = self.host, self.drain
         assert host.close_reason is None
@@ -1523,7 +1558,7 @@ class WidgetUnderFuzz:
         drain.pause()
         for number in range(2 * BUFFER):
             await self.end.send(aui_call(f"{PROBE}last-{number}", "echo"))
-        with anyio.fail_after(WAIT):
+        with bounded("the host disconnecting a widget that reads nothing"):
             await host.wait_disconnected()
         reason = f"the widget read nothing for send_timeout ({SEND_TIMEOUT:g} s)"
         assert host.close_reason == reason
@@ -1534,7 +1569,7 @@ class WidgetUnderFuzz:
 async def test_widget_host_survives_a_flood_from_a_hostile_widget(anyio_backend: str) -> None:
     flood = Flood(f"WidgetHost/{anyio_backend}")
     store = MemoryWidgetStateStore()
-    with anyio.fail_after(LIMIT):
+    with bounded("the whole test", LIMIT):
         async with shared_frame() as frame:
             good_end, good_widget_end = memory_pair()
             good_host = WidgetHost(
@@ -1549,14 +1584,16 @@ async def test_widget_host_survives_a_flood_from_a_hostile_widget(anyio_backend:
             async with good_host, fuzz.host, anyio.create_task_group() as group:
                 good = GoodWidget(good_host, good_widget_end)
                 await good_widget_end.send({"type": "ready"})
-                with anyio.fail_after(WAIT):
+                with bounded("the good widget's globals"):
                     first = await good_widget_end.receive()
                 assert first == aui.encode_set_globals({**GLOBALS, "widgetState": None})
                 group.start_soon(fuzz.drain.run)
                 with counting_warnings() as warnings:
                     async with beside(good.keep_working):
                         peak = task_count() + MAX_REQUESTS + 32
-                        await run_flood(flood, fuzz.send, fuzz.sync, peak_bound=peak)
+                        await run_flood(
+                            flood, fuzz.send, fuzz.sync, peak_bound=peak, level=fuzz.level
+                        )
                     assert good.rounds >= 3, good.rounds
                     await flood.settle()
                     await fuzz.after_the_flood(flood, good)
@@ -1666,7 +1703,7 @@ class RawSocket:
         self._changed = anyio.Event()
 
     async def wait_for(self, predicate: Callable[[], bool], what: str) -> None:
-        with anyio.fail_after(WAIT):
+        with bounded(what):
             while not predicate():
                 assert not self.closed.is_set(), f"the connection ended before {what}"
                 await self._changed.wait()
@@ -1685,7 +1722,7 @@ async def raw_socket(url: str) -> AsyncIterator[RawSocket]:
         protocol.send_request(protocol.connect())
         await stream.send(b"".join(protocol.data_to_send()))
         events: list[object] = []
-        with anyio.fail_after(WAIT):
+        with bounded(f"the WebSocket handshake with {url}"):
             while not events:
                 protocol.receive_data(await stream.receive())
                 events = protocol.events_received()
@@ -1763,7 +1800,10 @@ class PageUnderFuzz:
             await self.socket.flush()
 
     async def level(self) -> None:
-        """The page's log (its last 2,000 messages) filled with the same, to measure."""
+        """The page's log (its last 2,000 messages) filled with the same, and what the
+        view last told the model (a megabyte of text), to measure."""
+        update = {"content": [{"type": "text", "text": "level"}]}
+        assert "result" in await self.ask("level", protocol.UPDATE_MODEL_CONTEXT, update)
         for number in range(1_000):
             self.socket.json(protocol.encode_request(f"{PROBE}level-{number}", "ping"))
             if number % WS_BATCH == 0:
@@ -1778,7 +1818,7 @@ class PageUnderFuzz:
             control.skip = b'{"type":"log","id":"'  # the log of each view message
             control.keep = lambda message: message.get("type") == "theme"
             for start in range(0, CONTROL_MESSAGES, CHUNK):
-                with anyio.fail_after(WAIT):
+                with bounded(f"commands {start} to {start + CHUNK} sent"):
                     for number in range(start, start + CHUNK):
                         control.json(self.commands.control())
                         self.hostile_message()
@@ -1818,7 +1858,7 @@ class PageUnderFuzz:
         self.socket.json(protocol.encode_notification(protocol.REQUEST_TEARDOWN))
         await self.socket.flush()
         await hostile_view.wait_state("closed", timeout=WAIT)
-        with anyio.fail_after(WAIT):
+        with bounded("the hostile view's connection closed"):
             await self.socket.closed.wait()
         assert list(self.page.views) == ["good"]
 
@@ -1831,7 +1871,7 @@ async def test_page_relay_survives_a_flood_from_a_hostile_view_and_page(
     view message logged to it twice: the second part keeps that cost to what shows
     the log's bounds.)"""
     flood = Flood(f"AppPage relay/{anyio_backend}")
-    with anyio.fail_after(LIMIT):
+    with bounded("the whole test", LIMIT):
         async with shared_frame() as frame, AppPage(frame, timeout=WAIT, init_timeout=WAIT) as page:
             hostile_view = await page.show(
                 page.new_view(title="hostile", resource_uri=VIEW_URI, app_id="hostile")
@@ -1879,7 +1919,7 @@ async def test_a_method_that_is_a_list_is_refused_and_the_bridge_serves_on() -> 
     # for a failed transport, and the view was dropped.
     host_end, view_end = memory_pair()
     async with AppBridge(host_end, extensions={"x-fuzz/echo": lambda params: params}) as bridge:
-        with anyio.fail_after(WAIT):
+        with bounded("the answers"):
             await view_end.send({"jsonrpc": "2.0", "id": 1, "method": ["x-fuzz/echo"]})
             assert await view_end.receive() == protocol.encode_error(
                 1, protocol.INVALID_REQUEST, "method must be a string"
@@ -1928,7 +1968,7 @@ async def test_a_malformed_answer_fails_the_request_it_answers_at_once() -> None
                 await bridge.list_view_tools()
             failed.set()
 
-        with anyio.fail_after(WAIT):
+        with bounded("the listing failing"):
             await view_end.receive()  # the initialize answer
             async with anyio.create_task_group() as group:
                 group.start_soon(list_tools)
@@ -1948,7 +1988,7 @@ async def test_a_malformed_answer_fails_the_request_it_answers_at_once() -> None
 
         group.start_soon(answer_initialize)
         async with App(view_end, timeout=30.0) as app:
-            with anyio.fail_after(WAIT):
+            with bounded("the request failing"):
 
                 async def answer_badly() -> None:
                     request = await drain.request(protocol.OPEN_LINK)
@@ -2070,3 +2110,34 @@ async def test_a_host_adding_context_keys_for_ever_keeps_the_app_bounded() -> No
             assert app.rejected == 12  # the changes past the bound
             assert app.connected
         group.cancel_scope.cancel()
+
+
+async def test_failed_listings_of_a_view_s_tools_warn_once() -> None:
+    # Each failed listing was a warning: a view announcing changes and answering every
+    # listing with an error flooded the log.
+    host_end, view_end = memory_pair()
+
+    def refuse(request: dict[str, Any]) -> list[Any] | None:
+        if request.get("method") == "tools/list":
+            return [protocol.encode_error(request["id"], -32603, "no")]
+        return None
+
+    drain = Drain(view_end, jsonrpc_shape("host"), refuse)
+    with counting_warnings() as warnings:
+        async with AppBridge(host_end, timeout=WAIT) as bridge, anyio.create_task_group() as group:
+            group.start_soon(drain.run)
+            init = {**INIT_PARAMS, "appCapabilities": {"tools": {"listChanged": True}}}
+            await view_end.send(protocol.encode_request(PROBE + "init", protocol.INITIALIZE, init))
+            await drain.answer(PROBE + "init")
+            await view_end.send(protocol.encode_notification(protocol.INITIALIZED))
+            for _ in range(200):
+                await view_end.send(
+                    protocol.encode_notification("notifications/tools/list_changed")
+                )
+                await anyio.lowlevel.checkpoint()
+            await view_end.send(protocol.encode_request(PROBE + "ping", "ping"))
+            await drain.answer(PROBE + "ping")
+            assert await until(lambda: drain.received > 20)  # listings, each refused
+            assert bridge.state == "initialized"
+            group.cancel_scope.cancel()
+    assert warnings.count == 1, warnings.samples
