@@ -610,9 +610,9 @@ class Hostile:
         if roll < 0.25:
             return valid[: rng.randrange(len(valid) + 1)]  # truncated
         if roll < 0.45:
-            depth = rng.choice((250, 300, 1000, 5000))
-            inner = '{"jsonrpc":"2.0","id":"d","method":"ping","params":' * 1
-            return inner + "[" * depth + "]" * depth + "}"
+            depth = rng.choice((250, 300, 1000, 5000))  # past pydantic-core's and json's
+            head = '{"jsonrpc":"2.0","id":"d","method":"ping","params":'
+            return head + "[" * depth + "]" * depth + "}"
         if roll < 0.6:
             token = rng.choice(("NaN", "-Infinity", "1e999", '"\\ud800"', '"\\udfff\\ud800"'))
             return '{"jsonrpc":"2.0","id":' + token + ',"method":"ping"}'
