@@ -8,17 +8,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import ClassVar, Final
+from typing import Any, ClassVar, Final
 
 __all__ = [
     "ERROR_KINDS",
     "AssistantFramesError",
     "ConnectError",
     "ContextTimeout",
+    "DocumentChanged",
     "ErrorCode",
     "ErrorKind",
     "FrameDisconnected",
     "HandshakeRejected",
+    "ProviderDisposed",
     "ToolArgumentsError",
     "ToolCallError",
     "ToolCallTimeout",
@@ -41,6 +43,8 @@ class ErrorCode(StrEnum):
     MALFORMED_CALL = "malformed_call"
     TIMEOUT = "timeout"
     DISCONNECTED = "disconnected"
+    DOCUMENT_CHANGED = "document_changed"
+    PROVIDER_DISPOSED = "provider_disposed"
 
 
 class AssistantFramesError(Exception):
@@ -192,6 +196,33 @@ class FrameDisconnected(ToolCallError, ConnectionError):
         )
 
 
+class DocumentChanged(FrameDisconnected):
+    """The frame's document changed while the call was pending (a browser frame
+    reloaded, a frame process was replaced): the call was lost with the old document.
+
+    Its message is the JS text, ``"AssistantFrame document has changed"``; the connection
+    stays, and the new document's tools are called as usual.
+    """
+
+    code = ErrorCode.DOCUMENT_CHANGED
+
+    def __init__(self, message: str = "AssistantFrame document has changed", **kwargs: Any):
+        super().__init__(message, **kwargs)
+
+
+class ProviderDisposed(FrameDisconnected):
+    """The frame stopped serving (its provider was disposed) while the call was
+    pending, or before it was made; calls fail with this until it sends a context again.
+
+    Its message is the JS text, ``"AssistantFrameProvider has been disposed"``.
+    """
+
+    code = ErrorCode.PROVIDER_DISPOSED
+
+    def __init__(self, message: str = "AssistantFrameProvider has been disposed", **kwargs: Any):
+        super().__init__(message, **kwargs)
+
+
 class ToolConflictError(AssistantFramesError, ValueError):
     """Two tools of the same name at the same priority, in strict mode or on a local add."""
 
@@ -263,6 +294,11 @@ class ErrorKind:
 
 
 RESULT_NOT_SENDABLE: Final = "Tool result could not be sent across the frame boundary"
+#: The JS frame's error for a ``tool-call`` addressed to another document, and the JS
+#: host's for calls pending when the frame's document changed (0.3.35).
+DOCUMENT_CHANGED: Final = "AssistantFrame document has changed"
+#: The error of calls pending (or made) once a frame's provider was disposed (0.3.35).
+PROVIDER_DISPOSED: Final = "AssistantFrameProvider has been disposed"
 
 ERROR_KINDS: Final[dict[ErrorCode, ErrorKind]] = {
     kind.code: kind
@@ -301,6 +337,9 @@ ERROR_KINDS: Final[dict[ErrorCode, ErrorKind]] = {
         # result the model can read, as it would any failed call.
         ErrorKind(ErrorCode.TIMEOUT, ToolCallTimeout, None, -32001, True),
         ErrorKind(ErrorCode.DISCONNECTED, FrameDisconnected, None, -32000, True),
+        # @assistant-ui/core 0.3.35's words for a frame whose document went away.
+        ErrorKind(ErrorCode.DOCUMENT_CHANGED, DocumentChanged, DOCUMENT_CHANGED, -32000, True),
+        ErrorKind(ErrorCode.PROVIDER_DISPOSED, ProviderDisposed, PROVIDER_DISPOSED, -32000, True),
     )
 }
 
@@ -327,6 +366,10 @@ def _tool_error(
         return ToolDisabledError(tool_name, tool_call_id=tool_call_id)
     if code is ErrorCode.INVALID_ARGUMENTS:
         return ToolArgumentsError(message, tool_name=tool_name, tool_call_id=tool_call_id)
+    if code is ErrorCode.DOCUMENT_CHANGED:
+        return DocumentChanged(message, tool_name=tool_name, tool_call_id=tool_call_id)
+    if code is ErrorCode.PROVIDER_DISPOSED:
+        return ProviderDisposed(message, tool_name=tool_name, tool_call_id=tool_call_id)
     error = ToolCallError(message, tool_name=tool_name, tool_call_id=tool_call_id)
     if code is not ErrorCode.TOOL_FAILED:
         error.code = code  # type: ignore[misc]

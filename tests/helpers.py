@@ -10,6 +10,7 @@ import fcntl
 import itertools
 import os
 import socket
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
@@ -48,14 +49,38 @@ def envelope(message: Any) -> dict[str, Any]:
     return {"channel": CHANNEL, "message": message}
 
 
+_documents: weakref.WeakKeyDictionary[MemoryTransport, str] = weakref.WeakKeyDictionary()
+
+
 async def next_message(end: MemoryTransport, kind: str | None = None) -> dict[str, Any]:
-    """The next message (of type ``kind``, skipping others) received on a raw end."""
+    """The next message (of type ``kind``, skipping others) received on a raw end.
+
+    Its ``documentId``, if any, is checked (a string, the same on everything that end
+    received) and left out: see :func:`document_of`.
+    """
     while True:
         raw = await end.receive()
         assert raw["channel"] == CHANNEL
         message: dict[str, Any] = raw["message"]
+        document = message.pop("documentId", None)
+        if document is not None:
+            assert isinstance(document, str)
+            assert _documents.setdefault(end, document) == document
         if kind is None or message["type"] == kind:
             return message
+
+
+def body(raw: Any) -> dict[str, Any]:
+    """The message of an envelope a frame sent, without its ``documentId`` (a string)."""
+    assert raw["channel"] == CHANNEL
+    message = dict(raw["message"])
+    assert isinstance(message.pop("documentId"), str), raw
+    return message
+
+
+def document_of(end: MemoryTransport) -> str:
+    """The ``documentId`` the frame on the other side of ``end`` sent (see next_message)."""
+    return _documents[end]
 
 
 _call_ids = itertools.count()

@@ -32,6 +32,7 @@ from helpers import (
     calculator,
     call_raw,
     envelope,
+    next_message,
     raw_frame,
     serve_frame,
     served,
@@ -364,7 +365,7 @@ async def test_frame_duplicate_ids() -> None:
                         }
                     )
                 )
-                assert (await end.receive())["message"] == {
+                assert await next_message(end) == {
                     "type": "tool-result",
                     "id": "dup",
                     "result": expected,
@@ -373,7 +374,7 @@ async def test_frame_duplicate_ids() -> None:
             await end.send(envelope({"type": "tool-call", "id": "live", "toolName": "slow"}))
             await gate.started.wait()
             await end.send(envelope({"type": "tool-call", "id": "live", "toolName": "nope"}))
-            assert (await end.receive())["message"] == {
+            assert await next_message(end) == {
                 "type": "tool-result",
                 "id": "live",
                 "error": 'Tool "nope" not found',

@@ -26,7 +26,15 @@ from assistant_frames import (
     memory_pair,
 )
 
-from helpers import EMPTY_OBJECT, Outcome, Point, calculator, envelope, serve_frame
+from helpers import (
+    EMPTY_OBJECT,
+    Outcome,
+    Point,
+    calculator,
+    envelope,
+    next_message,
+    serve_frame,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -296,19 +304,19 @@ async def test_burst_of_adds_is_coalesced_on_the_wire() -> None:
         async with anyio.create_task_group() as tg:
             tg.start_soon(frame.serve, frame_end)
             await host_end.send(REQUEST)
-            first = await host_end.receive()
-            assert first["message"] == {"type": "model-context-update", "context": {}}
+            first = await next_message(host_end)
+            assert first == {"type": "model-context-update", "context": {}}
 
             for i in range(1000):  # synchronously: no checkpoint in between
                 registry.add_tool(f"t{i}", parameters=EMPTY_OBJECT)
 
             updates: list[dict[str, Any]] = []
             while not updates or len(updates[-1]["context"].get("tools", {})) < 1000:
-                message = (await host_end.receive())["message"]
+                message = await next_message(host_end)
                 assert message["type"] == "model-context-update"
                 updates.append(message)
             with anyio.move_on_after(0.2):  # anything that would still follow the burst
-                updates.append((await host_end.receive())["message"])
+                updates.append(await next_message(host_end))
             assert 1 <= len(updates) <= 2, [len(u["context"].get("tools", {})) for u in updates]
             assert list(updates[-1]["context"]["tools"]) == [f"t{i}" for i in range(1000)]
             tg.cancel_scope.cancel()

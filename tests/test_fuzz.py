@@ -20,7 +20,7 @@ from assistant_frames import (
 )
 from assistant_frames.frames.protocol import MalformedMessage, decode
 
-from helpers import CHANNEL, EMPTY_OBJECT, MESSAGE_TYPES, envelope, nested_json
+from helpers import CHANNEL, EMPTY_OBJECT, MESSAGE_TYPES, body, envelope, nested_json
 
 BACKENDS = ("asyncio", "trio")
 # Longer than any generated id, so garbage can never touch the probe's calls.
@@ -200,9 +200,7 @@ async def frame_survives(garbage: list[Any]) -> None:
             )
             got_update = got_result = False
             while not (got_update and got_result):
-                raw = await host_end.receive()
-                assert raw["channel"] == CHANNEL
-                message = raw["message"]
+                message = body(await host_end.receive())
                 if message["type"] == "model-context-update":
                     context = message["context"]
                     if context.get("system") == PROBE_SYSTEM and list(context["tools"]) == ["add"]:

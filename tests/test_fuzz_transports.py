@@ -600,6 +600,9 @@ class RawPeer:
         if not isinstance(message.get("type"), str):
             self.problems.append(f"a message without a type: {raw!r:.100}")
             return
+        if not isinstance(message.pop("documentId", ""), str):  # frames send one
+            self.problems.append(f"a documentId that is not a string: {raw!r:.100}")
+            return
         self.messages.append(message)
         if message["type"] == "tool-result" and isinstance(message.get("id"), str):
             self.results[message["id"]] = message

@@ -799,7 +799,7 @@ def test_open_returns_the_request_once() -> None:
 def test_first_context_subscribes_once() -> None:
     machine, factory = new_host()
     assert machine.context is EMPTY_CONTEXT
-    assert machine.receive(context_update(WIRE)) == (True, protocol.encode_context_subscribe())
+    assert machine.receive(context_update(WIRE)) == (True, (protocol.encode_context_subscribe(),))
     assert machine.subscribed
     context = machine.context
     assert context.system == "Be brief."
@@ -809,32 +809,32 @@ def test_first_context_subscribes_once() -> None:
     assert (tool.disabled, tool.type) == (False, None)
     assert factory.built == ["add"]
     # The same context again: nothing changed, nothing to send, nothing rebuilt.
-    assert machine.receive(context_update(copy.deepcopy(WIRE))) == (False, None)
+    assert machine.receive(context_update(copy.deepcopy(WIRE))) == (False, ())
     assert machine.context is context
     assert factory.built == ["add"]
     # A response is a context too; the subscribe went out already.
     response = context_update({"system": "Hi", "tools": WIRE["tools"]}, "model-context-response")
-    assert machine.receive(response) == (True, None)
+    assert machine.receive(response) == (True, ())
     assert machine.context.system == "Hi"
 
 
 def test_an_empty_first_context_is_a_change() -> None:
     machine, _ = new_host()
-    assert machine.receive(context_update({})) == (True, protocol.encode_context_subscribe())
+    assert machine.receive(context_update({})) == (True, (protocol.encode_context_subscribe(),))
     assert machine.wire == {}
     assert machine.context.system is None
     assert dict(machine.context.tools) == {}
-    assert machine.receive(context_update({"tools": None, "system": None})) == (False, None)
+    assert machine.receive(context_update({"tools": None, "system": None})) == (False, ())
 
 
 def test_a_context_before_open_does_not_subscribe() -> None:
     machine, _ = new_host(opened=False)
-    assert machine.receive(context_update(WIRE)) == (True, None)
+    assert machine.receive(context_update(WIRE)) == (True, ())
     assert not machine.subscribed
     machine.open()
     assert machine.receive(context_update({"system": "x"})) == (
         True,
-        protocol.encode_context_subscribe(),
+        (protocol.encode_context_subscribe(),),
     )
 
 
@@ -843,11 +843,11 @@ def test_a_system_only_change_reuses_the_tools() -> None:
     machine.receive(context_update(WIRE))
     before = machine.context.tools
     changed, reply = machine.receive(context_update({**WIRE, "system": "Be verbose."}))
-    assert (changed, reply) == (True, None)
+    assert (changed, reply) == (True, ())
     assert machine.context.system == "Be verbose."
     assert machine.context.tools["add"] is before["add"]
     assert factory.built == ["add"]
-    assert machine.receive(context_update({"tools": WIRE["tools"]})) == (True, None)
+    assert machine.receive(context_update({"tools": WIRE["tools"]})) == (True, ())
     assert machine.context.system is None
     assert machine.context.tools["add"] is before["add"]
 
@@ -861,7 +861,7 @@ def test_a_changed_tool_is_rebuilt_alone() -> None:
     machine.receive(context_update({"tools": tools}))
     old = dict(machine.context.tools)
     tools_b2 = {**tools, "b": {"parameters": EMPTY_OBJECT, "description": "B2", "disabled": True}}
-    assert machine.receive(context_update({"tools": tools_b2})) == (True, None)
+    assert machine.receive(context_update({"tools": tools_b2})) == (True, ())
     new = machine.context.tools
     assert new["a"] is old["a"]
     assert new["b"] is not old["b"]
@@ -869,15 +869,15 @@ def test_a_changed_tool_is_rebuilt_alone() -> None:
     assert factory.built == ["a", "b", "b"]
     # A tool added, then one removed: both are changes; the others stay the same objects.
     with_c = {**tools_b2, "c": {"parameters": EMPTY_OBJECT, "type": "human"}}
-    assert machine.receive(context_update({"tools": with_c})) == (True, None)
+    assert machine.receive(context_update({"tools": with_c})) == (True, ())
     assert machine.context.tools["c"].type == "human"
     assert machine.context.tools["a"] is old["a"]
     without_a = {"b": with_c["b"], "c": with_c["c"]}  # a new dict: what was sent is the host's
-    assert machine.receive(context_update({"tools": without_a})) == (True, None)
+    assert machine.receive(context_update({"tools": without_a})) == (True, ())
     assert list(machine.context.tools) == ["b", "c"]
     # Same count, a different name: still a change.
     swapped = {"b": without_a["b"], "d": without_a["c"]}
-    assert machine.receive(context_update({"tools": swapped})) == (True, None)
+    assert machine.receive(context_update({"tools": swapped})) == (True, ())
     assert list(machine.context.tools) == ["b", "d"]
     assert factory.built == ["a", "b", "b", "c", "d"]
 
@@ -932,15 +932,15 @@ def test_an_unusable_first_context_sends_no_subscribe() -> None:
     with pytest.raises(MalformedMessage):
         machine.receive(context_update({"tools": {"add": {"disabled": 1}}}))
     assert (machine.wire, machine.context, machine.subscribed) == (None, EMPTY_CONTEXT, False)
-    assert machine.receive(context_update(WIRE)) == (True, protocol.encode_context_subscribe())
+    assert machine.receive(context_update(WIRE)) == (True, (protocol.encode_context_subscribe(),))
 
 
 def test_host_ignores_what_is_not_ours_or_not_for_it() -> None:
     machine, _ = new_host()
     call, wake = start(machine)
     for raw in [None, 3, {"channel": "other"}, REQUEST, SUBSCRIBE, tool_call(call.id)]:
-        assert machine.receive(raw) == (False, None)
-    assert machine.receive(tool_cancel(call.id)) == (False, None)
+        assert machine.receive(raw) == (False, ())
+    assert machine.receive(tool_cancel(call.id)) == (False, ())
     assert machine.malformed == 0
     assert wake.count == 0
     assert machine.wire is None
@@ -949,8 +949,8 @@ def test_host_ignores_what_is_not_ours_or_not_for_it() -> None:
 def test_a_result_for_an_unknown_id_is_ignored() -> None:
     machine, _ = new_host()
     call, wake = start(machine)
-    assert machine.receive(tool_result("unknown", result=1)) == (False, None)
-    assert machine.receive(tool_result("unknown", error="boom")) == (False, None)
+    assert machine.receive(tool_result("unknown", result=1)) == (False, ())
+    assert machine.receive(tool_result("unknown", error="boom")) == (False, ())
     assert wake.count == 0
     assert not call.settled
     assert call.id in machine.calls
@@ -962,11 +962,11 @@ def test_a_result_settles_its_call() -> None:
     other, other_wake = start(machine)
     assert call.id.startswith("t-")
     assert call.id != other.id
-    assert machine.receive(tool_result(call.id, result={"sum": 3})) == (False, None)
+    assert machine.receive(tool_result(call.id, result={"sum": 3})) == (False, ())
     assert wake.count == 1
     assert call.settled
     assert machine.outcome(call, 30.0) == {"sum": 3}
-    assert machine.receive(tool_result(call.id, result="late")) == (False, None)  # finished
+    assert machine.receive(tool_result(call.id, result="late")) == (False, ())  # finished
     assert wake.count == 1
     assert machine.outcome(call, 30.0) == {"sum": 3}
     assert other_wake.count == 0
@@ -1039,7 +1039,7 @@ def test_a_timed_out_call_raises_timeout_and_is_cancelled() -> None:
     assert caught.value.tool_call_id == call.id
     assert isinstance(caught.value, TimeoutError)
     assert machine.abandon(call) == protocol.encode_tool_cancel(call.id)
-    assert machine.receive(tool_result(call.id, result=1)) == (False, None)  # too late
+    assert machine.receive(tool_result(call.id, result=1)) == (False, ())  # too late
     assert wake.count == 1
 
 
@@ -1225,10 +1225,10 @@ def test_host_context_is_always_the_last_accepted_wire(values: list[Any]) -> Non
             assert changed is (accepted is None or meaning != accepted)
             accepted = meaning
         else:
-            assert (changed, reply) == (False, None)
+            assert (changed, reply) == (False, ())
             assert machine.context is before
-        if reply is not None:
-            assert reply == protocol.encode_context_subscribe()
+        if reply:
+            assert reply == (protocol.encode_context_subscribe(),)
             subscribes += 1
         if accepted is not None:
             context = machine.context

@@ -32,6 +32,7 @@ from assistant_frames import (
     FrameDisconnected,
     HandshakeRejected,
     ModelContextRegistry,
+    ProviderDisposed,
     ToolNotFoundError,
 )
 from assistant_frames.transports import (
@@ -42,10 +43,10 @@ from assistant_frames.transports import (
 )
 
 from helpers import (
-    CHANNEL,
     CountingGate,
     Gate,
     Outcome,
+    body,
     calculator,
     envelope,
     free_port,
@@ -161,15 +162,16 @@ class RawClient:
         await self.stream.send(data)
 
     async def receive_message(self, kind: str | None = None) -> dict[str, Any]:
-        """The next frame message (of type ``kind``), answering pings meanwhile."""
+        """The next frame message (of type ``kind``, without a frame's ``documentId``),
+        answering pings meanwhile."""
         while True:
             while self.frames:
                 frame = self.frames.popleft()
                 if frame.opcode in (Opcode.TEXT, Opcode.BINARY):
                     raw = json.loads(frame.data)
-                    assert raw["channel"] == CHANNEL
-                    if kind is None or raw["message"]["type"] == kind:
-                        return raw["message"]  # type: ignore[no-any-return]
+                    message = body(raw) if "documentId" in raw["message"] else raw["message"]
+                    if kind is None or message["type"] == kind:
+                        return message  # type: ignore[no-any-return]
             if self.eof:
                 raise EOFError(f"closed with code {self.protocol.close_code}")
             await self.read_once()
@@ -878,13 +880,17 @@ async def test_dropped_connection_fails_pending_calls_at_once(how: str) -> None:
             assert elapsed < 2, elapsed  # far below the 30 s call timeout
             for outcome in outcomes:
                 assert isinstance(outcome.error, FrameDisconnected), outcome.error
-                assert outcome.error.message.startswith("frame disconnected: WebSocket")
-            assert host.state == "disconnected"
+                if how == "tcp-reset":
+                    assert outcome.error.message.startswith("frame disconnected: WebSocket")
+                else:  # the frame stopped serving an open connection, and said so first
+                    assert type(outcome.error) is ProviderDisposed, outcome.error
+                    assert outcome.error.message == "AssistantFrameProvider has been disposed"
+            await wait_until(lambda: host.state == "disconnected")
             assert host.get_model_context().tools == {}
-            with pytest.raises(FrameDisconnected):
+            with pytest.raises(FrameDisconnected) as after:
                 await host.call_tool("add", {"a": 1, "b": 2})
             if how != "tcp-reset":  # a clean close says so
-                assert "code 1000" in str(outcomes[0].error)
+                assert "code 1000" in str(after.value)
             await wait_until(gate.cancelled.is_set)  # the frame stopped the call
 
 
@@ -960,7 +966,7 @@ async def test_close_codes_seen_by_the_websockets_client() -> None:
                 }
                 await ws.send(json.dumps(envelope(call)))
                 result = json.loads(await ws.recv())
-                assert result["message"] == {"type": "tool-result", "id": "c1", "result": 3}
+                assert body(result) == {"type": "tool-result", "id": "c1", "result": 3}
             assert ws.close_code == 1000  # we closed; the server answered in kind
             await wait_until(lambda: frame.connection_count == 0)
 

@@ -56,7 +56,7 @@ JS_HOST_TOOL_CALL = (
     '{"channel":"assistant-ui-frame","message":{"type":"tool-call","id":"tool-cKFNxAk",'
     '"toolName":"add","args":{"a":20,"b":22}}}'
 )
-# What the JS host expects back for that call.
+# What the JS host expects back for that call (a 0.3.35 frame adds its documentId).
 JS_EXPECTED_TOOL_RESULT = (
     '{"channel":"assistant-ui-frame","message":{"type":"tool-result","id":"tool-cKFNxAk",'
     '"result":42}}'
@@ -291,7 +291,8 @@ async def test_frame_answers_a_js_request_with_an_update() -> None:
             assert set(raw) == {"channel", "message"}
             assert raw["channel"] == CHANNEL
             message = raw["message"]
-            assert set(message) == {"type", "context"}
+            assert set(message) == {"type", "context", "documentId"}
+            assert isinstance(message["documentId"], str)
             assert message["type"] == "model-context-update"
             context = message["context"]
             assert set(context) == {"system", "tools"}
@@ -322,22 +323,24 @@ async def test_frame_answers_the_js_golden_tool_call_exactly() -> None:
             await end.send(json.loads(JS_HOST_REQUEST))
             await next_message(end, "model-context-update")
             await end.send(json.loads(JS_HOST_TOOL_CALL))
-            assert await end.receive() == json.loads(JS_EXPECTED_TOOL_RESULT)
+            assert await next_message(end) == json.loads(JS_EXPECTED_TOOL_RESULT)["message"]
 
 
 async def test_frame_answers_tool_calls_without_any_request() -> None:
     with anyio.fail_after(5):
         async with served(python_registry()) as end:
             await end.send(json.loads(JS_HOST_TOOL_CALL))
-            assert await end.receive() == json.loads(JS_EXPECTED_TOOL_RESULT)
+            assert await next_message(end) == json.loads(JS_EXPECTED_TOOL_RESULT)["message"]
             await end.send(
                 envelope(
                     {"type": "tool-call", "id": "tool-Zz09aBc", "toolName": "nope", "args": {}}
                 )
             )
-            assert await end.receive() == envelope(
-                {"type": "tool-result", "id": "tool-Zz09aBc", "error": 'Tool "nope" not found'}
-            )
+            assert await next_message(end) == {
+                "type": "tool-result",
+                "id": "tool-Zz09aBc",
+                "error": 'Tool "nope" not found',
+            }
 
 
 async def test_frame_pushes_changes_to_a_js_host_that_only_requested() -> None:

@@ -4,9 +4,10 @@
 subscribed, was a context asked for, what was last sent, which calls are live) and
 applies the protocol's rules: a request or a subscribe subscribes, a reused live id
 cancels the older call, a cancelled call sends no result, a malformed call with an id is
-answered. It never awaits: feed it what arrived (:meth:`FrameMachine.receive`), act on
-the event it returns. :class:`~assistant_frames.frames.AssistantFrameProvider` is its
-anyio driver.
+answered, a call addressed to another document is refused, everything sent carries the
+frame's document id, and a request's id is echoed. It never awaits: feed it what arrived
+(:meth:`FrameMachine.receive`), act on the event it returns.
+:class:`~assistant_frames.frames.AssistantFrameProvider` is its anyio driver.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ __all__ = [
     "FrameEvent",
     "FrameMachine",
     "Malformed",
+    "Refused",
 ]
 
 H = TypeVar("H")
@@ -85,7 +87,17 @@ class Malformed:
         self.first = first
 
 
-FrameEvent = CallRequested[Any] | CallCancelled[Any] | ContextWanted | Malformed
+class Refused:
+    """A ``tool-call`` the frame will not run (addressed to another document): send
+    ``reply``, its error ``tool-result``."""
+
+    __slots__ = ("reply",)
+
+    def __init__(self, reply: dict[str, Any]) -> None:
+        self.reply = reply
+
+
+FrameEvent = CallRequested[Any] | CallCancelled[Any] | ContextWanted | Malformed | Refused
 _CONTEXT_WANTED = ContextWanted()
 
 
@@ -93,15 +105,27 @@ class FrameMachine(Generic[H]):
     """The rules of one frame-to-host connection, without I/O.
 
     ``H`` is whatever the driver uses to run a call (it hands it to :meth:`track`); the
-    machine keeps the live ones in :attr:`calls` by id.
+    machine keeps the live ones in :attr:`calls` by id. ``document_id`` is the frame's
+    document (``@assistant-ui/core`` 0.3.35: one per provider session), stamped on every
+    message the machine builds; ``None`` sends none, as 0.3.20 frames did.
     """
 
-    __slots__ = ("calls", "force_context", "last_sent", "malformed", "subscribed")
+    __slots__ = (
+        "calls",
+        "document_id",
+        "force_context",
+        "last_sent",
+        "malformed",
+        "request_id",
+        "subscribed",
+    )
 
-    def __init__(self) -> None:
+    def __init__(self, document_id: str | None = None) -> None:
+        self.document_id = document_id
         self.calls: dict[str, H] = {}
         self.subscribed = False
         self.force_context = False  # a request waits for an answer, changed or not
+        self.request_id: str | None = None  # the id that answer echoes, if the request had one
         self.last_sent: SerializedModelContext | None = None
         self.malformed = 0
 
@@ -111,7 +135,9 @@ class FrameMachine(Generic[H]):
         """Apply one received value; the event for the driver, or ``None`` (nothing to do)."""
         fast = protocol.fast_tool_call(raw)
         if fast is not None:
-            call_id, name, args, events = fast
+            call_id, name, args, events, document = fast
+            if document is not None and document != self.document_id:
+                return self._refuse(call_id)
             return CallRequested(call_id, name, args, self.calls.pop(call_id, None), events)
         try:
             message = protocol.decode(raw)
@@ -120,7 +146,9 @@ class FrameMachine(Generic[H]):
             reply = None
             if exc.tool_call_id is not None:
                 reply = protocol.encode_tool_error(
-                    exc.tool_call_id, f"Malformed tool-call: {exc.reason}"
+                    exc.tool_call_id,
+                    f"Malformed tool-call: {exc.reason}",
+                    document_id=self.document_id,
                 )
             return Malformed(exc.reason, reply, self.malformed == 1)
         if message is None:
@@ -128,6 +156,8 @@ class FrameMachine(Generic[H]):
         kind = type(message)
         if kind is ToolCall:
             call = cast(ToolCall, message)
+            if call.document_id is not None and call.document_id != self.document_id:
+                return self._refuse(call.id)
             return CallRequested(
                 call.id, call.tool_name, call.args, self.calls.pop(call.id, None), call.wants_events
             )
@@ -137,6 +167,9 @@ class FrameMachine(Generic[H]):
         if kind is ModelContextRequest:
             self.subscribed = True
             self.force_context = True  # answered even if nothing changed
+            request_id = cast(ModelContextRequest, message).request_id
+            if request_id is not None:  # a later request without one still echoes it
+                self.request_id = request_id
             return _CONTEXT_WANTED
         if kind is ModelContextSubscribe:
             self.subscribed = True
@@ -144,6 +177,15 @@ class FrameMachine(Generic[H]):
         if kind is ModelContextUnsubscribe:
             self.subscribed = False
         return None  # frame -> host types arriving at a frame: not for us
+
+    def _refuse(self, call_id: str) -> Refused:
+        """A call for another document (the host knew an earlier one): not run, as in
+        the JS frame; a live call with the same id is left alone."""
+        return Refused(
+            protocol.encode_tool_error(
+                call_id, protocol.DOCUMENT_CHANGED, document_id=self.document_id
+            )
+        )
 
     # -- calls -----------------------------------------------------------------------------
 
@@ -178,4 +220,32 @@ class FrameMachine(Generic[H]):
         if not force and (wire is last or wire == last):
             return None
         self.last_sent = wire
-        return protocol.encode_context_update(wire)
+        request_id, self.request_id = self.request_id, None
+        return protocol.encode_context_update(
+            wire, document_id=self.document_id, request_id=request_id
+        )
+
+    # -- stopping --------------------------------------------------------------------------
+
+    def dispose(self) -> tuple[list[H], list[dict[str, Any]]]:
+        """The frame stops serving a connection that is still open, as the JS
+        ``AssistantFrameProvider.dispose()`` does.
+
+        Returns the live calls (cancel them) and the messages to send: an empty context
+        (when the host has a context from us), an error ``tool-result`` for each live
+        call, and ``provider-disposed``. The calls are forgotten.
+        """
+        handles = list(self.calls.values())
+        messages: list[dict[str, Any]] = []
+        if self.last_sent:  # the host shows our tools: take them away
+            self.last_sent = {}
+            messages.append(protocol.encode_context_update({}, document_id=self.document_id))
+        messages.extend(
+            protocol.encode_tool_error(
+                call_id, protocol.PROVIDER_DISPOSED, document_id=self.document_id
+            )
+            for call_id in self.calls
+        )
+        self.calls.clear()
+        messages.append(protocol.encode_provider_disposed(self.document_id))
+        return handles, messages

@@ -11,6 +11,7 @@ import copy
 import logging
 import math
 import secrets
+import uuid
 from collections.abc import Callable
 from contextlib import suppress
 from types import TracebackType
@@ -31,12 +32,15 @@ from . import protocol
 from .host_machine import HostMachine, HostState
 from .protocol import MalformedMessage, SerializedTool
 
-__all__ = ["AssistantFrameHost"]
+__all__ = ["FRAME_LOAD_GRACE", "AssistantFrameHost"]
 
 logger = logging.getLogger("assistant_frames.frames")
 
 _CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 _CANCEL_SEND_TIMEOUT = 1.0
+#: How long :meth:`AssistantFrameHost.frame_loaded` waits for the frame to answer before
+#: it forgets the old document (the JS host's ``FRAME_LOAD_GRACE_MS``).
+FRAME_LOAD_GRACE = 2.0
 
 State = HostState
 
@@ -53,6 +57,12 @@ class AssistantFrameHost:
     own. When the transport breaks, pending calls fail at once with
     :class:`FrameDisconnected`, the frame's tools disappear and subscribers are told.
     The host owns ``transport`` and closes it on exit.
+
+    Frames that send a ``documentId`` (``@assistant-ui/core`` 0.3.35, and this library's
+    frames) are followed from document to document: a new one (a reloaded page, a
+    restarted frame) replaces the context and fails the old one's pending calls with
+    :class:`~assistant_frames.DocumentChanged`; ``provider-disposed`` fails them, and
+    new calls until the next context, with :class:`~assistant_frames.ProviderDisposed`.
     """
 
     def __init__(
@@ -77,6 +87,8 @@ class AssistantFrameHost:
         self._new_event: Callable[[], anyio.Event] = anyio.Event  # the backend's, once entered
         self._tasks = HeldTaskGroup()
         self._task_group: TaskGroup | None = None
+        self._load_scope: anyio.CancelScope | None = None  # frame_loaded's grace period
+        self._load_timer: str | None = None  # the request id it runs for
         self._send_would_wait = transport.extra(TransportAttribute.send_would_wait, None)
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -156,6 +168,11 @@ class AssistantFrameHost:
     def connected(self) -> bool:
         """True while the transport is open."""
         return self._machine.state == "connected"
+
+    @property
+    def document_id(self) -> str | None:
+        """The frame's current document (its ``documentId``), if it sends one."""
+        return self._machine.document
 
     @property
     def has_context(self) -> bool:
@@ -318,27 +335,72 @@ class AssistantFrameHost:
             message = f"{self.name} is not connected"
         return FrameDisconnected(message, frame=self.name)
 
+    # -- documents -----------------------------------------------------------------------
+
+    def frame_loaded(self, grace: float = FRAME_LOAD_GRACE) -> None:
+        """The frame (a browser iframe) has loaded, perhaps a new document: the JS host's
+        ``frameLoaded()``, for code that knows when the frame reloads.
+
+        Asks for the context with a fresh ``requestId``; if no answer, no context from
+        another document and none without a document arrives within ``grace`` seconds,
+        the old document's context is cleared and its pending calls fail with
+        :class:`~assistant_frames.DocumentChanged`. The assistant-frames parent relay
+        says when its iframe loads, and the host calls this itself.
+        """
+        if self._task_group is None:
+            raise RuntimeError("Enter the host (async with) before telling it a frame loaded")
+        self._after_receive(*self._machine.frame_loaded(uuid.uuid4().hex), grace)
+
+    def _after_receive(
+        self, changed: bool, sends: tuple[dict[str, Any], ...], grace: float = FRAME_LOAD_GRACE
+    ) -> None:
+        """Act on what the machine said: send (never waiting), time a frame load, tell."""
+        group = self._task_group
+        if sends and group is not None:
+            # Receiving never waits for a send. Started before waking whoever waits for
+            # the context, so on asyncio the subscribe goes out before their first call.
+            group.start_soon(self._send_all, sends)
+        timer = self._machine.load_timer
+        if timer is not None and group is not None and timer != self._load_timer:
+            self._start_load_timer(group, timer, grace)
+        if changed:
+            self._ready.set()  # type: ignore[union-attr]
+            self._subscribers.notify()
+
+    def _start_load_timer(self, group: TaskGroup, request_id: str, grace: float) -> None:
+        if self._load_scope is not None:
+            self._load_scope.cancel()  # one grace period at a time: the newest load's
+        scope = self._load_scope = anyio.CancelScope()
+        self._load_timer = request_id
+
+        async def expire() -> None:
+            with scope:
+                await anyio.sleep(grace)
+                if self._machine.load_expired(request_id):
+                    self._subscribers.notify()
+
+        group.start_soon(expire)
+
+    async def _send_all(self, messages: tuple[dict[str, Any], ...]) -> None:
+        for message in messages:
+            await self._try_send(message)
+
     # -- receiving -----------------------------------------------------------------------
 
     async def _receive_loop(self) -> None:
         receive = self._transport.receive
         feed = self._machine.receive
+        after = self._after_receive
         try:
             while True:
                 raw = await receive()
                 try:
-                    changed, reply = feed(raw)
+                    changed, sends = feed(raw)
                 except MalformedMessage as exc:
                     self._log_malformed(exc.reason)
                     continue
-                if reply is not None and self._task_group is not None:
-                    # Receiving never waits for a send. Started before waking whoever
-                    # waits for the context, so on asyncio the subscribe goes out
-                    # before their first call.
-                    self._task_group.start_soon(self._try_send, reply)
-                if changed:
-                    self._ready.set()  # type: ignore[union-attr]
-                    self._subscribers.notify()
+                if sends or changed or self._machine.load_timer is not None:
+                    after(changed, sends)
         except _CLOSED as exc:  # a transport may say why (an exit code, a close code)
             reason = close_reason(exc)
             self._disconnect(

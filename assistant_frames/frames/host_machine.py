@@ -3,7 +3,11 @@
 :class:`HostMachine` holds everything a host knows about one connection (its state, the
 frame's context, the calls awaiting results) and applies the protocol's rules: what to
 send on opening and closing, when to subscribe, which context replaces which, which
-result settles which call, and what a failed result means. It never awaits: feed it
+result settles which call, what a failed result means, and (``@assistant-ui/core``
+0.3.35) which document of the frame is current: a new document replaces the old one's
+context and fails its calls, a disposed provider fails every call until it sends a
+context again, and a frame that reloaded is asked for its context with a fresh
+``requestId``, its old document forgotten if nothing answers. It never awaits: feed it
 what arrived (:meth:`HostMachine.receive`), send what it returns.
 :class:`~assistant_frames.frames.AssistantFrameHost` is its anyio driver.
 """
@@ -11,11 +15,19 @@ what arrived (:meth:`HostMachine.receive`), send what it returns.
 from __future__ import annotations
 
 import copy
+import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 from ..calls import PendingCall, PendingCalls
-from ..errors import FrameDisconnected, ToolCallError, ToolCallTimeout, error_from_wire
+from ..errors import (
+    DocumentChanged,
+    FrameDisconnected,
+    ProviderDisposed,
+    ToolCallError,
+    ToolCallTimeout,
+    error_from_wire,
+)
 from ..registry.context import ModelContext
 from ..registry.events import ToolEventCallback, ToolEventSubscribers, deliver_event
 from ..registry.tool import Tool
@@ -24,21 +36,49 @@ from .protocol import (
     MalformedMessage,
     ModelContextResponse,
     ModelContextUpdate,
+    ProviderDisposedMessage,
     SerializedTool,
     ToolLogMessage,
     ToolProgressMessage,
     ToolResult,
 )
 
-__all__ = ["EMPTY_CONTEXT", "CallFailed", "HostMachine", "HostState", "MakeTool"]
+__all__ = [
+    "EMPTY_CONTEXT",
+    "FRAME_LOADED",
+    "CallFailed",
+    "HostMachine",
+    "HostState",
+    "MakeTool",
+    "is_frame_loaded",
+]
 
 HostState = Literal["new", "connected", "disconnected", "closed"]
 MakeTool = Callable[[str, SerializedTool], Tool]
 """Builds the local stand-in for a frame's tool (its ``execute`` calls across)."""
 
 EMPTY_CONTEXT = ModelContext()
-_NOTHING: tuple[bool, None] = (False, None)
+_NOTHING: tuple[bool, tuple[()]] = (False, ())
 _SAMPLES = 3  # ignored messages kept for diagnosis
+_MAX_OLD_DOCUMENTS = 64  # earlier documents whose stray messages are still recognised
+
+#: What the assistant-frames parent relay sends a Python host over its WebSocket when
+#: the browser frame it embeds (re)loads: the host then does what the JS host's
+#: ``frameLoaded()`` does (:meth:`HostMachine.frame_loaded`).
+FRAME_LOADED: dict[str, Any] = {
+    "channel": "assistant-frames-relay",
+    "message": {"type": "frame-loaded"},
+}
+
+
+def is_frame_loaded(raw: Any) -> bool:
+    """Whether ``raw`` is the relay's :data:`FRAME_LOADED` notice."""
+    return (
+        type(raw) is dict
+        and raw.get("channel") == "assistant-frames-relay"
+        and isinstance(raw.get("message"), dict)
+        and raw["message"].get("type") == "frame-loaded"
+    )
 
 
 class CallFailed:
@@ -67,15 +107,21 @@ class HostMachine:
     """
 
     __slots__ = (
+        "_load_document",
         "_make_tool",
         "calls",
         "context",
         "disconnected",
+        "document",
         "events",
         "frame",
         "ignored",
         "ignored_samples",
+        "load_request",
+        "load_timer",
         "malformed",
+        "old_documents",
+        "refusal",
         "state",
         "subscribed",
         "wire",
@@ -102,6 +148,18 @@ class HostMachine:
         #: Subscribed to every call's progress and log events (while any are, every
         #: call asks the frame for them).
         self.events = ToolEventSubscribers()
+        #: The frame's current document (0.3.35's ``documentId``; ``None``: not known),
+        #: stamped on every ``tool-call``; messages of :attr:`old_documents` are ignored.
+        self.document: str | None = None
+        self.old_documents: dict[str, None] = {}  # insertion-ordered, bounded
+        #: What new calls fail with until the frame's next context (its provider was
+        #: disposed, or its document went), else ``None``.
+        self.refusal: FrameDisconnected | None = None
+        #: The ``requestId`` of the last :meth:`frame_loaded` request, and the one whose
+        #: grace period runs (the driver calls :meth:`load_expired` when it ends).
+        self.load_request: str | None = None
+        self.load_timer: str | None = None
+        self._load_document: str | None = None
 
     # -- opening and closing ---------------------------------------------------------------
 
@@ -160,13 +218,20 @@ class HostMachine:
         """Track a new call; returns it and the ``tool-call`` to send.
 
         The call asks for progress and log messages when ``on_event`` or a subscriber
-        of :attr:`events` will take them.
+        of :attr:`events` will take them, and is addressed to the frame's current
+        document. While the frame refuses calls (:attr:`refusal`) it raises that error.
         """
+        if self.refusal is not None:
+            refused = copy.copy(self.refusal)
+            refused.tool_name, refused.frame = name, self.frame
+            raise refused
         call = self.calls.add(name, call_id=call_id, deadline=deadline, wake=wake)
         if on_event is None and not self.events.active:
-            return call, protocol.encode_tool_call(call.id, name, args)
+            return call, protocol.encode_tool_call(call.id, name, args, document_id=self.document)
         call.on_event = on_event
-        return call, protocol.encode_tool_call(call.id, name, args, events=True)
+        return call, protocol.encode_tool_call(
+            call.id, name, args, events=True, document_id=self.document
+        )
 
     def abandon(self, call: PendingCall) -> dict[str, Any] | None:
         """The caller gave up on ``call``: the ``tool-cancel`` to send, if one must go."""
@@ -196,22 +261,25 @@ class HostMachine:
 
     # -- receiving -------------------------------------------------------------------------
 
-    def receive(self, raw: Any) -> tuple[bool, dict[str, Any] | None]:
+    def receive(self, raw: Any) -> tuple[bool, tuple[dict[str, Any], ...]]:
         """Apply one received value.
 
-        Returns whether the frame's context changed (tell subscribers) and a message to
-        send (the subscribe that follows the first context). Results settle their calls
-        (waking their callers); results for unknown ids are ignored. Malformed messages
-        raise :class:`MalformedMessage` after being counted in :attr:`malformed`.
+        Returns whether the frame's context changed (tell subscribers) and the messages
+        to send (the subscribe that follows the first context, the cancels of calls a
+        disposed provider dropped, a repeated load request). Results settle their calls
+        (waking their callers); results for unknown ids are ignored, and so is anything
+        from an earlier document. Malformed messages raise :class:`MalformedMessage`
+        after being counted in :attr:`malformed`.
         """
         if type(raw) is CallFailed:
             self.calls.resolve(raw.id, None, raw.error)
             return _NOTHING
         fast = protocol.fast_tool_result(raw)
         if fast is not None:
-            call_id, result, error = fast
-            self.calls.resolve(call_id, result, error if isinstance(error, str) else None)
-            return _NOTHING
+            call_id, result, error, document = fast
+            if document is None or document == self.document:
+                self.calls.resolve(call_id, result, error if isinstance(error, str) else None)
+                return _NOTHING
         try:
             message = protocol.decode(raw)
         except MalformedMessage:
@@ -219,20 +287,107 @@ class HostMachine:
             self._ignore(raw)
             raise
         if message is None:
+            if is_frame_loaded(raw):
+                return self.frame_loaded(uuid.uuid4().hex)
             self._ignore(raw)
             return _NOTHING
-        if type(message) is ToolResult:
-            error = message.error
-            self.calls.resolve(
-                message.id, message.value(), error if isinstance(error, str) else None
-            )
+        kind = type(message)
+        document = message.document_id
+        update = kind is ModelContextUpdate or kind is ModelContextResponse
+        sends: tuple[dict[str, Any], ...] = ()
+        if self.load_request is not None and update:
+            if message.request_id == self.load_request:  # type: ignore[union-attr]
+                self.old_documents.pop(document, None)  # type: ignore[arg-type]
+            elif document is not None and document == self._load_document:
+                # The old document still speaks: the request may have reached it rather
+                # than the new one. Ask again (as the JS host does).
+                sends = (protocol.encode_context_request(request_id=self.load_request),)
+        if document is not None and document in self.old_documents:
+            return False, sends
+        if self.load_request is not None and (
+            (update and message.request_id == self.load_request)  # type: ignore[union-attr]
+            or (document is not None and document != self._load_document)
+            or (update and document is None)
+        ):
+            self.load_request = self.load_timer = None  # answered: the grace period ends
+        changed = False
+        if document is not None and document != self.document:
+            if self.document is None:  # the first one known: calls sent without one stand
+                self.document = document
+            else:
+                changed = self._replace_document(document)
+        if kind is ToolResult:
+            result = cast(ToolResult, message)
+            error = result.error
+            self.calls.resolve(result.id, result.value(), error if isinstance(error, str) else None)
+            return changed, sends
+        if update:
+            self.refusal = None
+            context_changed, subscribe = self._apply(message.context)  # type: ignore[union-attr]
+            if subscribe is not None:
+                sends = (*sends, subscribe)
+            return changed or context_changed, sends
+        if kind is ProviderDisposedMessage:
+            return changed, sends + self._provider_disposed()
+        if kind is ToolProgressMessage or kind is ToolLogMessage:
+            self._event(message)  # type: ignore[arg-type]
+        return changed, sends  # host -> frame types arriving at a host: not for us
+
+    # -- documents (0.3.35) ----------------------------------------------------------------
+
+    def frame_loaded(self, request_id: str) -> tuple[bool, tuple[dict[str, Any], ...]]:
+        """The frame (re)loaded, as far as its relay knows: the JS host's ``frameLoaded()``.
+
+        Returns the ``model-context-request`` carrying ``request_id`` to send, and starts
+        its grace period (:attr:`load_timer`): unless an answer, a context from another
+        document or one without a document comes first, :meth:`load_expired` forgets the
+        current document.
+        """
+        if self.state != "connected":
             return _NOTHING
-        if type(message) is ModelContextUpdate or type(message) is ModelContextResponse:
-            return self._apply(message.context)
-        if type(message) is ToolProgressMessage or type(message) is ToolLogMessage:
-            self._event(message)
-            return _NOTHING
-        return _NOTHING  # host -> frame types arriving at a host: not for us
+        self.load_request = self.load_timer = request_id
+        self._load_document = self.document
+        return False, (protocol.encode_context_request(request_id=request_id),)
+
+    def load_expired(self, request_id: str) -> bool:
+        """The grace period of :meth:`frame_loaded`'s ``request_id`` ended. If nothing
+        answered, the old document is gone: its context and calls with it. Whether the
+        context changed (tell subscribers)."""
+        if self.load_timer != request_id:
+            return False  # answered, or a newer load took over
+        self.load_timer = None
+        if self.document is not None:
+            self._remember(self.document)
+        self.document = None
+        return self._clear_document()
+
+    def _replace_document(self, document: str) -> bool:
+        """A message from another document: the frame has a new one."""
+        assert self.document is not None
+        self._remember(self.document)
+        self.document = document
+        return self._clear_document()
+
+    def _remember(self, document: str) -> None:
+        old = self.old_documents
+        old[document] = None
+        if len(old) > _MAX_OLD_DOCUMENTS:
+            del old[next(iter(old))]
+
+    def _clear_document(self) -> bool:
+        """The current document went: its context, its calls (failed at once), and new
+        calls until its successor's context. Whether there was a context to clear."""
+        self.refusal = DocumentChanged(frame=self.frame)
+        self.calls.fail_all(self.refusal)
+        return self.clear_context()
+
+    def _provider_disposed(self) -> tuple[dict[str, Any], ...]:
+        """``provider-disposed``: every pending call fails (a cancel goes to each, as
+        from the JS host), and new ones until the next context."""
+        self.refusal = ProviderDisposed(frame=self.frame)
+        cancels = tuple(protocol.encode_tool_cancel(call.id) for call in self.calls if call.sent)
+        self.calls.fail_all(self.refusal)
+        return cancels
 
     def _ignore(self, raw: Any) -> None:
         self.ignored += 1

@@ -25,7 +25,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
 
 from .._text import describe_validation_error
-from ..errors import RESULT_NOT_SENDABLE
+from ..errors import DOCUMENT_CHANGED, PROVIDER_DISPOSED, RESULT_NOT_SENDABLE
 from ..registry.annotations import ToolAnnotations
 from ..registry.context import ModelContext
 from ..registry.events import LogLevel, ToolEvent, ToolLog, ToolProgress
@@ -44,6 +44,7 @@ __all__ = [
     "ModelContextUnsubscribe",
     "ModelContextUpdate",
     "NotJSONSerializable",
+    "ProviderDisposedMessage",
     "SerializedModelContext",
     "SerializedTool",
     "ToolCall",
@@ -52,11 +53,14 @@ __all__ = [
     "ToolProgressMessage",
     "ToolResult",
     "decode",
+    "DOCUMENT_CHANGED",
+    "PROVIDER_DISPOSED",
     "decode_ui_resources",
     "encode_context_request",
     "encode_context_subscribe",
     "encode_context_unsubscribe",
     "encode_context_update",
+    "encode_provider_disposed",
     "encode_tool_call",
     "encode_tool_cancel",
     "encode_tool_error",
@@ -118,11 +122,20 @@ class _ReceivedContext(TypedDict, total=False):
 class _Message(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
+    #: The sending frame's document (``@assistant-ui/core`` 0.3.35): one per page load
+    #: or provider session, stamped by frames on everything they send and by hosts on
+    #: their ``tool-call``s. ``None`` from older peers.
+    document_id: str | None = Field(None, alias="documentId")
+
 
 class ModelContextRequest(_Message):
-    """host -> frame: send me your context (and, per the JS host, keep me updated)."""
+    """host -> frame: send me your context (and, per the JS host, keep me updated).
+
+    ``requestId`` (0.3.35) is echoed by the ``model-context-update`` that answers it.
+    """
 
     type: Literal["model-context-request"] = "model-context-request"
+    request_id: str | None = Field(None, alias="requestId")
 
 
 class ModelContextSubscribe(_Message):
@@ -138,10 +151,12 @@ class ModelContextUnsubscribe(_Message):
 
 
 class ModelContextUpdate(_Message):
-    """frame -> host: the frame's whole current context."""
+    """frame -> host: the frame's whole current context (``requestId``: the request it
+    answers, if that one had an id)."""
 
     type: Literal["model-context-update"] = "model-context-update"
     context: _ReceivedContext
+    request_id: str | None = Field(None, alias="requestId")
 
 
 class ModelContextResponse(_Message):
@@ -149,6 +164,14 @@ class ModelContextResponse(_Message):
 
     type: Literal["model-context-response"] = "model-context-response"
     context: _ReceivedContext
+    request_id: str | None = Field(None, alias="requestId")
+
+
+class ProviderDisposedMessage(_Message):
+    """frame -> host (0.3.35): the frame stopped serving; its running calls were answered
+    with an error, and it takes no new ones until its next ``model-context-update``."""
+
+    type: Literal["provider-disposed"] = "provider-disposed"
 
 
 class ToolCall(_Message):
@@ -246,6 +269,7 @@ FrameMessage: TypeAlias = Annotated[
     | ModelContextUnsubscribe
     | ModelContextUpdate
     | ModelContextResponse
+    | ProviderDisposedMessage
     | ToolCall
     | ToolCancel
     | ToolResult
@@ -289,8 +313,9 @@ def decode(raw: object) -> FrameMessage | None:
         ) from None
 
 
-def fast_tool_call(raw: object) -> tuple[str, str, Any, bool] | None:
-    """``(id, toolName, args, events)`` of a well-formed ``tool-call``, else ``None``.
+def fast_tool_call(raw: object) -> tuple[str, str, Any, bool, str | None] | None:
+    """``(id, toolName, args, events, documentId)`` of a well-formed ``tool-call``, else
+    ``None``.
 
     The hot path: what :func:`decode` would accept as a :class:`ToolCall`, checked with
     a few type tests instead of a model. ``None`` means: use :func:`decode`.
@@ -300,13 +325,19 @@ def fast_tool_call(raw: object) -> tuple[str, str, Any, bool] | None:
         if type(message) is dict and message.get("type") == "tool-call":
             call_id = message.get("id")
             name = message.get("toolName")
-            if type(call_id) is str and type(name) is str:
-                return call_id, name, message.get("args"), message.get("events") is True
+            document = message.get("documentId")
+            if (
+                type(call_id) is str
+                and type(name) is str
+                and (document is None or type(document) is str)
+            ):
+                return call_id, name, message.get("args"), message.get("events") is True, document
     return None
 
 
-def fast_tool_result(raw: object) -> tuple[str, Any, Any] | None:
-    """``(id, result, error)`` of a well-formed ``tool-result``, else ``None``.
+def fast_tool_result(raw: object) -> tuple[str, Any, Any, Any] | None:
+    """``(id, result, error, documentId)`` of a well-formed ``tool-result``, else ``None``
+    (the ``documentId`` is as received: the caller checks it).
 
     As :func:`fast_tool_call`, for what :func:`decode` would accept as a
     :class:`ToolResult`.
@@ -316,7 +347,12 @@ def fast_tool_result(raw: object) -> tuple[str, Any, Any] | None:
         if type(message) is dict and message.get("type") == "tool-result":
             call_id = message.get("id")
             if type(call_id) is str and not (_THREE_TIERS & message.keys()):
-                return call_id, message.get("result"), message.get("error")
+                return (
+                    call_id,
+                    message.get("result"),
+                    message.get("error"),
+                    message.get("documentId"),
+                )
     return None
 
 
@@ -358,9 +394,11 @@ def _envelope(message: dict[str, Any]) -> dict[str, Any]:
     return {"channel": CHANNEL, "message": message}
 
 
-def encode_context_request() -> dict[str, Any]:
-    """``model-context-request``."""
-    return _envelope({"type": "model-context-request"})
+def encode_context_request(*, request_id: str | None = None) -> dict[str, Any]:
+    """``model-context-request``; ``request_id`` asks for it to be echoed (0.3.35)."""
+    if request_id is None:
+        return _envelope({"type": "model-context-request"})
+    return _envelope({"type": "model-context-request", "requestId": request_id})
 
 
 def encode_context_subscribe() -> dict[str, Any]:
@@ -373,22 +411,50 @@ def encode_context_unsubscribe() -> dict[str, Any]:
     return _envelope({"type": "model-context-unsubscribe"})
 
 
-def encode_context_update(context: SerializedModelContext) -> dict[str, Any]:
-    """``model-context-update`` carrying an already serialized context."""
-    return _envelope({"type": "model-context-update", "context": context})
-
-
-def encode_tool_call(
-    tool_call_id: str, tool_name: str, args: Any, *, events: bool = False
+def encode_context_update(
+    context: SerializedModelContext,
+    *,
+    document_id: str | None = None,
+    request_id: str | None = None,
 ) -> dict[str, Any]:
-    """``tool-call``; ``events`` asks for its ``tool-progress`` and ``tool-log`` messages."""
-    message = {"type": "tool-call", "id": tool_call_id, "toolName": tool_name, "args": args}
-    if events:
-        message["events"] = True
+    """``model-context-update`` carrying an already serialized context; ``request_id``
+    is the request it answers."""
+    message: dict[str, Any] = {"type": "model-context-update", "context": context}
+    if request_id is not None:
+        message["requestId"] = request_id
+    if document_id is not None:
+        message["documentId"] = document_id
     return _envelope(message)
 
 
-def encode_tool_event(tool_call_id: str, event: ToolEvent) -> dict[str, Any]:
+def encode_provider_disposed(document_id: str | None = None) -> dict[str, Any]:
+    """``provider-disposed``."""
+    if document_id is None:
+        return _envelope({"type": "provider-disposed"})
+    return _envelope({"type": "provider-disposed", "documentId": document_id})
+
+
+def encode_tool_call(
+    tool_call_id: str,
+    tool_name: str,
+    args: Any,
+    *,
+    events: bool = False,
+    document_id: str | None = None,
+) -> dict[str, Any]:
+    """``tool-call``; ``events`` asks for its ``tool-progress`` and ``tool-log`` messages,
+    ``document_id`` addresses the frame document the host knows (0.3.35)."""
+    message = {"type": "tool-call", "id": tool_call_id, "toolName": tool_name, "args": args}
+    if events:
+        message["events"] = True
+    if document_id is not None:
+        message["documentId"] = document_id
+    return _envelope(message)
+
+
+def encode_tool_event(
+    tool_call_id: str, event: ToolEvent, *, document_id: str | None = None
+) -> dict[str, Any]:
     """``tool-progress`` or ``tool-log`` for call ``tool_call_id``; unset fields left out."""
     message: dict[str, Any]
     if isinstance(event, ToolProgress):
@@ -401,6 +467,8 @@ def encode_tool_event(tool_call_id: str, event: ToolEvent) -> dict[str, Any]:
             message["data"] = event.data
     if event.message is not None:
         message["message"] = event.message
+    if document_id is not None:
+        message["documentId"] = document_id
     return _envelope(message)
 
 
@@ -409,7 +477,9 @@ def encode_tool_cancel(tool_call_id: str) -> dict[str, Any]:
     return _envelope({"type": "tool-cancel", "id": tool_call_id})
 
 
-def encode_tool_result(tool_call_id: str, result: Any) -> dict[str, Any]:
+def encode_tool_result(
+    tool_call_id: str, result: Any, *, document_id: str | None = None
+) -> dict[str, Any]:
     """A successful ``tool-result``; ``result`` must already be JSON-compatible.
 
     A :class:`~assistant_frames.ToolResult` sends what a model may see as ``result``
@@ -425,13 +495,22 @@ def encode_tool_result(tool_call_id: str, result: Any) -> dict[str, Any]:
             message["structuredContent"] = result.structured_content
         if result.meta is not None:
             message["_meta"] = result.meta
-        return _envelope(message)
-    return _envelope({"type": "tool-result", "id": tool_call_id, "result": result})
+    else:
+        message = {"type": "tool-result", "id": tool_call_id, "result": result}
+    if document_id is not None:
+        message["documentId"] = document_id
+    return _envelope(message)
 
 
-def encode_tool_error(tool_call_id: str, error: str) -> dict[str, Any]:
+def encode_tool_error(
+    tool_call_id: str, error: str, *, document_id: str | None = None
+) -> dict[str, Any]:
     """A failed ``tool-result``."""
-    return _envelope({"type": "tool-result", "id": tool_call_id, "error": error})
+    if document_id is None:
+        return _envelope({"type": "tool-result", "id": tool_call_id, "error": error})
+    return _envelope(
+        {"type": "tool-result", "id": tool_call_id, "error": error, "documentId": document_id}
+    )
 
 
 class NotJSONSerializable(TypeError):

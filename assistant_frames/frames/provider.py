@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import logging
+import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import anyio.lowlevel
@@ -21,7 +22,14 @@ from ..registry.registry import ModelContextRegistry
 from ..registry.tool import Tool, ToolCallContext
 from ..transports.contract import TransportAttribute
 from . import protocol
-from .frame_machine import CallCancelled, CallRequested, ContextWanted, FrameMachine, Malformed
+from .frame_machine import (
+    CallCancelled,
+    CallRequested,
+    ContextWanted,
+    FrameMachine,
+    Malformed,
+    Refused,
+)
 from .protocol import (
     RESULT_NOT_SENDABLE,
     SerializedModelContext,
@@ -41,6 +49,9 @@ _MAX_QUEUED_CALLS = 1000
 _CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 _MAX_QUEUED_LOGS = 256  # per connection; the oldest go first when the host reads slowly
 _CONTEXT_KEY = "model-context"  # send_latest's key: a newer snapshot replaces an older one
+# How long a frame that stops serving an open connection tries to say so (the running
+# calls' errors and provider-disposed): shutting down never waits on a host longer.
+_GOODBYE_TIMEOUT = 0.5
 
 
 class AssistantFrameProvider:
@@ -59,6 +70,13 @@ class AssistantFrameProvider:
     connections; a call waiting for a thread can still be cancelled, and
     a cancelled sync call keeps its thread counted until its function returns.
 
+    Each provider is one *document* (``@assistant-ui/core`` 0.3.35): :attr:`document_id`
+    is stamped on everything it sends, and a call addressed to another document is
+    refused. When ``serve`` is cancelled while its connection is still open (a server
+    shutting down), the host is told as a JS frame's ``dispose()`` tells it: running
+    calls end with ``"AssistantFrameProvider has been disposed"``, then
+    ``provider-disposed`` (bounded, never holding up the shutdown).
+
     Whatever a tool raises is that call's error, never the connection's: a
     ``BaseException`` subclass, ``GeneratorExit``, or a ``CancelledError`` leaked from
     a task someone else cancelled. Only ``KeyboardInterrupt`` and ``SystemExit`` pass
@@ -72,6 +90,7 @@ class AssistantFrameProvider:
         max_threads: int = DEFAULT_MAX_THREADS,
     ) -> None:
         self.max_argument_bytes = max_argument_bytes
+        self._document_id = str(uuid.uuid4())
         self._threads = ThreadLimiter(max_threads)
         self._registry = ModelContextRegistry()
         self._registry.subscribe(self._on_change)
@@ -96,6 +115,11 @@ class AssistantFrameProvider:
         return self._registry.subscribe(callback)
 
     @property
+    def document_id(self) -> str:
+        """This provider's document id, sent with every message (0.3.35's ``documentId``)."""
+        return self._document_id
+
+    @property
     def connection_count(self) -> int:
         """How many connections are being served right now."""
         return len(self._connections)
@@ -114,11 +138,14 @@ class AssistantFrameProvider:
         limiter = current_limiter.set(self._threads)  # sync tools of this frame use it
         try:
             async with transport, anyio.create_task_group() as task_group:
-                connection = _Connection(transport, task_group)
+                connection = _Connection(transport, task_group, self._document_id)
                 self._connections.add(connection)
                 try:
                     task_group.start_soon(self._push_updates, connection)
                     await self._receive_loop(connection)
+                except anyio.get_cancelled_exc_class():
+                    await self._say_goodbye(connection)  # we stop; the connection is open
+                    raise
                 finally:
                     self._connections.discard(connection)
                     for call in connection.machine.calls.values():
@@ -126,6 +153,18 @@ class AssistantFrameProvider:
                     task_group.cancel_scope.cancel()
         finally:
             current_limiter.reset(limiter)
+
+    async def _say_goodbye(self, connection: _Connection) -> None:
+        """Tell a host whose connection is still open that this frame stops serving it."""
+        handles, messages = connection.machine.dispose()
+        for call in handles:
+            call.cancel()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(_GOODBYE_TIMEOUT):
+            for message in messages:
+                try:
+                    await connection.transport.send(message)
+                except (*_CLOSED, TypeError, ValueError):
+                    return
 
     # -- receiving -------------------------------------------------------------------------
 
@@ -154,6 +193,8 @@ class AssistantFrameProvider:
                 event.handle.cancel()  # type: ignore[union-attr]
             elif kind is ContextWanted:
                 connection.wake.set()
+            elif kind is Refused:
+                self._answer(connection, cast(Refused, event).reply)
             else:
                 self._on_malformed(connection, event)  # type: ignore[arg-type]
 
@@ -164,10 +205,14 @@ class AssistantFrameProvider:
             event.reason,
             "; further ones on this connection are logged at DEBUG" if event.first else "",
         )
-        if event.reply is not None:  # answered by a worker, like any call
-            call = _Call("", "", None)
-            call.reply = event.reply
-            self._queue(connection, call)
+        if event.reply is not None:
+            self._answer(connection, event.reply)
+
+    def _answer(self, connection: _Connection, reply: dict[str, Any]) -> None:
+        """Send ``reply`` to a call that does not run: by a worker, in turn, like any call."""
+        call = _Call("", "", None)
+        call.reply = reply
+        self._queue(connection, call)
 
     # -- model context -------------------------------------------------------------------
 
@@ -287,31 +332,39 @@ class AssistantFrameProvider:
             await connection.send_reply(call.id, reply)
 
     async def _execute(self, call: _Call) -> dict[str, Any]:
+        """Run ``call``: its ``tool-result``, stamped with this frame's document."""
+        error, result = await self._run(call)
+        if error is not None:
+            return protocol.encode_tool_error(call.id, error, document_id=self._document_id)
+        # The transport converts the result to JSON as it sends it (models, dataclasses,
+        # datetimes...); one it cannot convert becomes RESULT_NOT_SENDABLE in send_reply.
+        return protocol.encode_tool_result(call.id, result, document_id=self._document_id)
+
+    async def _run(self, call: _Call) -> tuple[str | None, Any]:
+        """``(error, result)`` of running ``call``: an error string, or ``None`` and the
+        result."""
         args = call.args
         tool = self._registry.get_model_context().tools.get(call.name)
         if tool is None:
-            return protocol.encode_tool_error(call.id, f'Tool "{call.name}" not found')
+            return f'Tool "{call.name}" not found', None
         limit = self.max_argument_bytes
         if limit is not None and args is not None:
             try:
                 size = len(encode_json(args))
             except TypeError as exc:  # nested too deep for any JSON encoder, say
-                return protocol.encode_tool_error(
-                    call.id, f'Arguments for tool "{call.name}" cannot be read: {exc}'
-                )
+                return f'Arguments for tool "{call.name}" cannot be read: {exc}', None
             if size > limit:
-                return protocol.encode_tool_error(
-                    call.id,
+                return (
                     f'Arguments for tool "{call.name}" are too large '
-                    f"({size} bytes; the limit is {limit})",
-                )
+                    f"({size} bytes; the limit is {limit})"
+                ), None
         try:
-            result = await tool.invoke(args, context=call.context)
+            return None, await tool.invoke(args, context=call.context)
         except ToolCallError as exc:
-            return protocol.encode_tool_error(call.id, exc.message)
+            return exc.message, None
         except Exception as exc:
             logger.debug("Tool %r raised", call.name, exc_info=True)
-            return protocol.encode_tool_error(call.id, str(exc) or type(exc).__name__)
+            return str(exc) or type(exc).__name__, None
         except (KeyboardInterrupt, SystemExit):
             raise
         except BaseException as exc:
@@ -321,10 +374,7 @@ class AssistantFrameProvider:
             # a task someone else cancelled): that call's error, loudly.
             logger.warning("Tool %r raised %r; answered as an error", call.name, exc)
             detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-            return protocol.encode_tool_error(call.id, f'Tool "{call.name}" failed: {detail}')
-        # The transport converts the result to JSON as it sends it (models, dataclasses,
-        # datetimes...); one it cannot convert becomes RESULT_NOT_SENDABLE in send_reply.
-        return protocol.encode_tool_result(call.id, result)
+            return f'Tool "{call.name}" failed: {detail}', None
 
 
 def _own_cancellation(call: _Call) -> bool:
@@ -381,10 +431,12 @@ class _Connection:
         "wake",
     )
 
-    def __init__(self, transport: ObjectStream[Any], task_group: TaskGroup) -> None:
+    def __init__(
+        self, transport: ObjectStream[Any], task_group: TaskGroup, document_id: str
+    ) -> None:
         self.transport = transport
         self.task_group = task_group
-        self.machine: FrameMachine[_Call] = FrameMachine()
+        self.machine: FrameMachine[_Call] = FrameMachine(document_id)
         self.queue: deque[_Call] = deque()  # calls not yet picked up by a worker
         self.idle: list[anyio.Event] = []  # one per idle worker: set it to wake that one
         self.ready = 0  # workers not running a call (see AssistantFrameProvider._worker)
@@ -407,7 +459,7 @@ class _Connection:
         call_id = event.tool_call_id
         if call_id is None or call_id not in self.machine.calls:
             return  # finished or cancelled meanwhile: the host no longer listens
-        message = protocol.encode_tool_event(call_id, event)
+        message = protocol.encode_tool_event(call_id, event, document_id=self.machine.document_id)
         if type(event) is ToolProgress:
             self.progress[call_id] = message
         else:
@@ -471,7 +523,11 @@ class _Connection:
             failure = exc
         if reply["message"].get("error") is None:
             try:
-                await self.transport.send(protocol.encode_tool_error(call_id, RESULT_NOT_SENDABLE))
+                await self.transport.send(
+                    protocol.encode_tool_error(
+                        call_id, RESULT_NOT_SENDABLE, document_id=self.machine.document_id
+                    )
+                )
                 return
             except _CLOSED:
                 return

@@ -58,6 +58,13 @@ def inner(message: Any) -> dict[str, Any] | None:
     return None
 
 
+def forget_document(body: dict[str, Any]) -> None:
+    """Drop a received message's ``documentId``: each replica is its own document, and
+    the host must see one frame whichever replica answers (a new document would fail
+    the other replicas' calls)."""
+    body.pop("documentId", None)
+
+
 def published_tools(message: Any) -> frozenset[str] | None:
     """The tool names a ``model-context-update`` carries (``None``: not one)."""
     body = inner(message)

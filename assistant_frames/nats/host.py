@@ -213,6 +213,7 @@ class _Route(Route):
         body = _wire.inner(message)
         if body is None or body.get("id") != call.id:
             return  # a reply about another call than this subject's: not believed
+        _wire.forget_document(body)
         if body.get("type") == "tool-result":
             self._forget(msg.subject, call)
         self._push(message)
@@ -231,6 +232,7 @@ class _Route(Route):
         except ValueError:
             message = None
         if _wire.published_tools(message) is not None:
+            _wire.forget_document(message["message"])
             return message
         self.dropped += 1
         self.malformed += 1
