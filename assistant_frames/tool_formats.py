@@ -11,15 +11,16 @@ current context is used) and returns a new list of plain dicts, ready to pass as
 
 The rules are the same for all four: disabled tools are left out, the context's order
 is kept, ``description`` is omitted when a tool has none, and ``parameters`` is a deep
-copy of the tool's schema without its top-level ``$schema`` key and with ``"type":
-"object"`` added when the schema has no ``type``. A schema of another top-level type
-raises :class:`ValueError`. The OpenAI and Anthropic formats also require tool names
-that match ``^[a-zA-Z0-9_-]{1,64}$``.
+copy of the tool's schema with ``"type": "object"`` added when the schema has no
+``type``, and (except for MCP, which lists schemas as they are) without its top-level
+``$schema`` key. A schema of another top-level type raises :class:`ValueError`. The
+OpenAI and Anthropic formats also require tool names that match ``^[a-zA-Z0-9_-]{1,64}$``.
 
 A tool's metadata goes where a format has a place for it, and nowhere else:
 
-* MCP carries all of it: ``title`` (from the annotations' title), ``annotations``,
-  ``outputSchema`` (an object schema; MCP requires that) and ``_meta``.
+* MCP carries all of it, as the tool has it: ``title``, ``icons``, ``annotations``,
+  ``outputSchema`` (an object schema; MCP requires that) and ``_meta``. A tool that an
+  MCP server declared is therefore listed again exactly as that server declared it.
 * The OpenAI Responses API has ``output_schema`` (the JSON Schema of what the function
   returns), which the output schema fills.
 * OpenAI Chat Completions (``name``, ``description``, ``parameters``, ``strict``) and
@@ -118,6 +119,7 @@ class MCPTool(TypedDict):
     description: NotRequired[str]
     inputSchema: dict[str, Any]
     outputSchema: NotRequired[dict[str, Any]]
+    icons: NotRequired[list[dict[str, Any]]]
     annotations: NotRequired[dict[str, Any]]
     _meta: NotRequired[dict[str, Any]]
 
@@ -257,8 +259,9 @@ def to_mcp_tools(
     Returns:
         One ``{"name", "description", "inputSchema"}`` per enabled tool, in the
         context's order (``description`` only when the tool has one), with what the
-        tool has of ``title`` (its annotations' title), ``outputSchema`` (when it is
-        an object schema, as MCP requires), ``annotations`` and ``_meta``.
+        tool has of ``title``, ``outputSchema`` (when it is an object schema, as MCP
+        requires), ``icons``, ``annotations`` and ``_meta``, each as the tool has it:
+        nothing is moved from one to another, and schemas keep their ``$schema``.
 
     Raises:
         ValueError: With ``strict``, a tool's parameters are not an object schema;
@@ -274,16 +277,21 @@ def to_mcp_tools(
     def build(name: str, tool: Tool) -> MCPTool:
         entry = cast(
             "MCPTool",
-            {"name": name, **_description(tool), "inputSchema": _parameters(name, tool)},
+            {
+                "name": name,
+                **_description(tool),
+                "inputSchema": _parameters(name, tool, keep_schema_key=True),
+            },
         )
-        annotations = tool.annotations.to_wire() if tool.annotations is not None else None
-        if annotations and isinstance(annotations.get("title"), str):
-            entry["title"] = annotations["title"]
+        if tool.title is not None:
+            entry["title"] = tool.title
         output_schema = tool.output_schema
         if output_schema is not None and output_schema.get("type") == "object":
-            entry["outputSchema"] = _schema_copy(output_schema)
-        if annotations:
-            entry["annotations"] = annotations
+            entry["outputSchema"] = _copy(output_schema)
+        if tool.icons is not None:
+            entry["icons"] = _copy(tool.icons)
+        if tool.annotations is not None:
+            entry["annotations"] = tool.annotations.to_wire()
         if tool.meta is not None:
             entry["_meta"] = _copy(tool.meta)
         return entry
@@ -357,15 +365,18 @@ def _check_names(vendor: str, names: list[str]) -> None:
         )
 
 
-def _parameters(name: str, tool: Tool) -> dict[str, Any]:
-    """A deep copy of the tool's schema, without ``$schema`` and with an object type."""
+def _parameters(name: str, tool: Tool, *, keep_schema_key: bool = False) -> dict[str, Any]:
+    """A deep copy of the tool's schema, with an object type and (unless
+    ``keep_schema_key``) without ``$schema``."""
     schema = tool.parameters
     if not isinstance(schema, Mapping):
         raise ValueError(
             f"Tool {name!r} cannot be exported: its parameters are not a JSON Schema "
             f"object but {type(schema).__name__}"
         )
-    copy: dict[str, Any] = {key: _copy(value) for key, value in schema.items() if key != "$schema"}
+    copy: dict[str, Any] = {
+        key: _copy(value) for key, value in schema.items() if keep_schema_key or key != "$schema"
+    }
     kind = copy.setdefault("type", "object")
     if kind != "object":
         raise ValueError(

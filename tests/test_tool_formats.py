@@ -209,13 +209,23 @@ def test_description_is_omitted_when_the_tool_has_none(export: Exporter) -> None
     assert "description" not in _body(export(empty)[0])
 
 
-@pytest.mark.parametrize("export", EXPORTERS)
+@pytest.mark.parametrize("export", EXPORTERS[:-1])
 def test_schema_key_is_removed_from_a_copy(export: Exporter) -> None:
     context = _parent().get_model_context()
     schema = _schema(_by_name(export(context))["lookup"])
     assert "$schema" not in schema
     assert schema == {k: v for k, v in LOOKUP_SCHEMA.items() if k != "$schema"}
     assert context.tools["lookup"].parameters["$schema"] == DRAFT_07  # source untouched
+
+
+def test_mcp_lists_a_schema_as_it_is_in_a_copy() -> None:
+    # MCP reads a schema without $schema as 2020-12: a draft-07 schema keeps saying so,
+    # and a tool an MCP server declared is listed again as declared.
+    context = _parent().get_model_context()
+    schema = _schema(_by_name(to_mcp_tools(context))["lookup"])
+    assert schema == LOOKUP_SCHEMA
+    schema["properties"].clear()
+    assert context.tools["lookup"].parameters["properties"] == {"key": {"type": "string"}}
 
 
 @pytest.mark.parametrize("export", EXPORTERS)
@@ -406,7 +416,7 @@ def test_no_vendor_sdk_is_imported() -> None:
 )
 def test_typed_dicts_match_the_exports(export: Exporter, typed_dict: Any) -> None:
     # description, and the tool metadata a format has a place for
-    metadata = {"title", "annotations", "outputSchema", "output_schema", "_meta"}
+    metadata = {"title", "icons", "annotations", "outputSchema", "output_schema", "_meta"}
     assert typed_dict.__optional_keys__ <= {"description", *metadata}
     for entry in export(_parent()):
         _assert_keys(entry, typed_dict.__required_keys__, typed_dict.__optional_keys__)

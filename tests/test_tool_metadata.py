@@ -268,6 +268,50 @@ def test_one_list_of_descriptive_fields() -> None:
     assert all(hasattr(Tool("t"), field) for field in _CHECKS)
 
 
+def test_a_title_given_or_taken_from_the_annotations() -> None:
+    derived = Tool("t", lambda: None, annotations={"title": "T", "readOnlyHint": True})
+    assert derived.title == "T"  # MCP's display order: title, then annotations.title
+    assert derived.replace(annotations={"title": "U"}).title == "U"  # follows them
+    assert derived.replace(annotations=None).title is None
+    assert derived.replace(execute=lambda: 1, annotations={"title": "V"}).title == "V"
+    given = Tool("t", lambda: None, title="Mine", annotations={"title": "T"})
+    assert (given.title, given.annotations) == ("Mine", ToolAnnotations(title="T"))
+    assert given.replace(annotations={"title": "U"}).title == "Mine"  # stays as given
+    assert given.replace(execute=lambda: 1).title == "Mine"
+    assert given.replace(title=None).title == "T"  # None: take it from them again
+    assert Tool("t", title="Only").annotations is None  # nothing copied the other way
+
+    async def invoke(args: Any, context: Any) -> Any:
+        return None
+
+    # Built from parts (a remote or MCP tool): exactly as given, nothing taken over.
+    remote = Tool.from_parts("r", invoke, annotations=ToolAnnotations(title="T"))
+    assert remote.title is None
+    assert remote.replace(name="ns_r").title is None
+    assert remote.replace(description="d").title is None
+
+
+def test_icons_are_checked_and_copied() -> None:
+    icons = [{"src": "https://example.com/a.png", "sizes": ["48x48"]}]
+    tool = Tool("t", icons=icons)
+    assert tool.icons == icons
+    icons.append({"src": "https://example.com/b.png"})
+    assert tool.icons is not None
+    assert len(tool.icons) == 1
+    assert tool.replace(icons=None).icons is None
+    for bad in (
+        {"src": "x"},
+        "x",
+        [{"sizes": ["any"]}],
+        [{"src": 1}],
+        [{"src": "x", "n": object()}],
+    ):
+        with pytest.raises(TypeError, match="icon"):
+            Tool("t", icons=bad)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="title of tool 't' must be a str"):
+        Tool("t", title=7)  # type: ignore[arg-type]
+
+
 def test_removing_an_output_schema_while_rebuilding_removes_it() -> None:
     def forecast() -> Weather:
         raise NotImplementedError
@@ -332,6 +376,10 @@ async def test_metadata_crosses_the_frame_wire() -> None:
         ("_meta", 1, "tools.t._meta must be an object"),
         ("annotations", {"readOnlyHint": "yes"}, "tools.t.annotations.readOnlyHint must be bool"),
         ("annotations", {"title": 7}, "tools.t.annotations.title must be str"),
+        ("title", 7, "tools.t.title must be str"),
+        ("icons", {"src": "x"}, "tools.t.icons must be an array"),
+        ("icons", [{"sizes": ["any"]}], "tools.t.icons must be objects with a str src"),
+        ("icons", ["x"], "tools.t.icons must be objects with a str src"),
     ],
 )
 def test_check_tool_names_a_mistyped_field(field: str, value: Any, message: str) -> None:
@@ -454,14 +502,16 @@ async def test_mcp_frame_keeps_the_servers_metadata_in_a_parent_registry(mode: s
         async with MCPFrame(sdk_server(), mode=mode) as frame:
             parent.add_provider(frame, namespace="sdk")
             forecast = parent.get_model_context().tools["sdk_forecast"]
-            # MCP's Tool.title and annotations.title are one title here.
+            # Each title stays where the server declared it: nothing is copied over.
+            assert forecast.title == "Forecast"
             assert forecast.annotations == ToolAnnotations(
-                title="Forecast", read_only_hint=True, idempotent_hint=True
+                read_only_hint=True, idempotent_hint=True
             )
             assert forecast.meta == {"com.example/cache": "1h"}
             assert forecast.output_schema is not None
             assert set(forecast.output_schema["properties"]) == {"city", "temperature", "tags"}
             wipe = parent.get_model_context().tools["sdk_wipe"]
+            assert wipe.title is None
             assert wipe.annotations == ToolAnnotations(title="Only here", destructive_hint=True)
             # The SDK wraps a plain return type in an object schema of its own; kept too.
             assert wipe.output_schema is not None

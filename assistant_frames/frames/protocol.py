@@ -83,15 +83,17 @@ CHANNEL: Final = "assistant-ui-frame"
 class SerializedTool(TypedDict, total=False):
     """A tool as it crosses the wire: everything but ``execute``.
 
-    ``annotations``, ``outputSchema`` and ``_meta`` are this library's additions (MCP's
-    names and shapes), sent only when a tool has them; the JS implementation ignores
-    them.
+    ``title``, ``icons``, ``annotations``, ``outputSchema`` and ``_meta`` are this
+    library's additions (MCP's names and shapes), sent only when a tool has them, as it
+    has them; the JS implementation ignores them.
     """
 
     description: str | None
     parameters: dict[str, Any] | None
     disabled: bool | None
     type: str | None
+    title: str | None
+    icons: list[dict[str, Any]] | None
     annotations: dict[str, Any] | None
     outputSchema: dict[str, Any] | None
     _meta: dict[str, Any] | None
@@ -542,10 +544,12 @@ def serialize_tool(tool: Tool) -> SerializedTool:
             cached["disabled"] = True
         if tool.type:
             cached["type"] = tool.type
-        if tool.annotations is not None:
-            annotations = tool.annotations.to_wire()
-            if annotations:
-                cached["annotations"] = to_json_value(annotations)
+        if tool.title is not None:
+            cached["title"] = tool.title
+        if tool.icons is not None:
+            cached["icons"] = to_json_value(tool.icons)
+        if tool.annotations is not None:  # empty ones too: MCP tells {} from none
+            cached["annotations"] = to_json_value(tool.annotations.to_wire())
         if tool.output_schema is not None:
             cached["outputSchema"] = dict(tool.output_schema)
         if tool.meta is not None:
@@ -581,6 +585,8 @@ _TOOL_FIELDS: Final = (
     ("parameters", dict),
     ("disabled", bool),
     ("type", str),
+    ("title", str),
+    ("icons", list),
     ("annotations", dict),
     ("outputSchema", dict),
     ("_meta", dict),
@@ -617,6 +623,11 @@ def check_tool(name: str, spec: Any) -> SerializedTool:
         value = spec.get(field)
         if value is not None and not isinstance(value, kind):
             raise ValueError(f"tools.{name}.{field} must be {_KIND[kind]}, not {value!r:.40}")
+    icons = spec.get("icons")
+    if icons and not all(
+        isinstance(icon, dict) and isinstance(icon.get("src"), str) for icon in icons
+    ):
+        raise ValueError(f"tools.{name}.icons must be objects with a str src, not {icons!r:.40}")
     annotations = spec.get("annotations")
     if annotations:
         for field, kind in _ANNOTATION_FIELDS:
@@ -628,7 +639,7 @@ def check_tool(name: str, spec: Any) -> SerializedTool:
     return spec  # type: ignore[return-value]
 
 
-_KIND: Final[Mapping[type, str]] = {str: "str", bool: "bool", dict: "an object"}
+_KIND: Final[Mapping[type, str]] = {str: "str", bool: "bool", dict: "an object", list: "an array"}
 
 
 def tool_options(spec: SerializedTool) -> ToolOptions:
@@ -642,8 +653,14 @@ def tool_options(spec: SerializedTool) -> ToolOptions:
         "disabled": bool(spec.get("disabled")),
         "type": spec.get("type"),
     }
+    title = spec.get("title")
+    if title is not None:
+        options["title"] = title
+    icons = spec.get("icons")
+    if icons is not None:
+        options["icons"] = icons
     annotations = spec.get("annotations")
-    if annotations:
+    if annotations is not None:
         options["annotations"] = ToolAnnotations.model_validate(annotations)
     output_schema = spec.get("outputSchema")
     if output_schema is not None:

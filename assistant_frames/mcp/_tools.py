@@ -17,7 +17,7 @@ from ..registry.context import ModelContext
 from ..registry.tool import Tool, ToolCallContext
 from ..tool_formats import to_mcp_tools
 
-__all__ = ["annotations_from_mcp", "mcp_tools", "tool_from_mcp"]
+__all__ = ["annotations_from_mcp", "icons_from_mcp", "mcp_tools", "tool_from_mcp"]
 
 
 def mcp_tools(context: ModelContext) -> list[types.Tool]:
@@ -29,25 +29,44 @@ def mcp_tools(context: ModelContext) -> list[types.Tool]:
 
 
 def annotations_from_mcp(spec: types.Tool) -> ToolAnnotations | None:
-    """The tool's annotations, with MCP's ``Tool.title`` as their title.
+    """The tool's annotations exactly as the server declared them (empty ones too).
 
-    MCP has a title in both places; the tool's own wins, as in MCP's display order.
+    MCP has a title in two places, ``Tool.title`` and ``annotations.title``; each stays
+    where the server put it (the tool keeps ``Tool.title`` as its own ``title``).
     """
-    wire = spec.annotations.model_dump(by_alias=True, exclude_none=True) if spec.annotations else {}
-    if spec.title:
-        wire["title"] = spec.title
-    return ToolAnnotations.model_validate(wire) if wire else None
+    if spec.annotations is None:
+        return None
+    return ToolAnnotations.model_validate(
+        spec.annotations.model_dump(by_alias=True, exclude_none=True)
+    )
+
+
+def icons_from_mcp(spec: types.Tool) -> list[dict[str, Any]] | None:
+    """The tool's icons in their wire shape, as the server declared them."""
+    if spec.icons is None:
+        return None
+    return [icon.model_dump(mode="json", by_alias=True, exclude_none=True) for icon in spec.icons]
 
 
 def tool_from_mcp(
     spec: types.Tool, invoke: Callable[[Any, ToolCallContext], Awaitable[Any]]
 ) -> Tool:
-    """An assistant-frames tool described by ``spec`` whose calls run ``invoke(args, context)``."""
+    """An assistant-frames tool described by ``spec`` whose calls run ``invoke(args, context)``.
+
+    What the server declared is kept as declared, so that listing the tool again (by
+    :class:`~assistant_frames.mcp.MCPContextServer`) reproduces it field for field:
+    ``title``, ``description``, ``inputSchema``, ``outputSchema``, ``annotations``,
+    ``icons`` and ``_meta``. (``execution``, the session's task support, is not a
+    property of the tool that a proxy can pass on: calls through assistant-frames are
+    never tasks.)
+    """
     return Tool.from_parts(
         spec.name,
         invoke,
         description=spec.description,
         parameters=spec.input_schema,
+        title=spec.title,
+        icons=icons_from_mcp(spec),
         annotations=annotations_from_mcp(spec),
         output_schema=spec.output_schema,
         meta=spec.meta,

@@ -1,13 +1,13 @@
 """``MCPFrame``: an MCP server used as a frame, i.e. as a :class:`ModelContextProvider`.
 
 The server's tools become tools of the context (its ``inputSchema`` as the parameters;
-its ``title``, ``annotations``, ``outputSchema`` and ``_meta`` kept), its instructions
-the system text, and each call goes through the official ``mcp`` client. A server whose
-tools have MCP Apps UIs also gives the context its ``ui://`` resources (read once, and
-again when it says its resources changed). The frame follows the server's tool list: on
-``notifications/tools/list_changed`` (handshake-era servers) or a
-``subscriptions/listen`` event (2026-07-28 servers) it fetches the list again. Servers
-that cannot notify are polled only when asked to.
+its ``title``, ``icons``, ``annotations``, ``outputSchema`` and ``_meta`` kept exactly as
+declared), its instructions the system text, and each call goes through the official
+``mcp`` client. A server whose tools have MCP Apps UIs also gives the context its
+``ui://`` resources (read once, and again when it says its resources changed). The frame
+follows the server's tool list: on ``notifications/tools/list_changed`` (handshake-era
+servers) or a ``subscriptions/listen`` event (2026-07-28 servers) it fetches the list
+again. Servers that cannot notify are polled only when asked to.
 """
 
 from __future__ import annotations
@@ -778,6 +778,8 @@ def _same(a: ModelContext, b: ModelContext) -> bool:
 def _same_tool(a: Tool, b: Tool) -> bool:
     return (
         a.description == b.description
+        and a.title == b.title
+        and a.icons == b.icons
         and a.parameters == b.parameters
         and a.annotations == b.annotations
         and a.output_schema == b.output_schema

@@ -103,7 +103,8 @@ class ModelContextRegistry:
         """Add a :class:`Tool`, or build one from a name, ``execute`` and options.
 
         The options are :class:`Tool`'s: ``description``, ``parameters``, ``disabled``,
-        ``type``, ``meta``, ``annotations``, ``output_schema`` and ``thread``.
+        ``type``, ``title``, ``icons``, ``meta``, ``annotations``, ``output_schema`` and
+        ``thread``.
         """
         if not isinstance(tool, Tool):
             tool = Tool(tool, execute, parameters=parameters, thread=thread, **options)

@@ -16,10 +16,12 @@ loop, unless ``thread=False`` asks to run it on the loop) or async, and may ask 
 parameters, by taking a second positional argument).
 
 Besides what a model needs to call it, a tool may carry what MCP knows about tools:
-``annotations`` (:class:`ToolAnnotations`: a display title and behaviour hints), an
-``output_schema`` (the JSON Schema of its results, derived from a return annotation that
-is a Pydantic model or a ``TypedDict``), and ``meta`` (MCP's ``_meta``, passed through
-untouched). They travel with the tool over frames and MCP alike.
+a display ``title`` and ``icons``, ``annotations`` (:class:`ToolAnnotations`: behaviour
+hints, and a title of their own), an ``output_schema`` (the JSON Schema of its results,
+derived from a return annotation that is a Pydantic model or a ``TypedDict``), and
+``meta`` (MCP's ``_meta``, passed through untouched). They travel with the tool over
+frames and MCP alike, exactly as given: a tool listed by an MCP server is listed again
+by :class:`~assistant_frames.mcp.MCPContextServer` field for field.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ import itertools
 import logging
 import threading
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeAlias, get_args, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
@@ -253,6 +255,8 @@ class ToolOptions(TypedDict, total=False):
     description: str | None
     disabled: bool
     type: ToolType | None
+    title: str | None
+    icons: Sequence[Mapping[str, Any]] | None
     meta: Mapping[str, Any] | None
     annotations: ToolAnnotations | Mapping[str, Any] | None
     output_schema: OutputSchema | None
@@ -274,6 +278,11 @@ class Tool:
             signature (see the module's documentation).
         disabled: Listed nowhere and refused when called.
         type: assistant-ui's kind of tool (``"frontend"``, ``"backend"``, ``"human"``...).
+        title: A human-readable name for display (MCP's ``Tool.title``). ``None``
+            takes the annotations' title, if they have one.
+        icons: Icons for display, MCP's ``Tool.icons``: a list of JSON objects, each
+            with at least a ``src`` URI (and optionally ``mimeType``, ``sizes``,
+            ``theme``), passed on untouched (a shallow copy is kept).
         meta: Free-form metadata, MCP's ``_meta``: passed on untouched (a shallow copy
             is kept).
         annotations: :class:`ToolAnnotations`, or a dict of them in snake_case or
@@ -298,14 +307,17 @@ class Tool:
         "_parameters_source",
         "_serialized",
         "_thread",
+        "_title_derived",
         "annotations",
         "description",
         "disabled",
         "execute",
+        "icons",
         "meta",
         "name",
         "output_schema",
         "parameters",
+        "title",
         "type",
     )
 
@@ -315,10 +327,14 @@ class Tool:
     execute: ExecuteFunction | None
     disabled: bool
     type: ToolType | None
+    title: str | None
+    """A human-readable name for display, MCP's ``Tool.title``."""
+    icons: Sequence[Mapping[str, Any]] | None
+    """Icons for display, MCP's ``Tool.icons`` (JSON objects with a ``src``)."""
     meta: Mapping[str, Any] | None
     """MCP's ``_meta``: anything the tool's author wants to pass along, untouched."""
     annotations: ToolAnnotations | None
-    """MCP's annotations: a display title and behaviour hints."""
+    """MCP's annotations: behaviour hints (and a display title of their own)."""
     output_schema: Mapping[str, Any] | None
     """The JSON Schema of the tool's results (``$ref`` inlined), if known."""
 
@@ -331,6 +347,8 @@ class Tool:
         parameters: Parameters | None = None,
         disabled: bool = False,
         type: ToolType | None = None,
+        title: str | None = None,
+        icons: Sequence[Mapping[str, Any]] | None = None,
         meta: Mapping[str, Any] | None = None,
         annotations: ToolAnnotations | Mapping[str, Any] | None = None,
         output_schema: OutputSchema | None = None,
@@ -347,6 +365,11 @@ class Tool:
         self.type = type
         self.meta = _check_meta(name, with_ui(meta, ui))
         self.annotations = _check_annotations(name, annotations)
+        self.icons = _check_icons(name, icons)
+        self.title = _check_title(name, title)
+        self._title_derived = self.title is None
+        if self._title_derived:
+            self.title = _annotations_title(self.annotations)
         self._output_schema_source = output_schema
         if output_schema is None:
             self.output_schema = None if execute is None else _derived_output_schema(execute)
@@ -371,10 +394,11 @@ class Tool:
     ) -> Tool:
         """Build a tool around a ready ``invoke(args, context)`` coroutine function.
 
-        Nothing is derived or validated: ``parameters`` (and a dict ``output_schema``
-        or ``meta``) are kept exactly as given and ``invoke`` receives the raw
-        arguments. Frame hosts use this for remote tools, whose frame validates the
-        arguments itself; it is also the cheapest way to build many tools at once.
+        Nothing is derived or validated: ``parameters`` (and a dict ``output_schema``,
+        ``meta`` or ``icons``) are kept exactly as given, ``title`` is not taken from the
+        annotations, and ``invoke`` receives the raw arguments. Frame hosts use this for
+        remote tools, whose frame validates the arguments itself; it is also the cheapest
+        way to build many tools at once.
         """
         tool = object.__new__(cls)
         tool.name = name
@@ -382,6 +406,9 @@ class Tool:
         tool.parameters = parameters if parameters is not None else dict(EMPTY_OBJECT_SCHEMA)
         tool.disabled = bool(options.get("disabled", False))
         tool.type = options.get("type")
+        tool.title = options.get("title")
+        tool._title_derived = False
+        tool.icons = options.get("icons")
         tool.meta = options.get("meta")
         if options.get("ui") is not None:
             tool.meta = with_ui(tool.meta, options.get("ui"))
@@ -447,23 +474,29 @@ class Tool:
 
         ``output_schema=None`` (or ``False``) removes the output schema. A new
         ``execute``, ``parameters`` or ``thread`` builds the tool anew, and a derived
-        output schema is then derived from the new function.
+        output schema is then derived from the new function. A title taken from the
+        annotations follows new annotations; ``title=None`` takes it from them again.
         """
         if execute is not _UNSET or parameters is not _UNSET or thread is not _UNSET:
             options: dict[str, Any] = {
                 field: getattr(self, field) for field in _CHECKS if field != "ui"
             }
             options["output_schema"] = self._output_schema_source  # derived stays derived
+            if self._title_derived:
+                options["title"] = None  # derived stays derived
             options.update(changes)
             if "output_schema" in changes and changes["output_schema"] is None:
                 options["output_schema"] = False  # removed, as in a copy: not derived again
-            return Tool(
+            rebuilt = Tool(
                 self.name if name is _UNSET else name,
                 self.execute if execute is _UNSET else execute,
                 parameters=self._parameters_source if parameters is _UNSET else parameters,
                 thread=self._thread if thread is _UNSET else thread,
                 **options,
             )
+            if options["title"] is None and not self._title_derived and "title" not in changes:
+                rebuilt.title, rebuilt._title_derived = None, False  # none, as given
+            return rebuilt
         copy = object.__new__(Tool)
         for slot in Tool.__slots__:
             object.__setattr__(copy, slot, getattr(self, slot))
@@ -479,6 +512,10 @@ class Tool:
             except KeyError:
                 raise TypeError(f"Tool.replace() got an unexpected keyword {field!r}") from None
             setattr(copy, field, check(copy.name, value))
+        if "title" in changes:
+            copy._title_derived = copy.title is None
+        if copy._title_derived:
+            copy.title = _annotations_title(copy.annotations)
         if ui is not None:  # after meta: ui= wins over a ui entry of a new meta
             copy.meta = _check_meta(copy.name, with_ui(copy.meta, ui))
         if "output_schema" in changes:  # given, never derived again when rebuilt
@@ -509,6 +546,38 @@ def _check_meta(name: str, meta: Mapping[str, Any] | None) -> dict[str, Any] | N
     except (PydanticSerializationError, ValueError, TypeError, RecursionError) as exc:
         raise TypeError(f"meta of tool {name!r} must be JSON-compatible: {exc}") from None
     return dict(meta)
+
+
+def _check_title(name: str, title: str | None) -> str | None:
+    if title is not None and not isinstance(title, str):
+        raise TypeError(
+            f"title of tool {name!r} must be a str, not {builtins.type(title).__name__}"
+        )
+    return title
+
+
+def _annotations_title(annotations: ToolAnnotations | None) -> str | None:
+    """The annotations' title: a tool's title when none is given (MCP's display order)."""
+    return None if annotations is None else annotations.title
+
+
+def _check_icons(
+    name: str, icons: Sequence[Mapping[str, Any]] | None
+) -> list[dict[str, Any]] | None:
+    if icons is None:
+        return None
+    if isinstance(icons, (str, bytes, Mapping)) or not isinstance(icons, Sequence):
+        raise TypeError(
+            f"icons of tool {name!r} must be a list of dicts, not {builtins.type(icons).__name__}"
+        )
+    for icon in icons:
+        if not isinstance(icon, Mapping) or not isinstance(icon.get("src"), str):
+            raise TypeError(f"each icon of tool {name!r} must be a dict with a str 'src'")
+    try:  # it crosses frames and MCP as JSON: find out now, not when it is first sent
+        to_jsonable_python(icons, inf_nan_mode="null")
+    except (PydanticSerializationError, ValueError, TypeError, RecursionError) as exc:
+        raise TypeError(f"icons of tool {name!r} must be JSON-compatible: {exc}") from None
+    return [dict(icon) for icon in icons]
 
 
 def _check_annotations(
@@ -557,6 +626,8 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "description": lambda name, value: value,
     "disabled": lambda name, value: bool(value),
     "type": lambda name, value: value,
+    "title": _check_title,
+    "icons": _check_icons,
     "meta": _check_meta,
     "annotations": _check_annotations,
     "output_schema": _explicit_output_schema,
