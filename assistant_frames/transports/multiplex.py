@@ -61,8 +61,15 @@ Claim = Callable[[Any], bool]
 
 
 def frame_channel(message: Any) -> bool:
-    """Claims frame-protocol messages: objects whose ``"channel"`` is ``"assistant-ui-frame"``."""
-    return isinstance(message, dict) and message.get("channel") == FRAME_CHANNEL
+    """Claims frame-protocol messages: objects whose ``"channel"`` is ``"assistant-ui-frame"``,
+    and the parent relay's ``frame-loaded`` notice (the frame host acts on it)."""
+    if not isinstance(message, dict):
+        return False
+    name = message.get("channel")
+    if name == FRAME_CHANNEL:
+        return True
+    inner = message.get("message")
+    return name == RELAY_CHANNEL and isinstance(inner, dict) and inner.get("type") == "frame-loaded"
 
 
 def jsonrpc(message: Any) -> bool:

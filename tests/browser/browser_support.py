@@ -190,3 +190,13 @@ class RecordingTransport(ObjectStream[Any]):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+class AuiBundles(dict[str, bytes]):
+    """Page bundles for one @assistant-ui/core ``version``; ``documents``: whether that
+    release has documents (``documentId``, ``provider-disposed``, ``frameLoaded``)."""
+
+    def __init__(self, bundles: dict[str, bytes], version: str, documents: bool) -> None:
+        super().__init__(bundles)
+        self.version = version
+        self.documents = documents

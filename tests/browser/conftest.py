@@ -13,6 +13,7 @@ set: then they fail.
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ import pytest
 from browser_support import (
     CHROMIUM,
     HERE,
+    AuiBundles,
     BrowserPage,
     BrowserThread,
     unavailable,
@@ -37,6 +39,16 @@ PAGE_SOURCES = (
     "app-host-page.js",
     "openai-host-page.js",
 )
+#: The @assistant-ui/core releases the frame and host pages are built against: the
+#: newest (``@assistant-ui/core`` in package.json) and the oldest supported (an npm
+#: alias), with a string only that release's frame code contains (0.3.35 added
+#: provider-disposed; 0.3.20 has none of it).
+AUI_NEWEST = "0.3.35"
+AUI_RELEASES = {
+    AUI_NEWEST: ("@assistant-ui/core", True),
+    "0.3.20": ("aui-core-0.3.20", False),
+}
+AUI_PAGES = ("frame-page.js", "host-page.js")
 NPM_TIMEOUT = 300
 ESBUILD_TIMEOUT = 60
 
@@ -73,8 +85,15 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
         unavailable("node is not installed (needed by esbuild)")
     out = tmp_path_factory.mktemp("bundles")
     result = {}
-    for source in PAGE_SOURCES:
-        target = out / source
+    builds = [(source, source, ()) for source in PAGE_SOURCES]
+    for version, (package, _) in AUI_RELEASES.items():
+        installed = json.loads((HERE / "node_modules" / package / "package.json").read_text())
+        assert installed["version"] == version, f"{package} is {installed['version']}"
+        if version != AUI_NEWEST:
+            alias = (f"--alias:@assistant-ui/core={package}",)
+            builds += [(source, f"aui-{version}/{source}", alias) for source in AUI_PAGES]
+    for source, name, options in builds:
+        target = out / name
         _run(
             [
                 str(esbuild),
@@ -84,15 +103,31 @@ def bundles(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
                 "--target=es2020",
                 "--external:react",  # @assistant-ui/core's React parts are tree-shaken away
                 "--log-level=warning",
+                *options,
                 f"--outfile={target}",
             ],
             timeout=ESBUILD_TIMEOUT,
-            what=f"esbuild {source}",
+            what=f"esbuild {name}",
         )
         bundle = target.read_bytes()
-        assert b'require("react")' not in bundle, f"{source}: the bundle still needs react"
-        result[f"/{source}"] = bundle
+        assert b'require("react")' not in bundle, f"{name}: the bundle still needs react"
+        result[f"/{name}"] = bundle
     return result
+
+
+@pytest.fixture(params=list(AUI_RELEASES), ids=lambda version: f"aui-{version}")
+def aui_bundles(bundles: dict[str, bytes], request: pytest.FixtureRequest) -> AuiBundles:
+    """The bundles, with ``/frame-page.js`` and ``/host-page.js`` built against one
+    @assistant-ui/core release: each test that takes it runs against every release."""
+    version: str = request.param
+    chosen = dict(bundles)
+    if version != AUI_NEWEST:
+        for source in AUI_PAGES:
+            chosen[f"/{source}"] = bundles[f"/aui-{version}/{source}"]
+    documents = AUI_RELEASES[version][1]
+    for source in AUI_PAGES:  # the alias really swapped the frame code
+        assert (b"provider-disposed" in chosen[f"/{source}"]) is documents, (version, source)
+    return AuiBundles(chosen, version, documents)
 
 
 @pytest.fixture(scope="session")

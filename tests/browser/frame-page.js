@@ -62,5 +62,8 @@ window.frameTest = {
   },
   aborts: () => [...aborts],
   started: () => [...started],
+  // This page's document (0.3.35 draws one per load; undefined before 0.3.35).
+  documentId: () => AssistantFrameProvider._instance?._documentId,
+  dispose: () => AssistantFrameProvider.dispose(),
 };
 document.documentElement.setAttribute("data-frame-ready", "true");

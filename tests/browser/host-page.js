@@ -8,6 +8,8 @@ const relayEvents = [];
 let host = null;
 let changes = 0;
 const waiters = [];
+const outcomes = [];
+const kept = new Map();
 
 function snapshot() {
   const context = host ? host.getModelContext() : {};
@@ -57,16 +59,40 @@ window.hostTest = {
       waiters.push(resolve);
       setTimeout(() => reject(new Error("no context change within 10 s")), 10000);
     }),
-  async call(name, args) {
-    const tool = host.getModelContext().tools?.[name];
+  // Bounded: the JS host sends tool-cancel and rejects if Python takes longer than ms.
+  async call(name, args, ms = 10000, useKept = false) {
+    const tool = useKept ? kept.get(name) : host.getModelContext().tools?.[name];
     if (!tool) return { error: `no tool ${name} in the JS host` };
     try {
-      // Bounded: the JS host sends tool-cancel and rejects if Python takes over 10 s.
-      const abortSignal = AbortSignal.timeout(10000);
+      const abortSignal = AbortSignal.timeout(ms);
       const result = await tool.execute(args, { toolCallId: "js-test", abortSignal });
       return { result };
     } catch (error) {
       return { error: error instanceof Error ? error.message : String(error) };
     }
+  },
+  // A call that runs on while the test does other things: begin() returns its index,
+  // outcome(index) is null until it settles, then the call's outcome and its duration.
+  begin(name, args, ms = 10000, useKept = false) {
+    const index = outcomes.length;
+    const started = performance.now();
+    outcomes.push(null);
+    window.hostTest.call(name, args, ms, useKept).then((outcome) => {
+      outcomes[index] = { ...outcome, ms: performance.now() - started };
+    });
+    return index;
+  },
+  outcome: (index) => outcomes[index],
+  // A tool as the JS host had it now, to call after its context changed: keep(name),
+  // then begin(name, args, ms, true).
+  keep(name) {
+    kept.set(name, host.getModelContext().tools?.[name]);
+    return kept.get(name) !== undefined;
+  },
+  // 0.3.35's frameLoaded(); false where the release has none.
+  frameLoaded() {
+    if (typeof host.frameLoaded !== "function") return false;
+    host.frameLoaded();
+    return true;
   },
 };

@@ -22,7 +22,7 @@ from assistant_frames import AssistantFrameHost, ToolCallError, ToolCallTimeout,
 from assistant_frames.browser import relay_files
 from assistant_frames.transports import WebSocketServer, websocket_server
 
-from browser_support import BrowserPage, RecordingTransport
+from browser_support import AuiBundles, BrowserPage, RecordingTransport
 
 pytestmark = pytest.mark.anyio
 
@@ -141,9 +141,9 @@ async def wait_until(host: AssistantFrameHost, predicate: Callable[[], bool]) ->
 
 
 async def test_js_frame_context_reaches_python_host(
-    page: BrowserPage, bundles: dict[str, bytes]
+    page: BrowserPage, aui_bundles: AuiBundles
 ) -> None:
-    async with python_host(bundles) as side:
+    async with python_host(aui_bundles) as side:
         host = await open_frame(page, side)
         context = host.get_model_context()
         assert context.system == "You can add numbers with the add tool."
@@ -159,9 +159,9 @@ async def test_js_frame_context_reaches_python_host(
 
 
 async def test_js_tool_call_returns_the_js_result(
-    page: BrowserPage, bundles: dict[str, bytes]
+    page: BrowserPage, aui_bundles: AuiBundles
 ) -> None:
-    async with python_host(bundles) as side:
+    async with python_host(aui_bundles) as side:
         host = await open_frame(page, side)
         with anyio.fail_after(WAIT):
             assert await host.call_tool("add", {"a": 2, "b": 3}) == 5
@@ -171,9 +171,9 @@ async def test_js_tool_call_returns_the_js_result(
 
 
 async def test_a_js_frame_ignores_the_request_for_events(
-    page: BrowserPage, bundles: dict[str, bytes]
+    page: BrowserPage, aui_bundles: AuiBundles
 ) -> None:
-    async with python_host(bundles) as side:
+    async with python_host(aui_bundles) as side:
         host = await open_frame(page, side)
         events: list[ToolEvent] = []
         seen: list[ToolEvent] = []
@@ -191,9 +191,9 @@ async def test_a_js_frame_ignores_the_request_for_events(
 
 
 async def test_throwing_and_unknown_js_tools_raise_tool_call_error(
-    page: BrowserPage, bundles: dict[str, bytes]
+    page: BrowserPage, aui_bundles: AuiBundles
 ) -> None:
-    async with python_host(bundles) as side:
+    async with python_host(aui_bundles) as side:
         host = await open_frame(page, side)
         with anyio.fail_after(WAIT):
             with pytest.raises(ToolCallError) as thrown:
@@ -207,9 +207,9 @@ async def test_throwing_and_unknown_js_tools_raise_tool_call_error(
 
 
 async def test_js_frame_adding_and_removing_tools_reaches_subscribers(
-    page: BrowserPage, bundles: dict[str, bytes]
+    page: BrowserPage, aui_bundles: AuiBundles
 ) -> None:
-    async with python_host(bundles) as side:
+    async with python_host(aui_bundles) as side:
         host = await open_frame(page, side)
         seen: list[list[str]] = []
         host.subscribe(lambda: seen.append(sorted(host.get_model_context().tools)))
@@ -227,9 +227,9 @@ async def test_js_frame_adding_and_removing_tools_reaches_subscribers(
 
 
 async def test_python_timeout_cancels_the_js_tool(
-    page: BrowserPage, bundles: dict[str, bytes]
+    page: BrowserPage, aui_bundles: AuiBundles
 ) -> None:
-    async with python_host(bundles) as side:
+    async with python_host(aui_bundles) as side:
         host = await open_frame(page, side)
         with anyio.fail_after(WAIT), pytest.raises(ToolCallTimeout):
             await host.call_tool("slow", {}, timeout=0.5, tool_call_id="py-slow-1")
@@ -243,9 +243,9 @@ async def test_python_timeout_cancels_the_js_tool(
 
 
 async def test_parent_relay_ignores_other_windows(
-    page: BrowserPage, bundles: dict[str, bytes]
+    page: BrowserPage, aui_bundles: AuiBundles
 ) -> None:
-    async with python_host(bundles) as side:
+    async with python_host(aui_bundles) as side:
         host = await open_frame(page, side)
         # The page itself, and a second same-origin iframe, post frame messages.
         await page.evaluate(

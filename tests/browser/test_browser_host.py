@@ -26,7 +26,7 @@ from assistant_frames import (
 from assistant_frames.browser import relay_files
 from assistant_frames.transports import WebSocketServer, websocket_server
 
-from browser_support import BrowserPage, RecordingTransport
+from browser_support import AuiBundles, BrowserPage, RecordingTransport
 
 pytestmark = pytest.mark.anyio
 
@@ -150,10 +150,8 @@ async def open_host(page: BrowserPage, side: PythonFrameSide) -> None:
     await page.wait_for(READY)
 
 
-async def test_js_host_sees_the_python_context(
-    page: BrowserPage, bundles: dict[str, bytes]
-) -> None:
-    async with python_frame(bundles) as side:
+async def test_js_host_sees_the_python_context(page: BrowserPage, aui_bundles: AuiBundles) -> None:
+    async with python_frame(aui_bundles) as side:
         await open_host(page, side)
         context = await page.evaluate("hostTest.context()")
         assert context["system"] == SYSTEM
@@ -169,9 +167,9 @@ async def test_js_host_sees_the_python_context(
 
 
 async def test_js_execute_resolves_with_the_python_result(
-    page: BrowserPage, bundles: dict[str, bytes]
+    page: BrowserPage, aui_bundles: AuiBundles
 ) -> None:
-    async with python_frame(bundles) as side:
+    async with python_frame(aui_bundles) as side:
         await open_host(page, side)
         outcome = await page.evaluate("hostTest.call('multiply', {a: 6, b: 7})")
         assert outcome == {"result": 42}
@@ -181,9 +179,9 @@ async def test_js_execute_resolves_with_the_python_result(
 
 
 async def test_python_error_rejects_in_js_with_the_same_message(
-    page: BrowserPage, bundles: dict[str, bytes]
+    page: BrowserPage, aui_bundles: AuiBundles
 ) -> None:
-    async with python_frame(bundles) as side:
+    async with python_frame(aui_bundles) as side:
         await open_host(page, side)
         assert await page.evaluate("hostTest.call('explode', {})") == {
             "error": "kaboom from python"
@@ -193,10 +191,10 @@ async def test_python_error_rejects_in_js_with_the_same_message(
 
 
 async def test_a_js_host_ignores_progress_and_logs_and_gets_the_result(
-    page: BrowserPage, bundles: dict[str, bytes]
+    page: BrowserPage, aui_bundles: AuiBundles
 ) -> None:
     sent: list[Any] = []
-    async with python_frame(bundles, sent=sent) as side:
+    async with python_frame(aui_bundles, sent=sent) as side:
 
         @side.registry.tool
         async def count(n: int, context: ToolCallContext) -> str:
@@ -222,10 +220,10 @@ async def test_a_js_host_ignores_progress_and_logs_and_gets_the_result(
 
 
 async def test_a_js_host_ignores_the_mcp_apps_fields(
-    page: BrowserPage, bundles: dict[str, bytes]
+    page: BrowserPage, aui_bundles: AuiBundles
 ) -> None:
     sent: list[Any] = []
-    async with python_frame(bundles, sent=sent) as side:
+    async with python_frame(aui_bundles, sent=sent) as side:
         side.registry.add_ui_resource("ui://weather/view", html="<p>weather</p>")
 
         @side.registry.tool(ui="ui://weather/view")
@@ -253,9 +251,9 @@ async def test_a_js_host_ignores_the_mcp_apps_fields(
 
 
 async def test_python_registry_changes_reach_the_js_host(
-    page: BrowserPage, bundles: dict[str, bytes]
+    page: BrowserPage, aui_bundles: AuiBundles
 ) -> None:
-    async with python_frame(bundles) as side:
+    async with python_frame(aui_bundles) as side:
         await open_host(page, side)
         await page.evaluate("window.nextChange = hostTest.nextChange(); true")
         handle = side.registry.add_tool(
@@ -276,9 +274,9 @@ async def test_python_registry_changes_reach_the_js_host(
 
 
 async def test_child_relay_ignores_other_windows(
-    page: BrowserPage, bundles: dict[str, bytes]
+    page: BrowserPage, aui_bundles: AuiBundles
 ) -> None:
-    async with python_frame(bundles) as side:
+    async with python_frame(aui_bundles) as side:
         await open_host(page, side)
         await page.evaluate(
             """() => {

@@ -27,6 +27,7 @@ from assistant_frames import (
     Multiplexer,
 )
 from assistant_frames.browser import relay_files
+from assistant_frames.frames.host_machine import FRAME_LOADED
 from assistant_frames.transports import WebSocketServer, frame_channel, jsonrpc, websocket_server
 
 from browser_support import BrowserPage, RecordingTransport
@@ -212,8 +213,13 @@ async def test_frame_channel_and_json_rpc_share_the_parent_relay(
             assert results[f"add{n}"] == n + 1
             assert results[f"py{n}"] == {"echo": n, "by": "browser"}
         assert results["browser"] == [{"echo": n, "by": "python"} for n in range(CALLS)]
-        # Each protocol saw only its own messages; nothing went unclaimed.
-        assert all(m.get("channel") == "assistant-ui-frame" for m in connection.frame_messages)
+        # Each protocol saw only its own messages (the frame's include the relay's notice
+        # that the iframe loaded, for its host); nothing went unclaimed.
+        assert all(
+            m.get("channel") == "assistant-ui-frame" or m == FRAME_LOADED
+            for m in connection.frame_messages
+        )
+        assert connection.frame_messages.count(FRAME_LOADED) == 1
         assert all(m["jsonrpc"] == "2.0" for m in rpc.received)
         assert len([m for m in rpc.received if "method" in m]) == CALLS
         assert connection.mux.unclaimed == 0

@@ -25,6 +25,11 @@
  *     default ["assistant-ui-frame"]) or JSON-RPC 2.0 messages (objects whose
  *     jsonrpc is "2.0", as MCP Apps send; option jsonrpc, default true; false
  *     forwards channels only).
+ * And, on each load of the iframe (a reload is a new document), when it bridges the
+ * frame channel outside app mode, it tells the Python host over the WebSocket:
+ * {"channel": "assistant-frames-relay", "message": {"type": "frame-loaded"}}; the
+ * AssistantFrameHost then does what @assistant-ui/core's frameLoaded() does (asks for
+ * the context with a fresh requestId, and forgets the old document if nothing answers).
  * Nothing else: messages from any other window or origin, on another channel
  * (never the relay's own "assistant-frames-relay", even with jsonrpc "2.0"), sent
  * while the socket is not open, or that have no JSON form, are dropped.
@@ -191,6 +196,8 @@
       throw new Error('AssistantFramesRelay.parent: options.wire must be "mcp-apps" or "aui"');
     }
     var jsonrpc = aui ? options.jsonrpc === true : app || options.jsonrpc !== false;
+    // Loads worth telling the Python host about: a frame's, whose host tracks documents.
+    var tellLoads = !app && (channels === "*" || channels.indexOf(FRAME_CHANNEL) >= 0);
     var statusElement = resolveElement(options.statusElement, document.documentElement);
     var socketUrl = withToken(options.url, options.token);
 
@@ -263,6 +270,9 @@
         pending.forEach(function (data) {
           iframe.contentWindow.postMessage(data, targetOrigin);
         });
+        if (tellLoads && socket && socket.readyState === WebSocket.OPEN) {
+          socket.send(JSON.stringify({ channel: RELAY_CHANNEL, message: { type: "frame-loaded" } }));
+        }
       });
       iframe.src = options.src; // loaded only now, so the frame never runs before the socket
       if (!options.iframe) resolveElement(options.container, document.body).appendChild(iframe);
