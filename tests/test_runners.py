@@ -40,9 +40,14 @@ SCENARIO_TIMEOUT = 60.0  # each takes 2-7 s alone; two at once on a busy 2-core 
 STOP_TIMEOUT = 15.0  # uvicorn's graceful shutdown, the federation's members included
 
 
+#: How the interpreter shows in a worker's name: its file name (``python`` under
+#: ``python -m pytest``, ``python3`` under a venv's ``pytest`` script).
+PYTHON = Path(sys.executable).name
+
+
 def worker_command(runner: str) -> str:
     """How a worker started by launched("worker_frame.py") shows in error messages."""
-    return f"python {LAUNCH} {runner} {RUNNERS_DIR / 'worker_frame.py'}"
+    return f"{PYTHON} {LAUNCH} {runner} {RUNNERS_DIR / 'worker_frame.py'}"
 
 
 # -- running a scenario ------------------------------------------------------------------
@@ -185,7 +190,7 @@ def workers_expected(runner: str) -> dict[str, Any]:
             "the first: 'hello'): is it an assistant-frames frame?"
         ),
         "dies at once": (
-            "dies sent no model context: worker process PID (`python -c 'import sys; "
+            f"dies sent no model context: worker process PID (`{PYTHON} -c 'import sys; "
             "sys.stderr.write('\"'\"'no config\\n'\"'\"'); sys.exit(3)'`) exited with "
             "code 3; the end of its stderr:\nno config"
         ),
