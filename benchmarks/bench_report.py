@@ -1,0 +1,464 @@
+"""The report: targets (PASS/MISS), the printed table and the JSON figures."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import platform
+import statistics
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from bench_apps import AppsResult
+from bench_common import IN_FLIGHT, CallResult, Config
+from bench_context import BurstResult, PropagationResult
+from bench_nats import NATS_FRAME_COUNT, NATS_IN_FLIGHT, NATSResult
+from bench_startup import ImportResult
+from bench_transports import CrossProcess
+
+
+@dataclass
+class Target:
+    label: str
+    value: float | None
+    unit: str
+    goal: str
+    passed: bool | None  # None: not measured
+
+    @property
+    def verdict(self) -> str:
+        return "SKIP" if self.passed is None else ("PASS" if self.passed else "MISS")
+
+
+def targets_for(
+    calls: dict[str, CallResult],
+    burst: BurstResult,
+    propagation: PropagationResult,
+    cross: CrossProcess,
+    apps: AppsResult,
+) -> list[Target]:
+    floor, af, mcp = calls["floor"], calls["af"], calls["mcp"]
+    out = [
+        Target(
+            "(b)/(a) latency        (x the floor)",
+            af.latency_us / floor.latency_us,
+            "x",
+            "<= 1.1x",
+            af.latency_us / floor.latency_us <= 1.1,
+        ),
+        Target(
+            "(a)/(b) throughput     (x the floor)",
+            floor.throughput / af.throughput,
+            "x",
+            "<= 2x",
+            floor.throughput / af.throughput <= 2,
+        ),
+    ]
+    if mcp.skipped:
+        out += [
+            Target("(c)/(b) latency        (x faster than mcp)", None, "x", ">= 8x", None),
+            Target("(b)/(c) throughput     (x faster than mcp)", None, "x", ">= 5x", None),
+        ]
+    else:
+        out += [
+            Target(
+                "(c)/(b) latency        (x faster than mcp)",
+                mcp.latency_us / af.latency_us,
+                "x",
+                ">= 8x",
+                mcp.latency_us / af.latency_us >= 8,
+            ),
+            Target(
+                "(b)/(c) throughput     (x faster than mcp)",
+                af.throughput / mcp.throughput,
+                "x",
+                ">= 5x",
+                af.throughput / mcp.throughput >= 5,
+            ),
+        ]
+    out += [
+        _ratio_target(
+            "(b')/(b) sync tool on the loop (x an async tool)",
+            calls["af_sync_loop"],
+            af,
+            "<= 1.2x",
+            lambda r: r <= 1.2,
+        ),
+        _ratio_target(
+            "(j)/(i) MCP server latency  (x a plain MCPServer)",
+            calls["mcp_served"],
+            calls["mcp_plain"],
+            "<= 1.1x",
+            lambda r: r <= 1.1,
+        ),
+        _ratio_target(
+            "(k)/(i) MCP frame latency   (x mcp.Client itself)",
+            calls["mcp_frame"],
+            calls["mcp_plain"],
+            "<= 1.1x",
+            lambda r: r <= 1.1,
+        ),
+        _ratio_target(
+            "(l)/(m) app view tools/call (x the MCPFrame itself)",
+            apps.calls["app_view"],
+            apps.calls["app_frame"],
+            "<= 1.2x",
+            lambda r: r <= 1.2,
+        ),
+        _ratio_target(
+            "(o)/(p) the same, server over stdio",
+            apps.calls["app_view_stdio"],
+            apps.calls["app_frame_stdio"],
+            "<= 1.2x",
+            lambda r: r <= 1.2,
+        ),
+    ]
+    out += [
+        Target(
+            f"burst: context messages for {burst.adds:,} add_tool",
+            burst.context_messages,
+            "",
+            "<= 2",
+            burst.context_messages <= 2,
+        ),
+        Target(
+            f"propagation: change -> host callback ({propagation.tools:,} tools), median",
+            propagation.median_ms,
+            "ms",
+            "<= 1 ms",
+            propagation.median_ms <= 1,
+        ),
+    ]
+    return out + cross_process_targets(cross)
+
+
+def _ratio_target(
+    label: str,
+    numerator: CallResult,
+    denominator: CallResult,
+    goal: str,
+    ok: Callable[[float], bool],
+) -> Target:
+    if numerator.skipped or denominator.skipped:
+        return Target(label, None, "x", goal, None)
+    ratio = numerator.latency_us / _reference_latency_us(numerator, denominator)
+    return Target(label, ratio, "x", goal, ok(ratio))
+
+
+def _reference_latency_us(result: CallResult, reference: CallResult) -> float:
+    """``reference``'s latency, from the blocks paired with ``result``'s if it has them."""
+    if result.reference_samples_ns:
+        return result.reference_latency_us
+    return reference.latency_us
+
+
+def cross_process_targets(cross: CrossProcess) -> list[Target]:
+    t, start = cross.transports, cross.starts["stdio_af"]
+    return [
+        _ratio_target(
+            "(e)/(d) WebSocket latency  (x the bare echo)",
+            t["ws_af"],
+            t["ws_echo"],
+            "<= 1.3x",
+            lambda r: r <= 1.3,
+        ),
+        _ratio_target(
+            "(g)/(f) stdio latency      (x the bare echo)",
+            t["stdio_af"],
+            t["pipe_echo"],
+            "<= 1.5x",
+            lambda r: r <= 1.5,
+        ),
+        _ratio_target(
+            "(h)/(g) stdio latency      (x faster than mcp)",
+            t["mcp_stdio"],
+            t["stdio_af"],
+            ">= 2.5x",
+            lambda r: r >= 2.5,
+        ),
+        Target(
+            "worker start: spawn_worker -> first context, median",
+            start.median_ms,
+            "ms",
+            "< 500 ms",
+            start.median_ms < 500,
+        ),
+        _ratio_target(
+            "(q)/(r) NATS latency       (x the bare echo)",
+            cross.nats.calls["nats_af"],
+            cross.nats.calls["nats_echo"],
+            "<= 1.5x",
+            lambda r: r <= 1.5,
+        ),
+    ]
+
+
+def render(
+    config: Config,
+    backend: str,
+    calls: dict[str, CallResult],
+    burst: BurstResult,
+    propagation: PropagationResult,
+    cross: CrossProcess,
+    apps: AppsResult,
+    targets: list[Target],
+    elapsed_s: float,
+) -> str:
+    lines = [
+        f"assistant-frames benchmark | backend={backend} | mode={config.mode} | "
+        f"python {platform.python_version()} | {os.cpu_count()} CPUs | {elapsed_s:.1f} s",
+        "",
+        f"{'add(1, 2) round trip':<38}{'sequential µs/call':>20}{'p90 µs':>10}"
+        f"{f'{IN_FLIGHT} in flight calls/s':>24}",
+    ]
+    for key in ("floor", "af", "mcp"):
+        result = calls[key]
+        if result.skipped:
+            lines.append(f"{result.label:<38}{'skipped: ' + result.skipped}")
+            continue
+        lines.append(
+            f"{result.label:<38}{result.latency_us:>20.1f}{result.latency_p90_us:>10.1f}"
+            f"{result.throughput:>24,.0f}"
+        )
+    extra = calls["floor_dispatcher"]
+    lines.append(
+        f"{extra.label + ' [info]':<38}{extra.latency_us:>20.1f}{extra.latency_p90_us:>10.1f}"
+        f"{'':>24}"
+    )
+    af = calls["af"]
+    for key in ("af_sync_loop", "af_sync_thread"):
+        result = calls[key]
+        ratio = result.latency_us / _reference_latency_us(result, af)
+        lines.append(
+            f"{result.label:<38}{result.latency_us:>20.1f}{result.latency_p90_us:>10.1f}"
+            f"{f'{ratio:.2f}x (b)':>24}"
+        )
+    lines += [
+        "",
+        f"{'MCP interop, in-process':<38}{'sequential µs/call':>20}{'p90 µs':>10}{'x (i)':>24}",
+    ]
+    plain = calls["mcp_plain"]
+    for key in ("mcp_plain", "mcp_served", "mcp_frame"):
+        result = calls[key]
+        if result.skipped:
+            lines.append(f"{result.label:<38}{'skipped: ' + result.skipped}")
+            continue
+        lines.append(
+            f"{result.label:<38}{result.latency_us:>20.1f}{result.latency_p90_us:>10.1f}"
+            f"{result.latency_us / plain.latency_us:>23.2f}x"
+        )
+    lines += ["", *render_apps(apps)]
+    lines += [
+        "",
+        *render_cross_process(cross),
+        "",
+        f"{'target':<58}{'measured':>10}{'goal':>10}  verdict",
+    ]
+    for target in targets:
+        if target.value is None:
+            value = "n/a"
+        elif target.unit == "x":
+            value = f"{target.value:.2f}x"
+        elif target.unit == "ms" and target.value >= 100:
+            value = f"{target.value:.0f} ms"
+        elif target.unit == "ms":
+            value = f"{target.value:.2f} ms"
+        else:
+            value = f"{target.value:.0f}"
+        lines.append(f"{target.label:<58}{value:>10}{target.goal:>10}  {target.verdict}")
+    kinds = ", ".join(f"{k} {v:.2f}" for k, v in propagation.median_ms_by_kind.items())
+    lines += [
+        "",
+        f"burst: {burst.adds:,} add_tool took {burst.sync_ms:.1f} ms; the host held every tool "
+        f"{burst.visible_ms:.1f} ms after the first",
+        f"propagation: {propagation.changes} changes, min {propagation.min_ms:.2f} ms, "
+        f"p90 {propagation.p90_ms:.2f} ms, max {propagation.max_ms:.2f} ms; "
+        f"median ms by kind: {kinds}",
+        *render_import(cross.imports),
+        f"method: latency = median of {len(calls['af'].latency_samples_ns):,} sequential calls "
+        f"({config.repeats} interleaved repeats); throughput = best of {config.repeats} "
+        f"samples of {config.rounds} rounds x {IN_FLIGHT} concurrent calls",
+        f"method, across processes: latency = median of "
+        f"{config.repeats * config.transport_calls:,} sequential calls "
+        f"({config.repeats * config.mcp_stdio_calls:,} for mcp; {config.repeats} interleaved "
+        f"repeats); the workers and the mcp server run on {backend}; (d) runs on its own "
+        f"asyncio loop in a thread; worker start = {config.spawns} interleaved starts each",
+    ]
+    if not cross.nats.skipped:
+        lines.append(
+            f"method, NATS: latency = median of {config.repeats * config.transport_calls:,} "
+            f"sequential calls each, in blocks of 50 taken in turn; throughput = median of "
+            f"{config.repeats} blocks of {config.nats_cpu_calls} calls each, alternating; "
+            f"discovery = {config.nats_discoveries} runs each way"
+        )
+    return "\n".join(lines)
+
+
+def render_apps(apps: AppsResult) -> list[str]:
+    lines = [
+        f"{'MCP Apps, in-process':<38}{'sequential µs/call':>20}{'p90 µs':>10}"
+        f"{'x (m)   x (n)':>24}",
+    ]
+    mcp = apps.calls["app_mcp"]
+    references = {"app_view_stdio": "app_frame_stdio", "app_frame_stdio": "app_frame_stdio"}
+    for key in ("app_view", "app_frame", "app_mcp", "app_view_stdio", "app_frame_stdio"):
+        result = apps.calls[key]
+        if result.skipped:
+            lines.append(f"{result.label:<38}{'skipped: ' + result.skipped}")
+            continue
+        frame = apps.calls[references.get(key, "app_frame")]
+        ratios = (
+            f"{result.latency_us / _reference_latency_us(result, frame):.2f}x "
+            f"{result.latency_us / mcp.latency_us:>6.2f}x"
+        )
+        lines.append(
+            f"{result.label:<38}{result.latency_us:>20.1f}{result.latency_p90_us:>10.1f}"
+            f"{ratios:>24}"
+        )
+    if not apps.skipped:
+        label = "handshake: ui/initialize -> initialized"
+        lines.append(
+            f"{label:<38}{apps.handshake_us:>20.1f}{apps.handshake_p90_us:>10.1f}"
+            f"{f'{len(apps.handshake_ns)} bridges':>24}"
+        )
+    return lines
+
+
+def render_cross_process(cross: CrossProcess) -> list[str]:
+    t = cross.transports
+    lines = [
+        f"{'add(1, 2) across processes, 127.0.0.1':<38}{'sequential µs/call':>20}{'p90 µs':>10}"
+        f"{'x the bare echo':>24}",
+    ]
+    for key, echo in (
+        ("ws_echo", "ws_echo"),
+        ("ws_af", "ws_echo"),
+        ("pipe_echo", "pipe_echo"),
+        ("stdio_af", "pipe_echo"),
+        ("mcp_stdio", "pipe_echo"),
+    ):
+        result = t[key]
+        if result.skipped:
+            lines.append(f"{result.label:<38}{'skipped: ' + result.skipped}")
+            continue
+        ratio = "" if t[echo].skipped else f"{result.latency_us / t[echo].latency_us:.2f}x"
+        lines.append(
+            f"{result.label:<38}{result.latency_us:>20.1f}{result.latency_p90_us:>10.1f}{ratio:>24}"
+        )
+    lines += [
+        "",
+        f"{'worker start (spawn -> ready)':<38}{'median ms':>20}{'min ms':>10}{'max ms':>24}",
+    ]
+    for start in cross.starts.values():
+        if start.skipped:
+            lines.append(f"{start.label:<38}{'skipped: ' + start.skipped}")
+            continue
+        lines.append(
+            f"{start.label:<38}{start.median_ms:>20.1f}{min(start.samples_s) * 1000:>10.1f}"
+            f"{max(start.samples_s) * 1000:>24.1f}"
+        )
+    return [*lines, "", *render_nats(cross.nats)]
+
+
+def render_nats(nats: NATSResult) -> list[str]:
+    if nats.skipped:
+        return [f"{'NATS':<38}skipped: {nats.skipped}"]
+    c = nats.calls
+    echo, websocket = c["nats_echo"], c["nats_ws"]
+    title = f"add(1, 2) over NATS {nats.server_version or ''}".rstrip()
+    lines = [f"{title:<38}{'sequential µs/call':>20}{'p90 µs':>10}{'x (r)   x (e)':>24}"]
+    for key in ("nats_af", "nats_echo", "nats_ws"):
+        result = c[key]
+        if result.skipped:
+            lines.append(f"{result.label:<38}{'skipped: ' + result.skipped}")
+            continue
+        by_e = "" if websocket.skipped else f"{result.latency_us / websocket.latency_us:.2f}x"
+        ratios = f"{result.latency_us / echo.latency_us:.2f}x {by_e:>6}"
+        lines.append(
+            f"{result.label:<38}{result.latency_us:>20.1f}{result.latency_p90_us:>10.1f}"
+            f"{ratios:>24}"
+        )
+    title = f"CPU-bound tool ({nats.tool_ms:.1f} ms), {NATS_IN_FLIGHT} in flight"
+    lines += ["", f"{title:<38}{'calls/s':>20}{'min':>10}{'x 1 replica':>24}"]
+    for replicas, label in (("1", "(s) 1 replica process"), ("2", "(t) 2 replica processes")):
+        ratio = "" if replicas == "1" else f"{nats.scaling:.2f}x"
+        lines.append(
+            f"{label:<38}{nats.calls_per_s(replicas):>20,.0f}"
+            f"{min(nats.throughput[replicas]):>10,.0f}{ratio:>24}"
+        )
+    title = f"discovery: {NATS_FRAME_COUNT} frames -> parent"
+    lines += ["", f"{title:<38}{'median ms':>20}{'min ms':>10}{'max ms':>24}"]
+    for label, samples in (
+        ("(u) running: from entering", nats.discovery_enter_s),
+        ("(v) started after: from serving", nats.discovery_ready_s),
+        ("(v) ... from starting the child", nats.discovery_spawn_s),
+    ):
+        lines.append(
+            f"{label:<38}{statistics.median(samples) * 1000:>20.1f}"
+            f"{min(samples) * 1000:>10.1f}{max(samples) * 1000:>24.1f}"
+        )
+    return lines
+
+
+def render_import(imports: ImportResult) -> list[str]:
+    top = ", ".join(f"{name} {ms:.1f}" for name, ms in imports.top_packages_ms.items())
+    extra = imports.wall_import_ms - imports.wall_pass_ms
+    return [
+        f"import: assistant_frames {imports.cumulative_ms:.1f} ms cumulative (-X importtime, "
+        f"median of {imports.runs}); most self time (ms): {top}",
+        f'import, wall: python -c "import assistant_frames" {imports.wall_import_ms:.0f} ms '
+        f'vs python -c "pass" {imports.wall_pass_ms:.0f} ms (+{extra:.0f} ms), '
+        f"medians of {imports.runs}",
+    ]
+
+
+def to_json(
+    config: Config,
+    backend: str,
+    calls: dict[str, CallResult],
+    burst: BurstResult,
+    propagation: PropagationResult,
+    cross: CrossProcess,
+    apps: AppsResult,
+    targets: list[Target],
+    elapsed_s: float,
+) -> dict[str, Any]:
+    def version(name: str) -> str | None:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            return None
+
+    return {
+        "backend": backend,
+        "config": asdict(config),
+        "environment": {
+            "python": platform.python_version(),
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "anyio": version("anyio"),
+            "assistant-frames": version("assistant-frames"),
+            "mcp": version("mcp"),
+            "websockets": version("websockets"),
+            "trio": version("trio") if backend == "trio" else None,
+        },
+        "elapsed_s": round(elapsed_s, 2),
+        "calls": {key: result.summary() for key, result in calls.items()},
+        "burst": asdict(burst),
+        "propagation": asdict(propagation),
+        "apps": apps.summary(),
+        "transports": {key: result.summary() for key, result in cross.transports.items()},
+        "worker_start": {key: result.summary() for key, result in cross.starts.items()},
+        "import": asdict(cross.imports),
+        "nats": cross.nats.summary(),
+        "targets": [
+            {
+                "label": " ".join(t.label.split()),
+                "value": None if t.value is None else round(t.value, 3),
+                "goal": t.goal,
+                "verdict": t.verdict,
+            }
+            for t in targets
+        ],
+    }
