@@ -28,7 +28,12 @@ from assistant_frames import (
 from assistant_frames.errors import ErrorCode, error_from_wire
 from assistant_frames.frames import protocol
 from assistant_frames.frames.frame_machine import CallRequested, FrameMachine, Refused
-from assistant_frames.frames.host_machine import FRAME_LOADED, HostMachine
+from assistant_frames.frames.host_machine import (
+    FRAME_LOADED,
+    ContextChanged,
+    HostMachine,
+    Malformed,
+)
 from assistant_frames.frames.protocol import MalformedMessage, SerializedTool
 from assistant_frames.registry.tool import Tool, ToolCallContext
 
@@ -113,6 +118,17 @@ def new_host() -> HostMachine:
     return machine
 
 
+def feed(machine: HostMachine, raw: Any) -> tuple[bool, tuple[dict[str, Any], ...]]:
+    """What ``machine.receive(raw)`` said, as (context changed, messages to send); a
+    ``Malformed`` event raises ``MalformedMessage`` (for ``pytest.raises``)."""
+    event = machine.receive(raw)
+    if isinstance(event, Malformed):
+        raise MalformedMessage(event.reason, message=raw)
+    if event is None:
+        return False, ()
+    return isinstance(event, ContextChanged), event.sends
+
+
 def call(machine: HostMachine, name: str = "add") -> tuple[Any, dict[str, Any]]:
     pending, message = machine.start_call(name, {"a": 1, "b": 2}, wake=lambda: None)
     pending.sent = True
@@ -129,7 +145,7 @@ def test_the_first_document_is_adopted_and_addressed_by_calls() -> None:
     machine = new_host()
     early, early_message = call(machine)  # before any context: no document to address
     assert "documentId" not in early_message
-    changed, sends = machine.receive(golden(JS_UPDATE))
+    changed, sends = feed(machine, golden(JS_UPDATE))
     assert changed
     assert sends == (protocol.encode_context_subscribe(),)
     assert machine.document == D1
@@ -137,17 +153,17 @@ def test_the_first_document_is_adopted_and_addressed_by_calls() -> None:
     assert not early.settled  # the first document known is no change: the call stands
     _, message = call(machine)
     assert message["documentId"] == D1
-    machine.receive(golden(JS_ANSWER))  # the same document answering a request
+    feed(machine, golden(JS_ANSWER))  # the same document answering a request
     assert machine.document == D1
     assert not early.settled
 
 
 def test_a_new_document_replaces_the_context_and_fails_the_old_calls() -> None:
     machine = new_host()
-    machine.receive(golden(JS_UPDATE))
+    feed(machine, golden(JS_UPDATE))
     pending, _ = call(machine)
     tools_before = machine.context.tools
-    changed, sends = machine.receive(golden(JS_UPDATE_D2))
+    changed, sends = feed(machine, golden(JS_UPDATE_D2))
     assert changed
     assert sends == ()  # nothing to cancel: the old document is gone
     assert machine.document == D2
@@ -167,27 +183,27 @@ def test_a_new_document_replaces_the_context_and_fails_the_old_calls() -> None:
 
 def test_messages_from_an_earlier_document_are_ignored() -> None:
     machine = new_host()
-    machine.receive(golden(JS_UPDATE))
-    machine.receive(golden(JS_UPDATE_D2))
+    feed(machine, golden(JS_UPDATE))
+    feed(machine, golden(JS_UPDATE_D2))
     pending, _ = call(machine)
     context = machine.context
     late_update = golden(JS_UPDATE.replace("You can add", "Old page:"))
-    assert machine.receive(late_update) == (False, ())
+    assert feed(machine, late_update) == (False, ())
     assert machine.context is context
     late_result = envelope({"type": "tool-result", "id": pending.id, "result": 1, "documentId": D1})
-    assert machine.receive(late_result) == (False, ())
+    assert feed(machine, late_result) == (False, ())
     assert not pending.settled  # a result from the old page settles nothing
-    machine.receive(
-        envelope({"type": "tool-result", "id": pending.id, "result": 3, "documentId": D2})
+    feed(
+        machine, envelope({"type": "tool-result", "id": pending.id, "result": 3, "documentId": D2})
     )
     assert machine.outcome(pending, None) == 3
 
 
 def test_the_js_refusal_of_a_stale_call_comes_back_typed() -> None:
     machine = new_host()
-    machine.receive(golden(JS_UPDATE_D2))
+    feed(machine, golden(JS_UPDATE_D2))
     pending, _ = machine.start_call("add", {}, call_id="stale-1", wake=lambda: None)
-    machine.receive(golden(JS_STALE_REFUSED))
+    feed(machine, golden(JS_STALE_REFUSED))
     error = outcome_error(machine, pending)
     assert type(error) is DocumentChanged
     assert error.tool_call_id == "stale-1"
@@ -198,16 +214,16 @@ def test_the_js_refusal_of_a_stale_call_comes_back_typed() -> None:
 
 def test_a_disposed_js_provider_fails_pending_and_new_calls_until_its_next_context() -> None:
     machine = new_host()
-    machine.receive(golden(JS_UPDATE))
+    feed(machine, golden(JS_UPDATE))
     running, _ = machine.start_call("slow", {}, call_id="tool-8a25661", wake=lambda: None)
     running.sent = True
     other, _ = call(machine)  # one the frame never answered
     empty, result, disposed = (golden(text) for text in JS_DISPOSED)
-    assert machine.receive(empty) == (True, ())
+    assert feed(machine, empty) == (True, ())
     assert dict(machine.context.tools) == {}
-    machine.receive(result)
+    feed(machine, result)
     assert type(outcome_error(machine, running)) is ProviderDisposed
-    changed, sends = machine.receive(disposed)
+    changed, sends = feed(machine, disposed)
     assert not changed
     assert sends == (protocol.encode_tool_cancel(other.id),)  # as the JS host does
     assert type(outcome_error(machine, other)) is ProviderDisposed
@@ -215,23 +231,22 @@ def test_a_disposed_js_provider_fails_pending_and_new_calls_until_its_next_conte
         call(machine)
     assert (refused.value.tool_name, refused.value.frame) == ("add", "js")
     assert len(machine.calls) == 0
-    machine.receive(golden(JS_UPDATE))  # serving again
+    feed(machine, golden(JS_UPDATE))  # serving again
     assert machine.refusal is None
     call(machine)
 
 
 def test_frame_loaded_asks_with_a_fresh_request_id_and_an_answer_ends_the_grace_period() -> None:
     machine = new_host()
-    machine.receive(golden(JS_UPDATE))
+    feed(machine, golden(JS_UPDATE))
     request_id = "44efcafec4f34e17ae7fed5c712409c1"
-    changed, sends = machine.frame_loaded(request_id)
-    assert not changed
+    sends = machine.frame_loaded(request_id)
     assert sends == (protocol.encode_context_request(request_id=request_id),)
     assert machine.load_timer == request_id
     # The old document still speaking (not answering) is asked again.
-    assert machine.receive(golden(JS_UPDATE)) == (False, sends)
+    assert feed(machine, golden(JS_UPDATE)) == (False, sends)
     assert machine.load_timer == request_id
-    assert machine.receive(golden(JS_ANSWER)) == (False, ())
+    assert feed(machine, golden(JS_ANSWER)) == (False, ())
     assert machine.load_timer is None
     assert machine.load_request is None
     assert not machine.load_expired(request_id)  # answered: nothing to forget
@@ -240,7 +255,7 @@ def test_frame_loaded_asks_with_a_fresh_request_id_and_an_answer_ends_the_grace_
 
 def test_silence_after_frame_loaded_forgets_the_old_document() -> None:
     machine = new_host()
-    machine.receive(golden(JS_UPDATE))
+    feed(machine, golden(JS_UPDATE))
     pending, _ = call(machine)
     machine.frame_loaded("r-1")
     machine.frame_loaded("r-2")  # a newer load takes over the grace period
@@ -253,7 +268,7 @@ def test_silence_after_frame_loaded_forgets_the_old_document() -> None:
     with pytest.raises(DocumentChanged):
         call(machine)
     # The next document is adopted; its calls address it.
-    assert machine.receive(golden(JS_UPDATE_D2))[0]
+    assert feed(machine, golden(JS_UPDATE_D2))[0]
     assert machine.document == D2
     _, message = call(machine)
     assert message["documentId"] == D2
@@ -270,17 +285,17 @@ def test_silence_after_frame_loaded_forgets_the_old_document() -> None:
 )
 def test_a_020_update_or_another_document_ends_the_grace_period(reply: dict[str, Any]) -> None:
     machine = new_host()
-    machine.receive(golden(JS_UPDATE))
+    feed(machine, golden(JS_UPDATE))
     machine.frame_loaded("r-1")
-    machine.receive(envelope(reply))
+    feed(machine, envelope(reply))
     assert machine.load_timer is None
     assert not machine.load_expired("r-1")
 
 
 def test_the_relays_frame_loaded_notice_is_frame_loaded() -> None:
     machine = new_host()
-    machine.receive(golden(JS_UPDATE))
-    changed, sends = machine.receive(FRAME_LOADED)
+    feed(machine, golden(JS_UPDATE))
+    changed, sends = feed(machine, FRAME_LOADED)
     assert not changed
     (request,) = sends
     request_id = request["message"]["requestId"]
@@ -294,7 +309,7 @@ def test_earlier_documents_are_remembered_up_to_a_bound() -> None:
     machine = new_host()
     for n in range(200):
         update = envelope({"type": "model-context-update", "context": {}, "documentId": f"d{n}"})
-        machine.receive(update)
+        feed(machine, update)
     assert machine.document == "d199"
     assert list(machine.old_documents) == [f"d{n}" for n in range(135, 199)]
 
@@ -311,7 +326,7 @@ def test_earlier_documents_are_remembered_up_to_a_bound() -> None:
 def test_ids_that_are_not_strings_make_a_message_malformed(message: dict[str, Any]) -> None:
     machine = new_host()
     with pytest.raises(MalformedMessage):
-        machine.receive(envelope(message))
+        feed(machine, envelope(message))
     assert machine.refusal is None
     assert machine.document is None
 

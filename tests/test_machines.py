@@ -39,7 +39,10 @@ from assistant_frames.frames.frame_machine import (
     FrameMachine,
     Malformed,
 )
-from assistant_frames.frames.host_machine import EMPTY_CONTEXT, HostMachine
+from assistant_frames.frames.host_machine import EMPTY_CONTEXT, ContextChanged, HostMachine
+from assistant_frames.frames.host_machine import CallEvent as HostCallEvent
+from assistant_frames.frames.host_machine import Malformed as HostMalformed
+from assistant_frames.frames.host_machine import Send as HostSend
 from assistant_frames.frames.protocol import CHANNEL, MalformedMessage, SerializedTool
 from assistant_frames.registry.tool import Tool, ToolCallContext
 
@@ -774,6 +777,20 @@ def new_host(*, opened: bool = True) -> tuple[HostMachine, ToolFactory]:
     return machine, factory
 
 
+def feed(machine: HostMachine, raw: Any) -> tuple[bool, tuple[dict[str, Any], ...]]:
+    """What ``machine.receive(raw)`` said, as (context changed, messages to send); a
+    ``Malformed`` event raises ``MalformedMessage`` (for ``pytest.raises``)."""
+    event = machine.receive(raw)  # bad peer input is an event, never an exception
+    assert event is None or isinstance(
+        event, (ContextChanged, HostSend, HostCallEvent, HostMalformed)
+    )
+    if isinstance(event, HostMalformed):
+        raise MalformedMessage(event.reason, message=raw)
+    if event is None:
+        return False, ()
+    return isinstance(event, ContextChanged), event.sends
+
+
 def start(
     machine: HostMachine, name: str = "add", *, sent: bool = True, deadline: float | None = None
 ) -> tuple[PendingCall, Wake]:
@@ -799,7 +816,7 @@ def test_open_returns_the_request_once() -> None:
 def test_first_context_subscribes_once() -> None:
     machine, factory = new_host()
     assert machine.context is EMPTY_CONTEXT
-    assert machine.receive(context_update(WIRE)) == (True, (protocol.encode_context_subscribe(),))
+    assert feed(machine, context_update(WIRE)) == (True, (protocol.encode_context_subscribe(),))
     assert machine.subscribed
     context = machine.context
     assert context.system == "Be brief."
@@ -809,30 +826,30 @@ def test_first_context_subscribes_once() -> None:
     assert (tool.disabled, tool.type) == (False, None)
     assert factory.built == ["add"]
     # The same context again: nothing changed, nothing to send, nothing rebuilt.
-    assert machine.receive(context_update(copy.deepcopy(WIRE))) == (False, ())
+    assert feed(machine, context_update(copy.deepcopy(WIRE))) == (False, ())
     assert machine.context is context
     assert factory.built == ["add"]
     # A response is a context too; the subscribe went out already.
     response = context_update({"system": "Hi", "tools": WIRE["tools"]}, "model-context-response")
-    assert machine.receive(response) == (True, ())
+    assert feed(machine, response) == (True, ())
     assert machine.context.system == "Hi"
 
 
 def test_an_empty_first_context_is_a_change() -> None:
     machine, _ = new_host()
-    assert machine.receive(context_update({})) == (True, (protocol.encode_context_subscribe(),))
+    assert feed(machine, context_update({})) == (True, (protocol.encode_context_subscribe(),))
     assert machine.wire == {}
     assert machine.context.system is None
     assert dict(machine.context.tools) == {}
-    assert machine.receive(context_update({"tools": None, "system": None})) == (False, ())
+    assert feed(machine, context_update({"tools": None, "system": None})) == (False, ())
 
 
 def test_a_context_before_open_does_not_subscribe() -> None:
     machine, _ = new_host(opened=False)
-    assert machine.receive(context_update(WIRE)) == (True, ())
+    assert feed(machine, context_update(WIRE)) == (True, ())
     assert not machine.subscribed
     machine.open()
-    assert machine.receive(context_update({"system": "x"})) == (
+    assert feed(machine, context_update({"system": "x"})) == (
         True,
         (protocol.encode_context_subscribe(),),
     )
@@ -840,14 +857,14 @@ def test_a_context_before_open_does_not_subscribe() -> None:
 
 def test_a_system_only_change_reuses_the_tools() -> None:
     machine, factory = new_host()
-    machine.receive(context_update(WIRE))
+    feed(machine, context_update(WIRE))
     before = machine.context.tools
-    changed, reply = machine.receive(context_update({**WIRE, "system": "Be verbose."}))
+    changed, reply = feed(machine, context_update({**WIRE, "system": "Be verbose."}))
     assert (changed, reply) == (True, ())
     assert machine.context.system == "Be verbose."
     assert machine.context.tools["add"] is before["add"]
     assert factory.built == ["add"]
-    assert machine.receive(context_update({"tools": WIRE["tools"]})) == (True, ())
+    assert feed(machine, context_update({"tools": WIRE["tools"]})) == (True, ())
     assert machine.context.system is None
     assert machine.context.tools["add"] is before["add"]
 
@@ -858,10 +875,10 @@ def test_a_changed_tool_is_rebuilt_alone() -> None:
         "a": {"parameters": EMPTY_OBJECT, "description": "A"},
         "b": {"parameters": EMPTY_OBJECT, "description": "B"},
     }
-    machine.receive(context_update({"tools": tools}))
+    feed(machine, context_update({"tools": tools}))
     old = dict(machine.context.tools)
     tools_b2 = {**tools, "b": {"parameters": EMPTY_OBJECT, "description": "B2", "disabled": True}}
-    assert machine.receive(context_update({"tools": tools_b2})) == (True, ())
+    assert feed(machine, context_update({"tools": tools_b2})) == (True, ())
     new = machine.context.tools
     assert new["a"] is old["a"]
     assert new["b"] is not old["b"]
@@ -869,15 +886,15 @@ def test_a_changed_tool_is_rebuilt_alone() -> None:
     assert factory.built == ["a", "b", "b"]
     # A tool added, then one removed: both are changes; the others stay the same objects.
     with_c = {**tools_b2, "c": {"parameters": EMPTY_OBJECT, "type": "human"}}
-    assert machine.receive(context_update({"tools": with_c})) == (True, ())
+    assert feed(machine, context_update({"tools": with_c})) == (True, ())
     assert machine.context.tools["c"].type == "human"
     assert machine.context.tools["a"] is old["a"]
     without_a = {"b": with_c["b"], "c": with_c["c"]}  # a new dict: what was sent is the host's
-    assert machine.receive(context_update({"tools": without_a})) == (True, ())
+    assert feed(machine, context_update({"tools": without_a})) == (True, ())
     assert list(machine.context.tools) == ["b", "c"]
     # Same count, a different name: still a change.
     swapped = {"b": without_a["b"], "d": without_a["c"]}
-    assert machine.receive(context_update({"tools": swapped})) == (True, ())
+    assert feed(machine, context_update({"tools": swapped})) == (True, ())
     assert list(machine.context.tools) == ["b", "d"]
     assert factory.built == ["a", "b", "b", "c", "d"]
 
@@ -890,9 +907,9 @@ def test_a_changed_tool_is_rebuilt_alone() -> None:
 def test_a_change_from_one_to_true_is_a_change() -> None:
     machine, _ = new_host()
     schema = {"type": "object", "properties": {"x": {"const": 1}}}
-    machine.receive(context_update({"tools": {"a": {"parameters": schema}}}))
+    feed(machine, context_update({"tools": {"a": {"parameters": schema}}}))
     changed_schema = {"type": "object", "properties": {"x": {"const": True}}}
-    assert machine.receive(context_update({"tools": {"a": {"parameters": changed_schema}}})) == (
+    assert feed(machine, context_update({"tools": {"a": {"parameters": changed_schema}}})) == (
         True,
         None,
     )
@@ -917,10 +934,10 @@ def test_a_change_from_one_to_true_is_a_change() -> None:
 )
 def test_an_unusable_context_keeps_the_last_good_one(wire: Any, reason: str) -> None:
     machine, factory = new_host()
-    machine.receive(context_update(WIRE))
+    feed(machine, context_update(WIRE))
     good_context, good_wire = machine.context, machine.wire
     with pytest.raises(MalformedMessage, match=reason):
-        machine.receive(context_update(wire))
+        feed(machine, context_update(wire))
     assert machine.malformed == 1
     assert machine.context is good_context
     assert machine.wire is good_wire
@@ -930,17 +947,17 @@ def test_an_unusable_context_keeps_the_last_good_one(wire: Any, reason: str) -> 
 def test_an_unusable_first_context_sends_no_subscribe() -> None:
     machine, _ = new_host()
     with pytest.raises(MalformedMessage):
-        machine.receive(context_update({"tools": {"add": {"disabled": 1}}}))
+        feed(machine, context_update({"tools": {"add": {"disabled": 1}}}))
     assert (machine.wire, machine.context, machine.subscribed) == (None, EMPTY_CONTEXT, False)
-    assert machine.receive(context_update(WIRE)) == (True, (protocol.encode_context_subscribe(),))
+    assert feed(machine, context_update(WIRE)) == (True, (protocol.encode_context_subscribe(),))
 
 
 def test_host_ignores_what_is_not_ours_or_not_for_it() -> None:
     machine, _ = new_host()
     call, wake = start(machine)
     for raw in [None, 3, {"channel": "other"}, REQUEST, SUBSCRIBE, tool_call(call.id)]:
-        assert machine.receive(raw) == (False, ())
-    assert machine.receive(tool_cancel(call.id)) == (False, ())
+        assert feed(machine, raw) == (False, ())
+    assert feed(machine, tool_cancel(call.id)) == (False, ())
     assert machine.malformed == 0
     assert wake.count == 0
     assert machine.wire is None
@@ -949,8 +966,8 @@ def test_host_ignores_what_is_not_ours_or_not_for_it() -> None:
 def test_a_result_for_an_unknown_id_is_ignored() -> None:
     machine, _ = new_host()
     call, wake = start(machine)
-    assert machine.receive(tool_result("unknown", result=1)) == (False, ())
-    assert machine.receive(tool_result("unknown", error="boom")) == (False, ())
+    assert feed(machine, tool_result("unknown", result=1)) == (False, ())
+    assert feed(machine, tool_result("unknown", error="boom")) == (False, ())
     assert wake.count == 0
     assert not call.settled
     assert call.id in machine.calls
@@ -962,11 +979,11 @@ def test_a_result_settles_its_call() -> None:
     other, other_wake = start(machine)
     assert call.id.startswith("t-")
     assert call.id != other.id
-    assert machine.receive(tool_result(call.id, result={"sum": 3})) == (False, ())
+    assert feed(machine, tool_result(call.id, result={"sum": 3})) == (False, ())
     assert wake.count == 1
     assert call.settled
     assert machine.outcome(call, 30.0) == {"sum": 3}
-    assert machine.receive(tool_result(call.id, result="late")) == (False, ())  # finished
+    assert feed(machine, tool_result(call.id, result="late")) == (False, ())  # finished
     assert wake.count == 1
     assert machine.outcome(call, 30.0) == {"sum": 3}
     assert other_wake.count == 0
@@ -995,7 +1012,7 @@ def test_an_error_result_raises_the_typed_error(
 ) -> None:
     machine, _ = new_host()
     call, wake = start(machine)
-    machine.receive(tool_result(call.id, error=error, result="ignored"))
+    feed(machine, tool_result(call.id, error=error, result="ignored"))
     assert wake.count == 1
     with pytest.raises(ToolCallError) as caught:
         machine.outcome(call, 30.0)
@@ -1020,7 +1037,7 @@ def test_an_error_result_raises_the_typed_error(
 def test_a_result_without_a_string_error_is_success(fields: dict[str, Any], expected: Any) -> None:
     machine, _ = new_host()
     call, wake = start(machine)
-    machine.receive(tool_result(call.id, **fields))
+    feed(machine, tool_result(call.id, **fields))
     assert wake.count == 1
     assert call.error is None
     assert machine.outcome(call, 30.0) == expected
@@ -1039,7 +1056,7 @@ def test_a_timed_out_call_raises_timeout_and_is_cancelled() -> None:
     assert caught.value.tool_call_id == call.id
     assert isinstance(caught.value, TimeoutError)
     assert machine.abandon(call) == protocol.encode_tool_cancel(call.id)
-    assert machine.receive(tool_result(call.id, result=1)) == (False, ())  # too late
+    assert feed(machine, tool_result(call.id, result=1)) == (False, ())  # too late
     assert wake.count == 1
 
 
@@ -1052,15 +1069,15 @@ def test_abandon_cancels_only_a_sent_unfinished_call_while_connected() -> None:
     pending, wake = start(machine)
     assert machine.abandon(pending) == protocol.encode_tool_cancel(pending.id)
     assert pending.id not in machine.calls
-    machine.receive(tool_result(pending.id, result=1))  # its result is ignored now
+    feed(machine, tool_result(pending.id, result=1))  # its result is ignored now
     assert wake.count == 0
 
     done, _ = start(machine)
-    machine.receive(tool_result(done.id, result=1))
+    feed(machine, tool_result(done.id, result=1))
     assert machine.abandon(done) is None
 
     failed, _ = start(machine)
-    machine.receive(tool_result(failed.id, error="boom"))
+    feed(machine, tool_result(failed.id, error="boom"))
     assert machine.abandon(failed) is None
 
     timed_out, _ = start(machine)  # timed out by the caller's own timer (no deadline)
@@ -1081,12 +1098,12 @@ def test_abandon_sends_nothing_once_the_connection_ended(end: str) -> None:
 
 def test_close_cancels_sent_calls_unsubscribes_and_fails_all() -> None:
     machine, _ = new_host()
-    machine.receive(context_update(WIRE))
+    feed(machine, context_update(WIRE))
     first, first_wake = start(machine)
     unsent, unsent_wake = start(machine, sent=False)
     last, last_wake = start(machine, deadline=100.0)
     settled, settled_wake = start(machine)
-    machine.receive(tool_result(settled.id, result=1))
+    feed(machine, tool_result(settled.id, result=1))
     error = FrameDisconnected("The host was closed")
     assert machine.close(error) == [
         protocol.encode_tool_cancel(first.id),
@@ -1119,7 +1136,7 @@ def test_close_before_any_context_sends_only_cancels() -> None:
 
 def test_close_after_the_connection_ended_sends_nothing() -> None:
     machine, _ = new_host()
-    machine.receive(context_update(WIRE))
+    feed(machine, context_update(WIRE))
     start(machine)
     machine.connection_lost(FrameDisconnected("gone"))
     assert machine.close(FrameDisconnected("closed")) == []
@@ -1214,7 +1231,7 @@ def test_host_context_is_always_the_last_accepted_wire(values: list[Any]) -> Non
     for raw in values:
         before = machine.context
         try:
-            changed, reply = machine.receive(raw)
+            changed, reply = feed(machine, raw)
         except MalformedMessage:
             assert machine.context is before
             continue

@@ -25,12 +25,12 @@ from .._text import without_repeated_command
 from ..calls import PendingCall
 from ..errors import ContextTimeout, FrameDisconnected, ToolArgumentsError
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
-from ..registry.events import ToolEventCallback
+from ..registry.events import ToolEventCallback, ToolEventSubscribers, deliver_event
 from ..registry.tool import Tool, ToolCallContext
 from ..transports.contract import TransportAttribute, close_reason
 from . import protocol
-from .host_machine import HostMachine, HostState
-from .protocol import MalformedMessage, SerializedTool
+from .host_machine import CallEvent, ContextChanged, HostMachine, HostState, Malformed
+from .protocol import SerializedTool
 
 __all__ = ["FRAME_LOAD_GRACE", "AssistantFrameHost"]
 
@@ -81,6 +81,8 @@ class AssistantFrameHost:
             self._remote_tool, id_prefix=f"tool-{secrets.token_hex(3)}", frame=self.name
         )
         self._subscribers = Subscribers()
+        #: Follow every call's progress and log events (while any do, every call asks).
+        self._events = ToolEventSubscribers()
         self._waiting = ModelContext(waiting=(self.name,))
         self._ready: anyio.Event | None = None
         self._ended: anyio.Event | None = None
@@ -234,7 +236,7 @@ class AssistantFrameHost:
 
         While anyone is subscribed, every call asks the frame for its events.
         """
-        return self._machine.events.add(callback)
+        return self._events.add(callback)
 
     # -- tool calls ----------------------------------------------------------------------
 
@@ -278,6 +280,7 @@ class AssistantFrameHost:
             deadline=anyio.current_time() + limit if timer else None,  # type: ignore[operator]
             wake=done.set,
             on_event=on_event,
+            events=self._events.active,
         )
         try:
             if limit is None or timer:
@@ -349,23 +352,20 @@ class AssistantFrameHost:
         """
         if self._task_group is None:
             raise RuntimeError("Enter the host (async with) before telling it a frame loaded")
-        self._after_receive(*self._machine.frame_loaded(uuid.uuid4().hex), grace)
+        self._send_soon(self._machine.frame_loaded(uuid.uuid4().hex), grace)
 
-    def _after_receive(
-        self, changed: bool, sends: tuple[dict[str, Any], ...], grace: float = FRAME_LOAD_GRACE
+    def _send_soon(
+        self, sends: tuple[dict[str, Any], ...], grace: float = FRAME_LOAD_GRACE
     ) -> None:
-        """Act on what the machine said: send (never waiting), time a frame load, tell."""
+        """Send what the machine returned without waiting, and time a frame load."""
         group = self._task_group
-        if sends and group is not None:
-            # Receiving never waits for a send. Started before waking whoever waits for
-            # the context, so on asyncio the subscribe goes out before their first call.
+        if group is None:
+            return
+        if sends:
             group.start_soon(self._send_all, sends)
         timer = self._machine.load_timer
-        if timer is not None and group is not None and timer != self._load_timer:
+        if timer is not None and timer != self._load_timer:
             self._start_load_timer(group, timer, grace)
-        if changed:
-            self._ready.set()  # type: ignore[union-attr]
-            self._subscribers.notify()
 
     def _start_load_timer(self, group: TaskGroup, request_id: str, grace: float) -> None:
         if self._load_scope is not None:
@@ -390,17 +390,24 @@ class AssistantFrameHost:
     async def _receive_loop(self) -> None:
         receive = self._transport.receive
         feed = self._machine.receive
-        after = self._after_receive
         try:
             while True:
-                raw = await receive()
-                try:
-                    changed, sends = feed(raw)
-                except MalformedMessage as exc:
-                    self._log_malformed(exc.reason)
+                event = feed(await receive())
+                if event is None:
                     continue
-                if sends or changed or self._machine.load_timer is not None:
-                    after(changed, sends)
+                kind = type(event)
+                if kind is Malformed:
+                    self._log_malformed(event)  # type: ignore[arg-type]
+                    continue
+                if kind is CallEvent:
+                    self._deliver(event)  # type: ignore[arg-type]
+                    continue
+                # Receiving never waits for a send. Started before waking whoever waits
+                # for the context, so on asyncio the subscribe goes out before their call.
+                self._send_soon(event.sends)
+                if kind is ContextChanged:
+                    self._ready.set()  # type: ignore[union-attr]
+                    self._subscribers.notify()
         except _CLOSED as exc:  # a transport may say why (an exit code, a close code)
             reason = close_reason(exc)
             self._disconnect(
@@ -415,9 +422,16 @@ class AssistantFrameHost:
             logger.warning("Transport of %s failed: %r", self.name, exc)
             self._disconnect(f"The transport of {self.name} failed: {exc!r}")
 
-    def _log_malformed(self, reason: str) -> None:
-        level = logging.WARNING if self._machine.malformed == 1 else logging.DEBUG
-        logger.log(level, "Host dropped a malformed message from %s (%s)", self.name, reason)
+    def _log_malformed(self, event: Malformed) -> None:
+        level = logging.WARNING if event.first else logging.DEBUG
+        logger.log(level, "Host dropped a malformed message from %s (%s)", self.name, event.reason)
+
+    def _deliver(self, event: CallEvent) -> None:
+        """A call's progress or log event: to its caller, and to every-call followers."""
+        if event.on_event is not None:
+            deliver_event(event.on_event, event.event)
+        if self._events:
+            self._events(event.event)
 
     def _remote_tool(self, name: str, spec: SerializedTool) -> Tool:
         call_tool = self.call_tool

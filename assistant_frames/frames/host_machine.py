@@ -7,8 +7,10 @@ result settles which call, what a failed result means, and (``@assistant-ui/core
 0.3.35) which document of the frame is current: a new document replaces the old one's
 context and fails its calls, a disposed provider fails every call until it sends a
 context again, and a frame that reloaded is asked for its context with a fresh
-``requestId``, its old document forgotten if nothing answers. It never awaits: feed it
-what arrived (:meth:`HostMachine.receive`), send what it returns.
+``requestId``, its old document forgotten if nothing answers. It never awaits and calls
+nothing back (but each pending call's ``wake``): feed it what arrived
+(:meth:`HostMachine.receive`) and act on the event it returns; its commands return the
+messages to send.
 :class:`~assistant_frames.frames.AssistantFrameHost` is its anyio driver.
 """
 
@@ -29,7 +31,7 @@ from ..errors import (
     error_from_wire,
 )
 from ..registry.context import ModelContext
-from ..registry.events import ToolEventCallback, ToolEventSubscribers, deliver_event
+from ..registry.events import ToolEvent, ToolEventCallback
 from ..registry.tool import Tool
 from . import protocol
 from .protocol import (
@@ -46,10 +48,15 @@ from .protocol import (
 __all__ = [
     "EMPTY_CONTEXT",
     "FRAME_LOADED",
+    "CallEvent",
     "CallFailed",
+    "ContextChanged",
+    "HostEvent",
     "HostMachine",
     "HostState",
     "MakeTool",
+    "Malformed",
+    "Send",
     "is_frame_loaded",
 ]
 
@@ -58,7 +65,7 @@ MakeTool = Callable[[str, SerializedTool], Tool]
 """Builds the local stand-in for a frame's tool (its ``execute`` calls across)."""
 
 EMPTY_CONTEXT = ModelContext()
-_NOTHING: tuple[bool, tuple[()]] = (False, ())
+_NO_SENDS: tuple[()] = ()
 _SAMPLES = 3  # ignored messages kept for diagnosis
 _MAX_OLD_DOCUMENTS = 64  # earlier documents whose stray messages are still recognised
 
@@ -99,6 +106,52 @@ class CallFailed:
         return f"CallFailed({self.id!r}, {self.error!r})"
 
 
+class ContextChanged:
+    """The frame's context changed: send ``sends`` (if any) first, then tell subscribers."""
+
+    __slots__ = ("sends",)
+
+    def __init__(self, sends: tuple[dict[str, Any], ...] = ()) -> None:
+        self.sends = sends
+
+
+class Send:
+    """Nothing changed for subscribers; send ``sends`` (never waiting on the receiver)."""
+
+    __slots__ = ("sends",)
+
+    def __init__(self, sends: tuple[dict[str, Any], ...]) -> None:
+        self.sends = sends
+
+
+class CallEvent:
+    """A pending call's progress or log ``event``: hand it to the call's ``on_event``
+    (``None``: the caller did not ask) and to whoever follows every call's events."""
+
+    __slots__ = ("event", "on_event", "sends")
+
+    def __init__(self, event: ToolEvent, on_event: ToolEventCallback | None) -> None:
+        self.event = event
+        self.on_event = on_event
+        self.sends = _NO_SENDS
+
+
+class Malformed:
+    """A message on the frame channel that does not validate, or a context that cannot be
+    used (the last good one is kept): dropped. ``first``: the connection's first (log it
+    louder)."""
+
+    __slots__ = ("first", "reason", "sends")
+
+    def __init__(self, reason: str, first: bool) -> None:
+        self.reason = reason
+        self.first = first
+        self.sends = _NO_SENDS
+
+
+HostEvent = ContextChanged | Send | CallEvent | Malformed
+
+
 class HostMachine:
     """The rules of one host-to-frame connection, without I/O.
 
@@ -113,7 +166,6 @@ class HostMachine:
         "context",
         "disconnected",
         "document",
-        "events",
         "frame",
         "ignored",
         "ignored_samples",
@@ -145,9 +197,6 @@ class HostMachine:
         self.ignored = 0
         self.ignored_samples: list[Any] = []
         self.disconnected: FrameDisconnected | None = None
-        #: Subscribed to every call's progress and log events (while any are, every
-        #: call asks the frame for them).
-        self.events = ToolEventSubscribers()
         #: The frame's current document (0.3.35's ``documentId``; ``None``: not known),
         #: stamped on every ``tool-call``; messages of :attr:`old_documents` are ignored.
         self.document: str | None = None
@@ -214,19 +263,21 @@ class HostMachine:
         deadline: float | None = None,
         wake: Callable[[], None],
         on_event: ToolEventCallback | None = None,
+        events: bool = False,
     ) -> tuple[PendingCall, dict[str, Any]]:
         """Track a new call; returns it and the ``tool-call`` to send.
 
-        The call asks for progress and log messages when ``on_event`` or a subscriber
-        of :attr:`events` will take them, and is addressed to the frame's current
-        document. While the frame refuses calls (:attr:`refusal`) it raises that error.
+        The call asks for progress and log messages when ``on_event`` or ``events``
+        (someone follows every call's events) will take them, and is addressed to the
+        frame's current document. While the frame refuses calls (:attr:`refusal`) it
+        raises that error.
         """
         if self.refusal is not None:
             refused = copy.copy(self.refusal)
             refused.tool_name, refused.frame = name, self.frame
             raise refused
         call = self.calls.add(name, call_id=call_id, deadline=deadline, wake=wake)
-        if on_event is None and not self.events.active:
+        if on_event is None and not events:
             return call, protocol.encode_tool_call(call.id, name, args, document_id=self.document)
         call.on_event = on_event
         return call, protocol.encode_tool_call(
@@ -261,40 +312,38 @@ class HostMachine:
 
     # -- receiving -------------------------------------------------------------------------
 
-    def receive(self, raw: Any) -> tuple[bool, tuple[dict[str, Any], ...]]:
-        """Apply one received value.
+    def receive(self, raw: Any) -> HostEvent | None:
+        """Apply one received value; the event for the driver, or ``None`` (nothing to do).
 
-        Returns whether the frame's context changed (tell subscribers) and the messages
-        to send (the subscribe that follows the first context, the cancels of calls a
-        disposed provider dropped, a repeated load request). Results settle their calls
-        (waking their callers); results for unknown ids are ignored, and so is anything
-        from an earlier document. Malformed messages raise :class:`MalformedMessage`
-        after being counted in :attr:`malformed`.
+        Results settle their calls (waking their callers); results for unknown ids are
+        ignored, and so is anything from an earlier document. The events:
+        :class:`ContextChanged` (tell subscribers), :class:`Send` (the subscribe that
+        follows the first context, the cancels of calls a disposed provider dropped, a
+        repeated load request), :class:`CallEvent` and :class:`Malformed`.
         """
         if type(raw) is CallFailed:
             self.calls.resolve(raw.id, None, raw.error)
-            return _NOTHING
+            return None
         fast = protocol.fast_tool_result(raw)
         if fast is not None:
             call_id, result, error, document = fast
             if document is None or document == self.document:
                 self.calls.resolve(call_id, result, error if isinstance(error, str) else None)
-                return _NOTHING
+                return None
         try:
             message = protocol.decode(raw)
-        except MalformedMessage:
-            self.malformed += 1
+        except MalformedMessage as exc:
             self._ignore(raw)
-            raise
+            return self._malformed(exc.reason)
         if message is None:
             if is_frame_loaded(raw):
-                return self.frame_loaded(uuid.uuid4().hex)
+                return Send(self.frame_loaded(uuid.uuid4().hex))
             self._ignore(raw)
-            return _NOTHING
+            return None
         kind = type(message)
         document = message.document_id
         update = kind is ModelContextUpdate or kind is ModelContextResponse
-        sends: tuple[dict[str, Any], ...] = ()
+        sends: tuple[dict[str, Any], ...] = _NO_SENDS
         if self.load_request is not None and update:
             if message.request_id == self.load_request:  # type: ignore[union-attr]
                 self.old_documents.pop(document, None)  # type: ignore[arg-type]
@@ -303,7 +352,7 @@ class HostMachine:
                 # than the new one. Ask again (as the JS host does).
                 sends = (protocol.encode_context_request(request_id=self.load_request),)
         if document is not None and document in self.old_documents:
-            return False, sends
+            return Send(sends) if sends else None
         if self.load_request is not None and (
             (update and message.request_id == self.load_request)  # type: ignore[union-attr]
             or (document is not None and document != self._load_document)
@@ -320,22 +369,34 @@ class HostMachine:
             result = cast(ToolResult, message)
             error = result.error
             self.calls.resolve(result.id, result.value(), error if isinstance(error, str) else None)
-            return changed, sends
-        if update:
+        elif update:
+            try:
+                changed |= self._apply(message.context)  # type: ignore[union-attr]
+            except ValueError as exc:
+                malformed = self._malformed(f"unusable context, kept the last good one: {exc}")
+                return ContextChanged(sends) if changed else malformed  # a document went
             self.refusal = None
-            context_changed, subscribe = self._apply(message.context)  # type: ignore[union-attr]
-            if subscribe is not None:
-                sends = (*sends, subscribe)
-            return changed or context_changed, sends
-        if kind is ProviderDisposedMessage:
-            return changed, sends + self._provider_disposed()
-        if kind is ToolProgressMessage or kind is ToolLogMessage:
-            self._event(message)  # type: ignore[arg-type]
-        return changed, sends  # host -> frame types arriving at a host: not for us
+            if not self.subscribed and self.state == "connected":
+                self.subscribed = True
+                sends = (*sends, protocol.encode_context_subscribe())
+        elif kind is ProviderDisposedMessage:
+            sends += self._provider_disposed()
+        elif kind is ToolProgressMessage or kind is ToolLogMessage:
+            call = self.calls.get(message.id)  # type: ignore[union-attr]
+            if call is not None:  # else finished, or never ours: ignored like a result
+                return CallEvent(message.event(call.id, call.name), call.on_event)  # type: ignore[union-attr]
+        # (host -> frame types arriving at a host are not for us: nothing to do)
+        if changed:
+            return ContextChanged(sends)
+        return Send(sends) if sends else None
+
+    def _malformed(self, reason: str) -> Malformed:
+        self.malformed += 1
+        return Malformed(reason, self.malformed == 1)
 
     # -- documents (0.3.35) ----------------------------------------------------------------
 
-    def frame_loaded(self, request_id: str) -> tuple[bool, tuple[dict[str, Any], ...]]:
+    def frame_loaded(self, request_id: str) -> tuple[dict[str, Any], ...]:
         """The frame (re)loaded, as far as its relay knows: the JS host's ``frameLoaded()``.
 
         Returns the ``model-context-request`` carrying ``request_id`` to send, and starts
@@ -344,10 +405,10 @@ class HostMachine:
         current document.
         """
         if self.state != "connected":
-            return _NOTHING
+            return _NO_SENDS
         self.load_request = self.load_timer = request_id
         self._load_document = self.document
-        return False, (protocol.encode_context_request(request_id=request_id),)
+        return (protocol.encode_context_request(request_id=request_id),)
 
     def load_expired(self, request_id: str) -> bool:
         """The grace period of :meth:`frame_loaded`'s ``request_id`` ended. If nothing
@@ -394,32 +455,12 @@ class HostMachine:
         if len(self.ignored_samples) < _SAMPLES:
             self.ignored_samples.append(raw)
 
-    def _event(self, message: ToolProgressMessage | ToolLogMessage) -> None:
-        """Hand a call's progress or log message to its caller and the subscribers."""
-        call = self.calls.get(message.id)
-        if call is None:
-            return  # finished, or never ours: ignored like a stray result
-        event = message.event(call.id, call.name)
-        if call.on_event is not None:
-            deliver_event(call.on_event, event)
-        if self.events:
-            self.events(event)
-
-    def _apply(self, wire: Mapping[str, Any]) -> tuple[bool, dict[str, Any] | None]:
-        try:
-            context, changed = self._build_context(wire)
-        except ValueError as exc:
-            self.malformed += 1
-            raise MalformedMessage(
-                f"unusable context, kept the last good one: {exc}", message=wire
-            ) from None
+    def _apply(self, wire: Mapping[str, Any]) -> bool:
+        """Take ``wire`` as the frame's context; whether it changed. ``ValueError`` (the
+        last good context kept) when it cannot be used."""
+        self.context, changed = self._build_context(wire)
         self.wire = wire
-        self.context = context
-        subscribe = None
-        if not self.subscribed and self.state == "connected":
-            self.subscribed = True
-            subscribe = protocol.encode_context_subscribe()
-        return changed, subscribe
+        return changed
 
     def _build_context(self, wire: Mapping[str, Any]) -> tuple[ModelContext, bool]:
         """The context for ``wire``, reusing unchanged tools; and whether anything changed.
