@@ -444,7 +444,7 @@ async def test_connections_beyond_the_cap_are_refused_at_once() -> None:
 
 
 async def test_the_default_cap_leaves_room_under_the_descriptor_limit() -> None:
-    from assistant_frames.transports.websocket import _default_max_connections
+    from assistant_frames.transports.websocket.server import _default_max_connections
 
     resource = pytest.importorskip("resource")
     soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
