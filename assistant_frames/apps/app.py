@@ -29,6 +29,7 @@ from ..errors import AssistantFramesError
 from ..mcp._results import error_result, failure, tool_result
 from ..mcp._tools import mcp_tools
 from ..registry.context import ModelContext, ModelContextProvider, Unsubscribe
+from ..transports.contract import CLOSED_ERRORS
 from . import protocol
 from .errors import AppDisconnected, AppRequestError, AppTimeout
 
@@ -36,7 +37,6 @@ __all__ = ["App", "AppState"]
 
 logger = logging.getLogger("assistant_frames.apps")
 
-_CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 _INTERNAL_ERROR = -32603
 _SEND_TIMEOUT = 1.0  # for what goes out on the way down (cancel notices)
 _MAX_HOST_CONTEXT_KEYS = 256  # the spec's 13, and room for a host's own
@@ -390,12 +390,12 @@ class App:
     async def _send(self, message: dict[str, Any], method: str | None = None) -> None:
         try:
             await self._transport.send(message)
-        except _CLOSED:
+        except CLOSED_ERRORS:
             self._lost("The host's transport is closed")
             raise AppDisconnected(self._disconnected or "closed", method=method) from None
 
     async def _try_send(self, message: dict[str, Any]) -> None:
-        with suppress(*_CLOSED):
+        with suppress(*CLOSED_ERRORS):
             await self._transport.send(message)
 
     # -- the view's requests -------------------------------------------------------------
@@ -500,7 +500,7 @@ class App:
                     await self._admit(message)
                 else:
                     self._dispatch(message)
-        except _CLOSED:
+        except CLOSED_ERRORS:
             self._lost("The host closed the connection")
         except Exception as exc:  # a transport failing in its own way
             logger.warning("The App's transport failed: %r", exc)

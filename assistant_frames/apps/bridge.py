@@ -46,7 +46,7 @@ from ..mcp._results import from_call_result
 from ..mcp._tools import tool_from_mcp
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.tool import Tool, ToolCallContext
-from ..transports.contract import TransportAttribute, close_reason
+from ..transports.contract import CLOSED_ERRORS, TransportAttribute, close_reason
 from . import protocol
 from .bridge_machine import BridgeMachine, Received
 from .client_server import as_app_server
@@ -69,7 +69,6 @@ __all__ = ["AppBridge", "BridgeState", "Handler"]
 
 logger = logging.getLogger("assistant_frames.apps")
 
-_CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 _SEND_BUFFER = 256  # messages waiting for the writer task before senders wait
 _SHUTDOWN_SEND_TIMEOUT = 1.0
 _MAX_REFRESHES = 1000  # listings in a row while the view keeps announcing changes
@@ -622,7 +621,7 @@ class AppBridge:
         """
         if not messages or self._outbox is None or self._ended_reason is not None:
             return
-        with suppress(*_CLOSED):
+        with suppress(*CLOSED_ERRORS):
             rest = self._queue(messages)
             if rest and self._task_group is not None:
                 self._task_group.start_soon(self._send_quietly, rest)
@@ -632,7 +631,7 @@ class AppBridge:
         leaves no room for it within :attr:`timeout` is disconnected, saying so."""
         try:
             await self._send(messages)
-        except (*_CLOSED, FrameDisconnected):
+        except (*CLOSED_ERRORS, FrameDisconnected):
             pass  # the connection ended: its end says why
         except TimeoutError:
             await self._disconnect_slow_view()
@@ -667,7 +666,7 @@ class AppBridge:
             return  # what was queued dies with the connection
         try:
             await self._transport.send(message)
-        except _CLOSED as exc:
+        except CLOSED_ERRORS as exc:
             self._transport_ended(exc)
         except (TypeError, ValueError) as exc:  # a handler's result with no JSON form
             logger.warning("The bridge of %s could not send a message: %s", self.name, exc)
@@ -735,7 +734,7 @@ class AppBridge:
         with (
             anyio.CancelScope(shield=True),
             anyio.move_on_after(_SHUTDOWN_SEND_TIMEOUT),
-            suppress(*_CLOSED, FrameDisconnected, TimeoutError, RuntimeError),
+            suppress(*CLOSED_ERRORS, FrameDisconnected, TimeoutError, RuntimeError),
         ):
             await self._send(self._cancel_message(call, reason))
 
@@ -792,7 +791,7 @@ class AppBridge:
                 admitted = await self._apply(out, was)
                 if admitted:
                     return admitted
-        except _CLOSED as exc:
+        except CLOSED_ERRORS as exc:
             self._transport_ended(exc)
         except FrameDisconnected:  # lost while answering: already said why
             pass

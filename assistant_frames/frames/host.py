@@ -27,7 +27,7 @@ from ..errors import ContextTimeout, FrameDisconnected, ToolArgumentsError
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.events import ToolEventCallback, ToolEventSubscribers, deliver_event
 from ..registry.tool import Tool, ToolCallContext
-from ..transports.contract import TransportAttribute, close_reason
+from ..transports.contract import CLOSED_ERRORS, TransportAttribute, close_reason
 from . import protocol
 from .host_machine import CallEvent, ContextChanged, HostMachine, HostState, Malformed
 from .protocol import SerializedTool
@@ -36,7 +36,6 @@ __all__ = ["FRAME_LOAD_GRACE", "AssistantFrameHost"]
 
 logger = logging.getLogger("assistant_frames.frames")
 
-_CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 _CANCEL_SEND_TIMEOUT = 1.0
 #: How long :meth:`AssistantFrameHost.frame_loaded` waits for the frame to answer before
 #: it forgets the old document (the JS host's ``FRAME_LOAD_GRACE_MS``).
@@ -108,7 +107,7 @@ class AssistantFrameHost:
             group.start_soon(expire_calls, self._machine.calls)
             try:
                 await self._transport.send(request)
-            except _CLOSED:
+            except CLOSED_ERRORS:
                 # The receive loop says why, when it can (a worker's exit code, a close
                 # code): give it a moment before saying only that the transport closed.
                 with anyio.move_on_after(_CANCEL_SEND_TIMEOUT):
@@ -309,7 +308,7 @@ class AssistantFrameHost:
                 tool_call_id=call.id,
                 frame=self.name,
             ) from None
-        except _CLOSED:
+        except CLOSED_ERRORS:
             self._disconnect("The frame's transport is closed")
         call.sent = True
 
@@ -320,7 +319,7 @@ class AssistantFrameHost:
                 await self._try_send(cancel)
 
     async def _try_send(self, message: dict[str, Any]) -> None:
-        with suppress(*_CLOSED):
+        with suppress(*CLOSED_ERRORS):
             await self._transport.send(message)
 
     def _not_connected(self) -> FrameDisconnected:
@@ -408,7 +407,7 @@ class AssistantFrameHost:
                 if kind is ContextChanged:
                     self._ready.set()  # type: ignore[union-attr]
                     self._subscribers.notify()
-        except _CLOSED as exc:  # a transport may say why (an exit code, a close code)
+        except CLOSED_ERRORS as exc:  # a transport may say why (an exit code, a close code)
             reason = close_reason(exc)
             self._disconnect(
                 f"{self.name} disconnected: "

@@ -20,7 +20,7 @@ from ..registry.context import ModelContext, ModelContextProvider, Unsubscribe
 from ..registry.events import ToolEvent, ToolEventCallback, ToolProgress
 from ..registry.registry import ModelContextRegistry
 from ..registry.tool import Tool, ToolCallContext
-from ..transports.contract import TransportAttribute
+from ..transports.contract import CLOSED_ERRORS, TransportAttribute
 from . import protocol
 from .frame_machine import (
     CallCancelled,
@@ -46,7 +46,6 @@ _MAX_IDLE_WORKERS = 8
 # until workers catch up: a peer that sends calls and never reads the results (so the
 # workers block sending them) meets backpressure instead of growing our memory.
 _MAX_QUEUED_CALLS = 1000
-_CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 _MAX_QUEUED_LOGS = 256  # per connection; the oldest go first when the host reads slowly
 _CONTEXT_KEY = "model-context"  # send_latest's key: a newer snapshot replaces an older one
 # How long a frame that stops serving an open connection tries to say so (the running
@@ -163,7 +162,7 @@ class AssistantFrameProvider:
             for message in messages:
                 try:
                     await connection.transport.send(message)
-                except (*_CLOSED, TypeError, ValueError):
+                except (*CLOSED_ERRORS, TypeError, ValueError):
                     return
 
     # -- receiving -------------------------------------------------------------------------
@@ -178,7 +177,7 @@ class AssistantFrameProvider:
                 await room.wait()
             try:
                 raw = await receive()
-            except _CLOSED:
+            except CLOSED_ERRORS:
                 return
             except Exception as exc:  # a transport failing in its own way ends only this one
                 logger.warning("Frame connection ended: its transport failed: %r", exc)
@@ -253,7 +252,7 @@ class AssistantFrameProvider:
                     await send(_CONTEXT_KEY, message)
                 else:
                     await connection.transport.send(message)
-            except _CLOSED:
+            except CLOSED_ERRORS:
                 return
             except (TypeError, ValueError) as exc:  # e.g. a description no JSON can carry
                 logger.warning("Could not send the model context to a host: %s", exc)
@@ -502,7 +501,7 @@ class _Connection:
                     await send_latest(f"tool-progress:{call_id}", message)
                 else:
                     await self.transport.send(message)
-            except _CLOSED:
+            except CLOSED_ERRORS:
                 return False
             except (TypeError, ValueError) as exc:  # log data with no JSON form, say
                 logger.warning("Could not send a tool's progress or log message: %s", exc)
@@ -517,7 +516,7 @@ class _Connection:
         try:
             await self.transport.send(reply)
             return
-        except _CLOSED:
+        except CLOSED_ERRORS:
             return
         except (TypeError, ValueError) as exc:
             failure = exc
@@ -529,7 +528,7 @@ class _Connection:
                     )
                 )
                 return
-            except _CLOSED:
+            except CLOSED_ERRORS:
                 return
             except (TypeError, ValueError) as exc:
                 failure = exc

@@ -20,7 +20,7 @@ from mcp.client.stdio import get_default_environment
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-from ..transports.contract import CloseReason, close_reason
+from ..transports.contract import CLOSED_ERRORS, CloseReason, close_reason
 from ..transports.stdio import describe_exit as _describe_exit
 from ..transports.stdio import spawn_worker
 
@@ -29,7 +29,6 @@ if TYPE_CHECKING:
 
 __all__ = ["describe_exit", "server_process"]
 
-_CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 _GRACE_PERIOD = 2.0  # as the SDK's stdio client gives a server to leave on its own
 _READER_WAIT = 2.0  # how long a failed write waits for the reader to learn why
 
@@ -63,7 +62,7 @@ async def server_process(
                     while True:
                         try:
                             raw = await transport.receive()
-                        except _CLOSED as exc:
+                        except CLOSED_ERRORS as exc:
                             on_end(close_reason(exc))
                             return
                         await to_client.send(_parse(raw))
@@ -80,7 +79,7 @@ async def server_process(
                     )
                     try:
                         await transport.send(wire)
-                    except _CLOSED:
+                    except CLOSED_ERRORS:
                         break
                 else:
                     return  # the client closed its end

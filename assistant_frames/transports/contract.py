@@ -44,7 +44,7 @@ import warnings
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeAlias
+from typing import Any, Final, Protocol, TypeAlias
 
 import anyio
 from anyio import TypedAttributeSet, typed_attribute
@@ -54,6 +54,7 @@ from .._json import decode_json, encode_json
 from ..errors import AssistantFramesError
 
 __all__ = [
+    "CLOSED_ERRORS",
     "CloseReason",
     "Connector",
     "Listener",
@@ -145,6 +146,11 @@ class TransportClosed(anyio.EndOfStream):
     def __init__(self, reason: CloseReason) -> None:
         super().__init__(reason.description)
         self.reason = reason
+
+
+#: What ``send`` and ``receive`` raise once a transport has ended, whichever end ended it:
+#: ``except CLOSED_ERRORS`` is "the connection is gone".
+CLOSED_ERRORS: Final = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 
 
 def close_reason(exc: BaseException) -> CloseReason:

@@ -24,6 +24,7 @@ from ..apps.bridge_machine import BridgeMachine
 from ..apps.client_server import as_app_server
 from ..apps.forwarding import AppServer
 from ..errors import AssistantFramesError, FrameDisconnected
+from ..transports.contract import CLOSED_ERRORS
 from . import protocol
 from .keeper import InvalidWidgetState, WidgetStateKeeper
 from .manifest import WidgetManifest
@@ -35,7 +36,6 @@ __all__ = ["MethodError", "WidgetHost"]
 logger = logging.getLogger("assistant_frames.widgets")
 
 _CALL_TOOL_KEYS = frozenset({"content", "structuredContent", "isError", "_meta"})
-_CLOSED = (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError)
 
 #: A host callback: plain or async.
 Callback: TypeAlias = Callable[..., Any]
@@ -231,7 +231,7 @@ class WidgetHost:
                     await self._room.wait()
                 try:
                     raw = await self._transport.receive()
-                except _CLOSED:
+                except CLOSED_ERRORS:
                     return
                 message = protocol.decode(raw)
                 if isinstance(message, str):
@@ -415,7 +415,7 @@ class WidgetHost:
                     with anyio.fail_after(self.send_timeout):
                         await self._transport.send(message)
                     return
-        except _CLOSED:
+        except CLOSED_ERRORS:
             pass
         except TimeoutError:
             await self._disconnect(
