@@ -6,6 +6,9 @@ transports, see one merged, live model context, and have every tool call routed 
 the frame that owns the tool. Wire-compatible with assistant-ui's Assistant Frames.
 """
 
+from typing import Any
+
+from ._version import package_version
 from .errors import (
     AssistantFramesError,
     ConnectError,
@@ -74,7 +77,13 @@ from .tool_formats import (
 )
 from .transports import MemoryTransport, Multiplexer, TransportAttribute, memory_pair
 
-__version__ = "0.1.0"
+
+def __getattr__(name: str) -> Any:
+    # __version__ is read from the installed metadata on first use (see _version.py).
+    if name == "__version__":
+        return package_version()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AnthropicTool",

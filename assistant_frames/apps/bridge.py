@@ -33,6 +33,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp import Client
 
 from .._anyio import HeldTaskGroup, call_maybe_async, event_class, expire_calls
+from .._version import package_version
 from ..calls import PendingCall
 from ..errors import (
     AssistantFramesError,
@@ -1028,9 +1029,7 @@ _INTERNAL_ERROR = -32603
 
 
 def _default_host_info() -> mcp.Implementation:
-    from .. import __version__  # deferred: the package's root imports this layer
-
-    return mcp.Implementation(name="assistant-frames", version=__version__)
+    return mcp.Implementation(name="assistant-frames", version=package_version())
 
 
 def _render_model_context(update: protocol.UpdateModelContextParams | None) -> str | None:

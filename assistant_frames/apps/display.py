@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 from zoneinfo import ZoneInfo
 
+from .._version import package_version
 from .protocol import (
     ContainerDimensions,
     DeviceCapabilities,
@@ -71,13 +72,11 @@ def build_host_context(
     library, no touch and no hover, zero safe-area insets. ``extra`` keys are kept (the
     host context is open).
     """
-    from .. import __version__  # deferred: the package's root imports this layer
-
     values: dict[str, Any] = {
         "theme": theme,
         "locale": locale or _default_locale(),
         "timeZone": time_zone or _default_time_zone(),
-        "userAgent": user_agent or f"assistant-frames/{__version__}",
+        "userAgent": user_agent or f"assistant-frames/{package_version()}",
         "platform": platform,
         "deviceCapabilities": device_capabilities or {"touch": False, "hover": False},
         "safeAreaInsets": safe_area_insets or {"top": 0, "right": 0, "bottom": 0, "left": 0},

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import NoReturn
 
-from .. import __version__
+from .._version import package_version
 from .apps_command import cmd_apps_preview
 from .call_command import cmd_call
 from .common import DEFAULT_TIMEOUT, EXIT_USAGE, PROG, TOKEN_ENV
@@ -244,7 +244,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--version",
         action="version",
-        version=f"{PROG} {__version__} (Python {sys.version.split()[0]})",
+        version=f"{PROG} {package_version()} (Python {sys.version.split()[0]})",
     )
     parser.add_argument(
         "-v",

@@ -41,6 +41,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .._anyio import running_asyncio, task_group
+from .._version import package_version
 from ..errors import AssistantFramesError
 from ..registry.context import ModelContext, ModelContextProvider
 from ..registry.events import ToolEvent, ToolLog, ToolProgress
@@ -134,9 +135,7 @@ class MCPContextServer:
         if not callable(getattr(provider, "get_model_context", None)):
             raise TypeError(f"{provider!r} is not a ModelContextProvider")
         if version is None:
-            from .. import __version__
-
-            version = __version__
+            version = package_version()
         self.provider = provider
         self.app_dialects = check_dialects(app_dialects)
         self._fixed_instructions = instructions
