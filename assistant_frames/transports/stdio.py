@@ -17,12 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 import os
 import signal
 import subprocess
 import sys
-from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal
@@ -33,8 +31,8 @@ import anyio.lowlevel
 from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectStream
 
 from .._anyio import running_asyncio, task_group
-from .._json import decode_json
 from .._text import command_text
+from ._ndjson import LineDecoder, encode_line
 from ._outbox import DEFAULT_HIGH_WATER, BufferedWriter, DirectOutbox, outbox_for
 from ._streams import read_pipe, write_pipe
 from .contract import (
@@ -42,7 +40,6 @@ from .contract import (
     TransportAttribute,
     TransportClosed,
     _renamed_limit,
-    encode_message,
 )
 
 __all__ = [
@@ -54,13 +51,10 @@ __all__ = [
     "spawn_worker",
 ]
 
-logger = logging.getLogger("assistant_frames.transports")
-
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_LINE_BYTES = DEFAULT_MAX_MESSAGE_BYTES  # its name before max_message_bytes
 _READ_SIZE = 65536
 _STDERR_TAIL_BYTES = 4096
-_DROPPED_SAMPLES = 3  # dropped lines kept for diagnosis
 _EXIT_WAIT = 1.0  # after stdout ends, how long to wait for the exit code
 _CLOSE_TIMEOUT = 2.0  # how long aclose waits for queued lines to be written
 
@@ -96,15 +90,11 @@ class StdioTransport(ObjectStream[Any]):
         self._receive_stream = receive_stream
         self._send_stream = send_stream
         self._max_message_bytes = limit
-        self._max_line_bytes = sys.maxsize if limit is None else limit
-        self._messages: deque[Any] = deque()
-        self._partial = bytearray()
-        self._skipping = False  # inside a line that is too long
+        self._lines = LineDecoder(limit)
+        self._messages = self._lines.messages
         self._outbox = outbox_for(send_stream, send_stream.send, high_water=high_water)
         self._ended: BaseException | None = None
         self._closed = False
-        self._dropped = 0
-        self._dropped_samples: list[str] = []
 
     async def send(self, item: Any) -> None:
         """Write ``item`` as one line of JSON.
@@ -113,7 +103,7 @@ class StdioTransport(ObjectStream[Any]):
         if it has no JSON form or is larger than ``max_message_bytes``, before anything
         is written.
         """
-        line = (encode_message(item, self._max_message_bytes) + b"\n",)
+        line = (encode_line(item, self._max_message_bytes),)
         if self._closed:
             raise anyio.ClosedResourceError
         self._check_peer()
@@ -129,13 +119,13 @@ class StdioTransport(ObjectStream[Any]):
     @property
     def dropped_count(self) -> int:
         """How many received lines were dropped (not JSON, too long, cut off)."""
-        return self._dropped
+        return self._lines.dropped
 
     @property
     def dropped_samples(self) -> tuple[str, ...]:
         """The first few dropped lines (up to 80 characters each), for diagnosis: a peer
         whose every line is dropped is not speaking newline-delimited JSON."""
-        return tuple(self._dropped_samples)
+        return tuple(self._lines.dropped_samples)
 
     @property
     def send_would_wait(self) -> bool:
@@ -167,11 +157,10 @@ class StdioTransport(ObjectStream[Any]):
             try:
                 chunk = await self._receive_stream.receive(_READ_SIZE)
             except (anyio.EndOfStream, anyio.BrokenResourceError, OSError) as exc:
-                if self._partial:
-                    self._drop("a partial line at the end of the stream", self._partial)
+                self._lines.end()
                 self._ended = await self._end_of_stream(exc)
                 continue
-            self._feed(chunk)
+            self._lines.feed(chunk)
         return self._messages.popleft()
 
     async def send_eof(self) -> None:
@@ -202,50 +191,6 @@ class StdioTransport(ObjectStream[Any]):
         if exc is None or isinstance(exc, anyio.EndOfStream):
             return "the peer closed the channel"
         return f"the channel broke: {exc!r}"
-
-    def _feed(self, chunk: bytes) -> None:
-        start = 0
-        while True:
-            end = chunk.find(b"\n", start)
-            if end < 0:
-                rest = chunk[start:]
-                if not self._skipping:
-                    self._partial += rest
-                    if len(self._partial) > self._max_line_bytes:
-                        self._drop(f"a line longer than {self._max_line_bytes} bytes")
-                        self._partial.clear()
-                        self._skipping = True
-                return
-            if self._skipping:
-                self._skipping = False
-            elif self._partial:
-                self._partial += chunk[start:end]
-                if len(self._partial) > self._max_line_bytes:
-                    self._drop(f"a line longer than {self._max_line_bytes} bytes")
-                else:
-                    self._parse(bytes(self._partial))
-                self._partial.clear()
-            elif end - start > self._max_line_bytes:
-                self._drop(f"a line longer than {self._max_line_bytes} bytes")
-            else:
-                self._parse(chunk[start:end])
-            start = end + 1
-
-    def _parse(self, line: bytes) -> None:
-        if not line.strip():
-            return
-        try:
-            self._messages.append(decode_json(line))
-        except ValueError:  # UnicodeDecodeError included
-            self._drop(f"a line that is not JSON: {line[:80]!r}", line)
-
-    def _drop(self, what: str, line: bytes | bytearray | None = None) -> None:
-        self._dropped += 1
-        if len(self._dropped_samples) < _DROPPED_SAMPLES:
-            sample = bytes(line[:80]).decode("utf-8", "replace") if line is not None else None
-            self._dropped_samples.append(sample if sample is not None else f"<{what}>")
-        level = logging.WARNING if self._dropped == 1 else logging.DEBUG
-        logger.log(level, "Dropped %s", what)
 
 
 # -- host side: a worker subprocess -------------------------------------------------------
