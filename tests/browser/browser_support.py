@@ -171,11 +171,15 @@ class BrowserPage:
 
 
 class RecordingTransport(ObjectStream[Any]):
-    """Wraps a transport and keeps every message received from the browser."""
+    """Wraps a transport and keeps every message received from the browser in ``log``
+    (and every message sent to it in ``sent``, when given)."""
 
-    def __init__(self, inner: ObjectStream[Any], log: list[Any]) -> None:
+    def __init__(
+        self, inner: ObjectStream[Any], log: list[Any], sent: list[Any] | None = None
+    ) -> None:
         self._inner = inner
         self.log = log
+        self.sent = sent
 
     async def receive(self) -> Any:
         message = await self._inner.receive()
@@ -183,6 +187,8 @@ class RecordingTransport(ObjectStream[Any]):
         return message
 
     async def send(self, item: Any) -> None:
+        if self.sent is not None:
+            self.sent.append(item)
         await self._inner.send(item)
 
     async def send_eof(self) -> None:

@@ -20,6 +20,7 @@ from typing import Any
 
 import anyio
 import pytest
+from aui_pages import FRAME, HOST_READY, TOKEN, frame_files, host_files
 
 from assistant_frames import (
     AssistantFrameHost,
@@ -29,7 +30,6 @@ from assistant_frames import (
     ProviderDisposed,
     ToolCallTimeout,
 )
-from assistant_frames.browser import relay_files
 from assistant_frames.transports import WebSocketServer, websocket_server
 
 from browser_support import AuiBundles, BrowserPage, RecordingTransport
@@ -37,19 +37,11 @@ from helpers import Outcome
 
 pytestmark = pytest.mark.anyio
 
-TOKEN = "browser-test-token"
 WAIT = 10.0
 #: Far below every call's timeout: what "failed at once" means here.
 AT_ONCE = 3.0
-HTML = "text/html; charset=utf-8"
-JS = "text/javascript; charset=utf-8"
-FRAME = "window.relay.iframe.contentWindow.frameTest"
 DOCUMENT = f"{FRAME}.documentId()"
 
-FRAME_HTML = b"""<!doctype html>
-<html><head><meta charset="utf-8"><title>JS frame</title></head>
-<body><script src="/frame-page.js"></script></body></html>
-"""
 # A page in the relay's iframe that runs no frame at all.
 BLANK_HTML = b"""<!doctype html>
 <html><head><meta charset="utf-8"><title>no frame</title></head><body></body></html>
@@ -67,13 +59,6 @@ PARENT_HTML = b"""<!doctype html>
 </script>
 </body></html>
 """
-HOST_HTML = b"""<!doctype html>
-<html><head><meta charset="utf-8"><title>JS host</title></head>
-<body><script src="/host-page.js"></script></body></html>
-"""
-HOST_READY = (
-    "window.hostTest && hostTest.ready() && Object.keys(hostTest.context().tools).length > 0"
-)
 
 
 # -- a Python host, a JS frame ------------------------------------------------------------------
@@ -99,35 +84,17 @@ class JSFrameSide:
         return seen
 
 
-class SentRecorder(RecordingTransport):
-    """Keeps what the browser sent, and what the Python host sent it, in one log."""
-
-    def __init__(self, inner: Any, log: list[Any], sent: list[Any]) -> None:
-        super().__init__(inner, log)
-        self.sent = sent
-
-    async def send(self, item: Any) -> None:
-        self.sent.append(item)
-        await super().send(item)
-
-
 @asynccontextmanager
 async def js_frame(
     page: BrowserPage, bundles: AuiBundles, sent: list[Any]
 ) -> AsyncIterator[tuple[JSFrameSide, AssistantFrameHost]]:
     """The parent relay's page, its JS frame loaded, and the Python host of it."""
-    files = {
-        **relay_files(),
-        "/frame-page.js": (bundles["/frame-page.js"], JS),
-        "/frame.html": (FRAME_HTML, HTML),
-        "/blank.html": (BLANK_HTML, HTML),
-        "/parent.html": (PARENT_HTML, HTML),
-    }
+    files = frame_files(bundles, blank_html=BLANK_HTML, parent_html=PARENT_HTML)
     send, receive = anyio.create_memory_object_stream[AssistantFrameHost](4)
     side: JSFrameSide
 
     async def accept(transport: Any) -> None:
-        recorder = SentRecorder(transport, side.received, sent)
+        recorder = RecordingTransport(transport, side.received, sent)
         async with AssistantFrameHost(recorder, name="js", timeout=WAIT) as host:
             await send.send(host)
             await host.wait_disconnected()
@@ -315,15 +282,11 @@ async def python_frame(page: BrowserPage, bundles: AuiBundles) -> AsyncIterator[
         return "released"
 
     frame = AssistantFrameProvider(registry)
-    files = {
-        **relay_files(),
-        "/host-page.js": (bundles["/host-page.js"], JS),
-        "/host.html": (HOST_HTML, HTML),
-    }
+    files = host_files(bundles)
     side = PythonFrameSide(anyio.Event())
 
     async def serve(transport: Any) -> None:
-        await frame.serve(SentRecorder(transport, side.received, side.sent))
+        await frame.serve(RecordingTransport(transport, side.received, side.sent))
 
     async def run(*, task_status: anyio.abc.TaskStatus[WebSocketServer]) -> None:
         async with websocket_server(serve, token=TOKEN, http_files=files) as server:

@@ -17,26 +17,16 @@ from typing import Any
 
 import anyio
 import pytest
+from aui_pages import FRAME, TOKEN, frame_files
 
 from assistant_frames import AssistantFrameHost, ToolCallError, ToolCallTimeout, ToolEvent
-from assistant_frames.browser import relay_files
 from assistant_frames.transports import WebSocketServer, websocket_server
 
 from browser_support import AuiBundles, BrowserPage, RecordingTransport
 
 pytestmark = pytest.mark.anyio
 
-TOKEN = "browser-test-token"
 WAIT = 10.0
-HTML = "text/html; charset=utf-8"
-#: The test hooks of the JS frame, as seen from the parent page.
-FRAME = "window.relay.iframe.contentWindow.frameTest"
-JS = "text/javascript; charset=utf-8"
-
-FRAME_HTML = b"""<!doctype html>
-<html><head><meta charset="utf-8"><title>JS frame</title></head>
-<body><script src="/frame-page.js"></script></body></html>
-"""
 
 PARENT_HTML = b"""<!doctype html>
 <html><head><meta charset="utf-8"><title>parent relay</title></head>
@@ -99,13 +89,7 @@ class PythonHostSide:
 @asynccontextmanager
 async def python_host(bundles: dict[str, bytes]) -> AsyncIterator[PythonHostSide]:
     """A Python websocket_server that hosts every frame that dials in, and serves the pages."""
-    files = {
-        **relay_files(),
-        "/frame-page.js": (bundles["/frame-page.js"], JS),
-        "/frame.html": (FRAME_HTML, HTML),
-        "/parent.html": (PARENT_HTML, HTML),
-        "/intruder.html": (INTRUDER_HTML, HTML),
-    }
+    files = frame_files(bundles, parent_html=PARENT_HTML, intruder_html=INTRUDER_HTML)
     send, receive = anyio.create_memory_object_stream[AssistantFrameHost](10)
     side: PythonHostSide
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 import pytest
+from aui_pages import HOST_READY, TOKEN, host_files
 
 from assistant_frames import (
     AssistantFrameProvider,
@@ -23,22 +24,13 @@ from assistant_frames import (
     ToolCallContext,
     ToolResult,
 )
-from assistant_frames.browser import relay_files
 from assistant_frames.transports import WebSocketServer, websocket_server
 
 from browser_support import AuiBundles, BrowserPage, RecordingTransport
 
 pytestmark = pytest.mark.anyio
 
-TOKEN = "browser-test-token"
-HTML = "text/html; charset=utf-8"
-JS = "text/javascript; charset=utf-8"
 SYSTEM = "You can multiply numbers with the Python tools."
-
-HOST_HTML = b"""<!doctype html>
-<html><head><meta charset="utf-8"><title>JS host</title></head>
-<body><script src="/host-page.js"></script></body></html>
-"""
 
 # A sibling iframe of the relay that tries to call a Python tool through it.
 INTRUDER_HTML = b"""<!doctype html>
@@ -52,7 +44,7 @@ INTRUDER_HTML = b"""<!doctype html>
 </script></body></html>
 """
 
-READY = "window.hostTest && hostTest.ready() && Object.keys(hostTest.context().tools).length > 0"
+READY = HOST_READY
 
 
 @dataclass
@@ -99,8 +91,7 @@ class AskingForEvents(RecordingTransport):
     """
 
     def __init__(self, inner: Any, log: list[Any], sent: list[Any]) -> None:
-        super().__init__(inner, log)
-        self.sent = sent
+        super().__init__(inner, log, sent)
 
     async def receive(self) -> Any:
         message = await super().receive()
@@ -108,10 +99,6 @@ class AskingForEvents(RecordingTransport):
         if isinstance(inner, dict) and inner.get("type") == "tool-call":
             message = {**message, "message": {**inner, "events": True}}
         return message
-
-    async def send(self, item: Any) -> None:
-        self.sent.append(item)
-        await super().send(item)
 
 
 @asynccontextmanager
@@ -122,12 +109,7 @@ async def python_frame(
 
     With ``sent``, every call is made to ask for events and what the frame sends is kept.
     """
-    files = {
-        **relay_files(),
-        "/host-page.js": (bundles["/host-page.js"], JS),
-        "/host.html": (HOST_HTML, HTML),
-        "/intruder.html": (INTRUDER_HTML, HTML),
-    }
+    files = host_files(bundles, intruder_html=INTRUDER_HTML)
     notes: list[str] = []
     registry = python_registry(notes)
     frame = AssistantFrameProvider(registry)

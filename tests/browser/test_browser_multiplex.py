@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 import pytest
+from aui_pages import HOST_READY
 
 from assistant_frames import (
     AssistantFrameHost,
@@ -326,7 +327,7 @@ SIBLING_HTML = b"""<!doctype html>
 </script></body></html>
 """
 
-READY = "window.hostTest && hostTest.ready() && Object.keys(hostTest.context().tools).length > 0"
+READY = HOST_READY
 
 
 @dataclass
