@@ -10,7 +10,7 @@ import sys
 import anyio
 
 from assistant_frames import ModelContextRegistry
-from assistant_frames.transports import serve_stdio
+from assistant_frames.frames import serve_stdio
 
 registry = ModelContextRegistry()
 

@@ -75,7 +75,7 @@ not_a_frame = 42
 WORKER = """
 import anyio
 
-from assistant_frames.transports import serve_stdio
+from assistant_frames.frames import serve_stdio
 from calc import registry
 
 anyio.run(serve_stdio, registry)

@@ -44,7 +44,7 @@ WORKER = textwrap.dedent(
     import sys, time
     import anyio
     from assistant_frames import ModelContextRegistry
-    from assistant_frames.transports import serve_stdio
+    from assistant_frames.frames import serve_stdio
 
     registry = ModelContextRegistry()
 

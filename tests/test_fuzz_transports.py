@@ -795,7 +795,7 @@ import sys
 import anyio
 
 from assistant_frames import ModelContextRegistry
-from assistant_frames.transports import serve_stdio
+from assistant_frames.frames import serve_stdio
 
 backend, max_line = sys.argv[1], int(sys.argv[2])
 if len(sys.argv) > 3:

@@ -30,8 +30,8 @@ ALLOWED: dict[str, set[str]] = {
 }
 TOP = {"cli", "demo", "_demo_worker", "__main__"}  # applications of the library
 
-#: serve_stdio's former home, kept working: deferred to first use (not at import time).
-COMPATIBILITY = {("transports/stdio.py", "frames"), ("transports/__init__.py", "frames")}
+#: serve_stdio's former home, kept working (deprecated): deferred to first use.
+COMPATIBILITY = {("transports/__init__.py", "frames")}
 
 
 def _package(module: str) -> str:

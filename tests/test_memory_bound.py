@@ -61,7 +61,8 @@ import anyio
 from anyio.abc import ObjectStream
 
 from assistant_frames import AssistantFrameProvider, ModelContextRegistry
-from assistant_frames.transports import serve_stdio, websocket_server
+from assistant_frames.frames import serve_stdio
+from assistant_frames.transports import websocket_server
 
 backend, mode, out_dir = sys.argv[1:4]
 CHANGES = int(os.environ["CHANGES"])

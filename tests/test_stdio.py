@@ -7,6 +7,7 @@ the wire protocol by hand, so it can put garbage on its stdout.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import re
@@ -41,7 +42,7 @@ import sys
 import anyio
 
 from assistant_frames import ModelContextRegistry
-from assistant_frames.transports import serve_stdio
+from assistant_frames.frames import serve_stdio
 
 backend, options = sys.argv[1], sys.argv[2:]
 if "print-at-import" in options:
@@ -499,3 +500,17 @@ async def test_garbage_on_the_workers_stdin_is_dropped(worker: Callable[..., lis
             tail = transport.stderr_tail()
             assert "Dropped a line that is not JSON: b'not json'" in tail
         assert transport.returncode == 0  # it kept serving until its stdin closed
+
+
+def test_serve_stdio_from_its_former_home_warns_and_is_the_same_function() -> None:
+    import assistant_frames.transports as transports
+    from assistant_frames.frames import serve_stdio
+
+    moved = r"import serve_stdio from assistant_frames\.frames"
+    with pytest.warns(DeprecationWarning, match=moved):
+        assert transports.serve_stdio is serve_stdio
+    with pytest.warns(DeprecationWarning, match=moved):  # on every use, not only the first
+        from assistant_frames.transports import serve_stdio as again
+    assert again is serve_stdio
+    assert "serve_stdio" in transports.__all__
+    assert not hasattr(importlib.import_module("assistant_frames.transports.stdio"), "serve_stdio")

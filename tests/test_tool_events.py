@@ -272,7 +272,7 @@ WORKER = """
 import sys
 import anyio
 from assistant_frames import ModelContextRegistry, ToolCallContext
-from assistant_frames.transports import serve_stdio
+from assistant_frames.frames import serve_stdio
 
 registry = ModelContextRegistry()
 

@@ -4,7 +4,8 @@ What a transport is, and what every transport promises, is stated in
 :mod:`assistant_frames.transports.contract`. Shipped: :func:`memory_pair` (in-process),
 WebSockets (:func:`connect_websocket`, :func:`websocket_server`,
 :func:`websocket_listener`; needs the ``websockets`` extra) and worker subprocesses
-over stdio (:func:`spawn_worker`, :func:`serve_stdio`).
+over stdio (:func:`spawn_worker`; the worker's side, ``serve_stdio``, serves a frame and
+is in :mod:`assistant_frames.frames`).
 :class:`Multiplexer` carries several protocols over one transport (the frame channel,
 JSON-RPC 2.0...), each on a sub-stream that is a transport in its own right.
 The WebSocket and stdio modules are imported on first use, so ``import
@@ -14,6 +15,7 @@ assistant_frames`` stays light for workers that start often.
 from __future__ import annotations
 
 import importlib
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from .contract import (
@@ -33,7 +35,6 @@ from .memory import MemoryTransport, copy_json, memory_pair
 from .multiplex import MultiplexedStream, Multiplexer, channel, frame_channel, jsonrpc
 
 if TYPE_CHECKING:
-    from ..frames.worker import serve_stdio
     from .attributes import WebSocketAttribute
     from .stdio import StdioTransport, WorkerTransport, own_stdio, spawn_worker
     from .websocket import (
@@ -89,7 +90,6 @@ _LAZY = {
     "StdioTransport": "stdio",
     "WorkerTransport": "stdio",
     "own_stdio": "stdio",
-    "serve_stdio": "stdio",  # now in frames.worker; stdio forwards it
     "spawn_worker": "stdio",
     "HttpHandler": "websocket",
     "HttpRequest": "websocket",
@@ -105,9 +105,25 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "serve_stdio":
+        return _deprecated_serve_stdio()
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value
     return value
+
+
+def _deprecated_serve_stdio() -> Any:
+    """``serve_stdio``'s former home: it serves a frame, so it is in ``frames``, which
+    transports do not import; kept for one minor release, warning on each use."""
+    warnings.warn(
+        "assistant_frames.transports.serve_stdio is deprecated: "
+        "import serve_stdio from assistant_frames.frames instead",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    from ..frames.worker import serve_stdio
+
+    return serve_stdio

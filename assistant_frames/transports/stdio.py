@@ -573,12 +573,3 @@ def describe_exit(who: str, code: int | None, stderr_tail: str = "") -> str:
     if tail:
         what += "; the end of its stderr:\n" + "\n".join(tail.splitlines()[-10:])
     return what
-
-
-def __getattr__(name: str) -> Any:
-    # serve_stdio serves a frame, so it lives in frames/ now; this old home still works.
-    if name == "serve_stdio":
-        from ..frames.worker import serve_stdio
-
-        return serve_stdio
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
