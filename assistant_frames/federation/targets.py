@@ -5,25 +5,31 @@ worker command, an MCP server) and then opens one connection per :meth:`open`, w
 :class:`~assistant_frames.ReconnectingHost` calls again after every drop. It remembers
 what the last connection received, so that a peer that is not a frame gets an error
 saying what it sent instead.
+
+Kinds of target that live in other packages (NATS: ``nats://``) are added with
+:func:`register_target_kind` by the package that implements them; this module never
+imports those packages.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib
 import shlex
 import sys
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
 from os import PathLike
 from typing import Any, Literal, TypeAlias
 
 from .._anyio import task_group
-from .._text import command_text, without_credentials
+from .._text import command_text
 from ..errors import ConnectError, ContextTimeout, FrameDisconnected
 from ..frames import AssistantFrameHost, AssistantFrameProvider, FrameConnection
 from ..registry import ModelContextProvider
 from ..transports import memory_pair
 
-__all__ = ["FrameTarget", "TargetKind", "no_context"]
+__all__ = ["FrameTarget", "TargetHandler", "TargetKind", "no_context", "register_target_kind"]
 
 TargetKind: TypeAlias = Literal["in-process", "websocket", "worker", "mcp", "nats"]
 """How a target is reached: served in this process, a WebSocket, a worker subprocess
@@ -32,7 +38,48 @@ speaking the frame protocol over stdio, an MCP server (any of its transports), o
 
 _FRAME_SCHEMES = ("ws://", "wss://")
 _MCP_SCHEMES = ("http://", "https://")
-_NATS_SCHEMES = ("nats://", "tls://")
+
+
+@dataclass(frozen=True)
+class TargetHandler:
+    """A kind of target that another package adds to :class:`FrameTarget`.
+
+    ``schemes`` are the URL prefixes it takes (``"nats://"``), ``accepts`` tells the
+    target objects it takes. ``resolve(target, mcp=..., token=...)`` checks a target and
+    returns what ``connection`` will need of it and a description (``ValueError`` when
+    it is not one); ``connection(resolved, frame_target)`` makes one connection, not yet
+    entered (the ``frame_target`` gives its ``name``, ``timeout`` and
+    ``connect_timeout``), for each :meth:`FrameTarget.open`.
+    """
+
+    kind: TargetKind
+    schemes: tuple[str, ...]
+    accepts: Callable[[Any], bool]
+    resolve: Callable[..., tuple[Any, str]]
+    connection: Callable[[Any, FrameTarget], FrameConnection]
+
+
+_HANDLERS: dict[TargetKind, TargetHandler] = {}
+
+#: The URL schemes of the kinds that this library's optional packages add, and the package
+#: whose import registers them: named here, not imported, so that the package loads only
+#: when such a URL is used (``nats-py`` runs on asyncio only).
+_REGISTERED_ON_IMPORT = {"nats://": "assistant_frames.nats", "tls://": "assistant_frames.nats"}
+
+
+def register_target_kind(handler: TargetHandler) -> None:
+    """Add a kind of target to :func:`connect` and ``Federation`` (replacing one of the
+    same ``kind``)."""
+    _HANDLERS[handler.kind] = handler
+
+
+def _handler_for(target: Any) -> TargetHandler | None:
+    if isinstance(target, str):
+        for scheme, package in _REGISTERED_ON_IMPORT.items():
+            if target.startswith(scheme):
+                importlib.import_module(package)  # registers its kinds
+        return next((h for h in _HANDLERS.values() if target.startswith(h.schemes)), None)
+    return next((h for h in _HANDLERS.values() if h.accepts(target)), None)
 
 
 class FrameTarget:
@@ -72,7 +119,8 @@ class FrameTarget:
         self._env = env
         self._cwd = cwd
         self._command: list[str] | None = None
-        self._nats: Any = None
+        self._handler: TargetHandler | None = None
+        self._resolved: Any = None  # what the handler's connection() needs
         self.kind, self.description = self._resolve(target, mcp)
         self.name = name or self.description
         # What the last connection got: its host (frames) and worker transport (commands).
@@ -80,21 +128,11 @@ class FrameTarget:
         self._last_worker: Any = None
 
     def _resolve(self, target: Any, mcp: bool | None) -> tuple[TargetKind, str]:
-        if (isinstance(target, str) and target.startswith(_NATS_SCHEMES)) or _is_nats(target):
-            if mcp:
-                raise ValueError(f"A NATS target is a frame, not an MCP server: {target}")
-            from ..nats.targets import NATSFrame, parse_nats_url
-
-            if isinstance(target, str):
-                options = None if self._token is None else {"token": self._token}
-                self._nats = parse_nats_url(target, options)
-                shown = without_credentials(target)
-            else:
-                self._nats = target
-                shown = f"{type(target).__name__}"
-            if isinstance(self._nats, NATSFrame):
-                return "nats", f"frame {self._nats.name!r} on NATS ({shown})"
-            return "nats", f"the frames on NATS ({shown})"
+        handler = _handler_for(target)
+        if handler is not None:
+            self._resolved, description = handler.resolve(target, mcp=mcp, token=self._token)
+            self._handler = handler
+            return handler.kind, description
         if isinstance(target, str) and "://" in target:
             if target.startswith(_FRAME_SCHEMES):
                 if mcp:
@@ -140,8 +178,11 @@ class FrameTarget:
             async with self._open_mcp() as frame:
                 yield frame
             return
-        if self.kind == "nats":
-            async with self._open_nats() as connection:
+        if self._handler is not None:
+            connection = self._handler.connection(self._resolved, self)
+            if isinstance(connection, AssistantFrameHost):
+                self._last_host = connection
+            async with connection:
                 yield connection
             return
         async with contextlib.AsyncExitStack() as stack:
@@ -207,36 +248,6 @@ class FrameTarget:
         async with frame:
             yield frame
 
-    @contextlib.asynccontextmanager
-    async def _open_nats(self) -> AsyncIterator[FrameConnection]:
-        from ..nats import NATSDiscovery, NATSFrame, NATSFrameHost
-
-        target = self._nats
-        connection: FrameConnection
-        if isinstance(target, NATSFrame):
-            connection = NATSFrameHost(
-                target.name,
-                nats=target.nats,
-                nats_options=target.nats_options,
-                prefix=target.prefix,
-                timeout=self.timeout,
-                liveness=target.liveness,
-                context_timeout=self.connect_timeout,
-            )
-            self._last_host = connection
-        else:
-            connection = NATSDiscovery(
-                nats=target.nats,
-                nats_options=target.nats_options,
-                prefix=target.prefix,
-                interval=target.interval,
-                timeout=self.timeout,
-                connect_timeout=self.connect_timeout,
-                name=self.name,
-            )
-        async with connection:
-            yield connection
-
     def stop_worker(self) -> None:
         """Terminate the last connection's worker now (it is not a frame: it would sit
         out the grace period a frame gets to finish its work)."""
@@ -262,11 +273,6 @@ class FrameTarget:
                 f"the first: {shown}"
             )
         return "received nothing"
-
-
-def _is_nats(target: Any) -> bool:
-    """A NATS target object (checked by module: ``assistant_frames.nats`` may not load)."""
-    return type(target).__module__ == "assistant_frames.nats.targets"
 
 
 def _plural(count: int, noun: str) -> str:

@@ -7,6 +7,7 @@ this package unless asked to.
 
 from __future__ import annotations
 
+from . import target_kind  # noqa: F401 - registers nats:// with connect() and Federation
 from .connection import NATSTarget, connect_nats, nats_client
 from .discovery import NATSDiscovery
 from .errors import NoResponders, ReplicaLost

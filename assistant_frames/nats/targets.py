@@ -18,7 +18,7 @@ from .._text import without_credentials
 from .connection import NATSTarget
 from .subjects import DEFAULT_PREFIX, check_frame_name, check_prefix
 
-__all__ = ["NATSFrame", "NATSBus", "parse_nats_url"]
+__all__ = ["NATSFrame", "NATSBus", "parse_nats_url", "resolve_nats_target"]
 
 SCHEMES = ("nats://", "tls://")
 
@@ -85,3 +85,23 @@ def parse_nats_url(url: str, options: Mapping[str, Any] | None = None) -> NATSFr
     if "/" in name:
         raise ValueError(f"A NATS URL names one frame (nats://HOST:PORT/FRAME), not {shown!r}")
     return NATSFrame(name, server, prefix, options)
+
+
+def resolve_nats_target(
+    target: str | NATSFrame | NATSBus, *, mcp: bool | None = None, token: str | None = None
+) -> tuple[NATSFrame | NATSBus, str]:
+    """A ``nats://`` URL or a NATS target object as the target it names, and its
+    description (for :class:`~assistant_frames.FrameTarget`); ``token`` is the NATS token
+    of a URL."""
+    if mcp:
+        raise ValueError(f"A NATS target is a frame, not an MCP server: {target}")
+    if isinstance(target, str):
+        options = None if token is None else {"token": token}
+        resolved = parse_nats_url(target, options)
+        shown = without_credentials(target)
+    else:
+        resolved = target
+        shown = f"{type(target).__name__}"
+    if isinstance(resolved, NATSFrame):
+        return resolved, f"frame {resolved.name!r} on NATS ({shown})"
+    return resolved, f"the frames on NATS ({shown})"
