@@ -26,8 +26,8 @@ from pydantic import BaseModel
 from .._anyio import HeldTaskGroup, call_maybe_async
 from ..calls import PendingCall, PendingCalls
 from ..errors import AssistantFramesError
-from ..mcp._results import error_result, failure, tool_result
-from ..mcp._tools import mcp_tools
+from ..mcp.results import error_result, failure, tool_result
+from ..mcp.tools import mcp_tools
 from ..registry.context import ModelContext, ModelContextProvider, Unsubscribe
 from ..transports.contract import CLOSED_ERRORS
 from . import protocol

@@ -43,8 +43,8 @@ from ..errors import (
     ToolCallTimeout,
     error_from_jsonrpc,
 )
-from ..mcp._results import from_call_result
-from ..mcp._tools import tool_from_mcp
+from ..mcp.results import from_call_result
+from ..mcp.tools import tool_from_mcp
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.tool import Tool, ToolCallContext
 from ..transports.contract import CLOSED_ERRORS, TransportAttribute, close_reason

@@ -25,9 +25,9 @@ from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
 from ..errors import FrameDisconnected, ToolCallError, ToolCallTimeout
-from ..mcp._client import Listing, check_arguments, list_all, progress_callback
-from ..mcp._results import from_call_result
-from ..mcp._tools import tool_from_mcp
+from ..mcp.client import Listing, check_arguments, list_all, progress_callback
+from ..mcp.results import from_call_result
+from ..mcp.tools import tool_from_mcp
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.events import ToolEventCallback, deliver_event
 from ..registry.tool import Tool, ToolCallContext

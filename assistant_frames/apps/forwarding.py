@@ -16,8 +16,8 @@ from typing import Any, Final, Protocol
 import mcp_types as mcp
 
 from ..errors import AssistantFramesError, FrameDisconnected
-from ..mcp._results import error_result, failure
-from ..mcp._tools import mcp_tools
+from ..mcp.results import error_result, failure
+from ..mcp.tools import mcp_tools
 from ..registry.context import ModelContext, Unsubscribe
 from ..registry.events import ToolEvent, ToolProgress
 from . import protocol

@@ -39,7 +39,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from pydantic_core import PydanticSerializationError, to_json
 
 from .._json import encode_json
-from ..mcp._tools import mcp_tools
+from ..mcp.tools import mcp_tools
 from ..transports.websocket import (
     HttpRequest,
     HttpResponse,

@@ -37,7 +37,7 @@ from mcp import Client
 
 from .._anyio import call_maybe_async
 from ..errors import ContextTimeout, FrameDisconnected
-from ..mcp._tools import mcp_tools
+from ..mcp.tools import mcp_tools
 from .bridge import AppBridge, Handler
 from .client_server import as_app_server
 from .display import DISPLAY_MODES, allowed_display_modes, choose_display_mode

@@ -56,11 +56,11 @@ from ..registry.tool import Tool, ToolCallContext
 from ..registry.ui import UIResource
 from ..transports.contract import CloseReason
 from ._apps import declares_ui, ui_resource_from_read
-from ._client import check_arguments, list_all, progress_callback
 from ._resources import READ_RESOURCE, read_resource_tool
-from ._results import from_call_result
 from ._stdio import describe_exit, server_process
-from ._tools import tool_from_mcp
+from .client import check_arguments, list_all, progress_callback
+from .results import from_call_result
+from .tools import tool_from_mcp
 
 if TYPE_CHECKING:
     from mcp.client._transport import Transport, TransportStreams

@@ -48,7 +48,7 @@ from ..registry.events import ToolEvent, ToolLog, ToolProgress
 from ..tool_formats import MCPTool, to_mcp_tools
 from ._apps import list_resources, read_resource, stamp_tools
 from ._openai import DIALECTS, AppDialect, check_dialects
-from ._results import error_result, failure, tool_result
+from .results import error_result, failure, tool_result
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
