@@ -21,8 +21,7 @@ import socket
 import ssl
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Coroutine, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 import anyio
@@ -39,7 +38,6 @@ __all__ = [
     "connect_tcp",
     "descriptor_limit",
     "read_pipe",
-    "tcp_server",
     "write_pipe",
 ]
 
@@ -321,33 +319,6 @@ async def bind_tcp(host: str, port: int, *, max_connections: int | None = None) 
     limit = math.inf if max_connections is None else max_connections
     listener = await anyio.create_tcp_listener(local_host=host, local_port=port, backlog=_BACKLOG)
     return TcpServer(listener, limit)
-
-
-@asynccontextmanager
-async def tcp_server(
-    handler: ConnectionHandler,
-    host: str,
-    port: int,
-    *,
-    max_connections: int | None = None,
-) -> AsyncIterator[TcpServer]:
-    """Accept TCP connections, running ``handler(stream)`` for each in a task group,
-    while the block runs (see :class:`TcpServer`).
-
-    Raises ``OSError`` when it cannot listen (e.g. the port is in use).
-    """
-    server = await bind_tcp(host, port, max_connections=max_connections)
-    try:
-        async with task_group_helper() as tasks:
-            await tasks.start(server.serve, handler)
-            try:
-                yield server
-            finally:
-                tasks.cancel_scope.cancel()
-    finally:
-        # The listener outlives the task group, so accept() is cancelled, not closed under.
-        with anyio.CancelScope(shield=True):
-            await server.aclose()
 
 
 async def _counted(handler: ConnectionHandler, stream: ByteStream, state: TcpServer) -> None:

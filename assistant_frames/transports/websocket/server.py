@@ -265,6 +265,7 @@ async def websocket_server(
             finally:
                 tasks.cancel_scope.cancel()
     finally:
+        # The listener outlives the task group, so accept() is cancelled, not closed under.
         with anyio.CancelScope(shield=True):
             await listener.aclose()
 
