@@ -508,7 +508,7 @@ async def test_a_flooding_widget_that_reads_nothing_grows_nothing_and_loses_noth
                 await widget_side.send(call(sent))
                 sent += 1
         assert sent <= 8 + 16 + 16 + 2  # in flight, answers queued, calls queued
-        assert host._in_flight <= host.max_calls
+        assert host._machine.in_flight <= host.max_calls
         answered: set[int] = set()
         with anyio.fail_after(WAIT):
             while len(answered) < sent:

@@ -1,9 +1,11 @@
 """``WidgetHost``: the host side of one ``AUI_*`` widget, over any transport of ours.
 
-One task reads the transport; each method call is answered in a task of its own (so a
-slow handler holds up nothing), bounded by ``timeout``; sends go one at a time, each
-bounded too. Malformed messages are ignored: the first is logged as a warning, later
-ones at debug level, and none reaches a handler.
+The wire's rules (what is malformed, which calls are refused, each method's arguments,
+admission, the globals to push) are :class:`~.host_machine.WidgetHostMachine`'s; this
+module does the I/O. One task reads the transport; each method call is answered in a
+task of its own (so a slow handler holds up nothing), bounded by ``timeout``; sends go
+one at a time, each bounded too. Malformed messages are ignored: the first is logged as
+a warning, later ones at debug level, and none reaches a handler.
 """
 
 from __future__ import annotations
@@ -25,10 +27,26 @@ from ..apps.client_server import as_app_server
 from ..apps.forwarding import AppServer
 from ..errors import AssistantFramesError, FrameDisconnected
 from ..transports.contract import CLOSED_ERRORS
-from . import protocol
+from .host_machine import (
+    CallTool,
+    HostMethod,
+    Ignored,
+    Legacy,
+    MethodRequest,
+    MethodRequested,
+    NotifyIntrinsicHeight,
+    OpenExternal,
+    Ready,
+    Refused,
+    RequestClose,
+    RequestDisplayMode,
+    RequestModal,
+    SendFollowUpMessage,
+    SetWidgetState,
+    WidgetHostMachine,
+)
 from .keeper import InvalidWidgetState, WidgetStateKeeper
 from .manifest import WidgetManifest
-from .protocol import LegacyMessage, MethodCall
 from .store import WidgetState, WidgetStateStore
 
 __all__ = ["MethodError", "WidgetHost"]
@@ -110,10 +128,15 @@ class WidgetHost:
     ) -> None:
         if not timeout > 0 or not send_timeout > 0:
             raise ValueError("timeout and send_timeout must be positive")
-        if max_calls < 1:
-            raise ValueError(f"max_calls must be at least 1, not {max_calls!r}")
+        self._methods: dict[str, Callback] = dict(methods or {})
+        self._machine = WidgetHostMachine(
+            manifest=manifest,
+            extra_methods=self._methods,
+            globals=globals,
+            full_updates=full_updates,
+            max_calls=max_calls,
+        )
         self.widget_id = widget_id
-        self.manifest = manifest or WidgetManifest()
         #: The widget's state: its store, size limit and ``on_widget_state`` callback.
         self.state = WidgetStateKeeper(
             store,
@@ -123,10 +146,8 @@ class WidgetHost:
             timeout=timeout,
         )
         self.server: AppServer | None = as_app_server(server)
-        self.full_updates = full_updates
         self.timeout = timeout
         self.send_timeout = send_timeout
-        self.max_calls = max_calls
         self.on_call_tool = on_call_tool
         self.on_follow_up = on_follow_up
         self.on_request_display_mode = on_request_display_mode
@@ -139,15 +160,9 @@ class WidgetHost:
         self.on_action = on_action
         self.on_add_result = on_add_result
         self.on_widget_error = on_widget_error
-        self.methods: dict[str, Callback] = dict(methods or {})
-        #: How many malformed messages were ignored.
-        self.ignored = 0
-        self._globals: dict[str, Any] = dict(globals or {})
-        self._sent: dict[str, Any] | None = None  # what the widget has, once it is ready
         self._transport = transport
         self._send_lock = anyio.Lock()
         self._tasks = HeldTaskGroup()
-        self._in_flight = 0
         self._room: anyio.Event | None = None  # set when a call's place frees up
         #: Why the host disconnected the widget (``None``: it did not).
         self.close_reason: str | None = None
@@ -164,9 +179,7 @@ class WidgetHost:
         self._ready = anyio.Event()
         self._ended = anyio.Event()
         try:
-            state = await self.state.load()
-            if state is not None or "widgetState" not in self._globals:
-                self._globals["widgetState"] = state
+            self._machine.state_loaded(await self.state.load())
             async with self._tasks.open() as group:
                 group.start_soon(self._receive_loop)
         except BaseException:
@@ -190,12 +203,55 @@ class WidgetHost:
     @property
     def globals(self) -> dict[str, Any]:
         """The globals as the host has them now (a copy)."""
-        return dict(self._globals)
+        return self._machine.globals
 
     @property
     def ready(self) -> bool:
         """Whether the widget has said ``ready`` (and got the globals)."""
-        return self._sent is not None
+        return self._machine.ready
+
+    @property
+    def ignored(self) -> int:
+        """How many malformed messages were ignored."""
+        return self._machine.ignored
+
+    # The machine's settings, read at each message as when they were the host's own.
+
+    @property
+    def manifest(self) -> WidgetManifest:
+        """The methods granted to the widget."""
+        return self._machine.manifest
+
+    @manifest.setter
+    def manifest(self, manifest: WidgetManifest) -> None:
+        self._machine.manifest = manifest
+
+    @property
+    def methods(self) -> dict[str, Callback]:
+        """The handlers of methods beyond the plan's, by name."""
+        return self._methods
+
+    @methods.setter
+    def methods(self, methods: dict[str, Callback]) -> None:
+        self._methods = self._machine.extra_methods = methods
+
+    @property
+    def full_updates(self) -> bool:
+        """Whether each change pushes every global (not only those that changed)."""
+        return self._machine.full_updates
+
+    @full_updates.setter
+    def full_updates(self, full_updates: bool) -> None:
+        self._machine.full_updates = full_updates
+
+    @property
+    def max_calls(self) -> int:
+        """How many of the widget's calls may be in flight before the host stops reading."""
+        return self._machine.max_calls
+
+    @max_calls.setter
+    def max_calls(self, max_calls: int) -> None:
+        self._machine.max_calls = max_calls
 
     async def wait_ready(self, timeout: float = 30.0) -> None:
         """Wait until the widget says ``ready``; ``TimeoutError`` after ``timeout``.
@@ -217,8 +273,9 @@ class WidgetHost:
 
     async def update_globals(self, **changes: Any) -> None:
         """Change globals; a ready widget gets those that changed (nothing if none did)."""
-        self._globals.update(changes)
-        await self._push_globals()
+        message = self._machine.update_globals(changes)
+        if message is not None:
+            await self._send(message)
 
     # -- receiving ---------------------------------------------------------------------------
 
@@ -226,79 +283,80 @@ class WidgetHost:
         assert self._ended is not None
         try:
             while True:
-                while self._in_flight >= self.max_calls:  # read on once one is answered
+                while not self._machine.may_read:  # read on once one is answered
                     self._room = anyio.Event()
                     await self._room.wait()
                 try:
                     raw = await self._transport.receive()
                 except CLOSED_ERRORS:
                     return
-                message = protocol.decode(raw)
-                if isinstance(message, str):
-                    self._ignore(message)
-                elif isinstance(message, MethodCall):
-                    self._start_call(message)
+                event = self._machine.receive(raw)
+                if isinstance(event, MethodRequested):
+                    self._start_call(event)
+                elif isinstance(event, Refused):
+                    await self._send(event.reply)
+                elif isinstance(event, Ignored):
+                    self._ignore(event)
                 else:
-                    await self._legacy(message)
+                    await self._legacy(event)
         finally:
             self._ended.set()
             if self._ready is not None:
                 self._ready.set()  # wakes wait_ready, which then says the widget went
 
-    def _ignore(self, why: str) -> None:
-        self.ignored += 1
-        log = logger.warning if self.ignored == 1 else logger.debug
-        log("widget %r: ignored a malformed message: %s", self.widget_id, why)
+    def _ignore(self, event: Ignored) -> None:
+        log = logger.warning if event.first else logger.debug
+        log("widget %r: ignored a malformed message: %s", self.widget_id, event.reason)
 
-    def _start_call(self, call: MethodCall) -> None:
+    def _start_call(self, call: MethodRequested) -> None:
+        # The state keeper's ticket, taken at arrival: the state set last is kept.
+        ticket = self.state.ticket()
         group = self._tasks.group
         if group is None:  # pragma: no cover - the loop runs only while the group is open
+            self._machine.finished(call.id)
             return
-        self._in_flight += 1  # the receive loop reads no more while max_calls are
-        group.start_soon(self._serve, call, self.state.ticket())
+        group.start_soon(self._serve, call, ticket)
 
-    async def _serve(self, call: MethodCall, number: int) -> None:
+    async def _serve(self, call: MethodRequested, ticket: int) -> None:
+        machine = self._machine
         try:
             try:
                 with anyio.fail_after(self.timeout):
-                    result = await self._dispatch(call, number)
-                answer = protocol.encode_result(call.id, result)
+                    result = await self._dispatch(call.request, ticket)
+                answer = machine.answer(call.id, result)
             except MethodError as exc:
-                answer = protocol.encode_error(call.id, str(exc))
+                answer = machine.fail(call.id, str(exc))
             except TimeoutError:
                 error = f"{call.method} timed out after {self.timeout:g} s on the host"
-                answer = protocol.encode_error(call.id, error)
+                answer = machine.fail(call.id, error)
             except Exception as exc:
                 logger.debug("widget %r: %s failed", self.widget_id, call.method, exc_info=True)
-                answer = protocol.encode_error(call.id, f"{call.method} failed: {exc}")
+                answer = machine.fail(call.id, f"{call.method} failed: {exc}")
             await self._send(answer)
         finally:  # the place frees up once the answer is sent (or the widget is gone)
-            self._in_flight -= 1
+            machine.finished(call.id)
             if self._room is not None:
                 self._room.set()
 
-    async def _legacy(self, message: LegacyMessage) -> None:
+    async def _legacy(self, event: Ready | Legacy) -> None:
+        kind = "ready" if isinstance(event, Ready) else event.kind
         try:
-            if message.type == "ready":
-                await self._push_globals(full=True)
+            if isinstance(event, Ready):
+                await self._send(event.set_globals)
                 assert self._ready is not None
                 self._ready.set()
                 await self._callback(self.on_ready)
-            elif message.type == "resize":
-                height = message.payload
-                if isinstance(height, bool) or not isinstance(height, int | float):
-                    self._ignore("resize without a numeric height")
-                    return
-                await self._callback(self.on_resize, height)
-                await self._callback(self.on_intrinsic_height, height)
-            elif message.type == "action":
-                await self._callback(self.on_action, message.payload)
-            elif message.type == "addResult":
-                await self._callback(self.on_add_result, message.payload)
+            elif kind == "resize":
+                await self._callback(self.on_resize, event.payload)
+                await self._callback(self.on_intrinsic_height, event.payload)
+            elif kind == "action":
+                await self._callback(self.on_action, event.payload)
+            elif kind == "addResult":
+                await self._callback(self.on_add_result, event.payload)
             else:
-                await self._callback(self.on_widget_error, message.payload)
+                await self._callback(self.on_widget_error, event.payload)
         except Exception:  # a host callback's failure must not end the connection
-            logger.exception("widget %r: the %s callback failed", self.widget_id, message.type)
+            logger.exception("widget %r: the %s callback failed", self.widget_id, kind)
 
     async def _callback(self, callback: Callback | None, *args: Any) -> None:
         if callback is not None:
@@ -307,70 +365,44 @@ class WidgetHost:
 
     # -- methods -----------------------------------------------------------------------------
 
-    async def _dispatch(self, call: MethodCall, number: int) -> Any:
-        method, args = call.method, call.args
-        if method not in protocol.METHODS and method not in self.methods:
-            raise MethodError(f"Unknown method: {method}")
-        if not self.manifest.grants(method):
-            raise MethodError(f"Method not granted to this widget by its manifest: {method}")
-        if method in self.methods:
-            return await call_maybe_async(self.methods[method], *args)
-        if method == "callTool":
-            name = _arg(args, 0, str, "callTool(name, args): name")
-            tool_args = args[1] if len(args) > 1 and args[1] is not None else {}
-            if not isinstance(tool_args, dict):
-                raise MethodError("callTool(name, args): args must be an object")
-            return await self._call_tool(name, tool_args)
-        if method == "setWidgetState":
-            state = args[0] if args else None
-            if state is not None and not isinstance(state, dict):
-                raise MethodError("setWidgetState(state): state must be an object or null")
-            return await self._set_widget_state(state, number)
-        if method == "sendFollowUpMessage":
-            follow_up = _arg(args, 0, dict, "sendFollowUpMessage({prompt})")
-            if not isinstance(follow_up.get("prompt"), str):
-                raise MethodError("sendFollowUpMessage({prompt}): prompt must be a string")
-            return await self._handle(method, self.on_follow_up, follow_up)
-        if method == "requestDisplayMode":
-            mode = _arg(args, 0, dict, "requestDisplayMode({mode})").get("mode")
-            if mode not in ("inline", "fullscreen", "pip"):
-                raise MethodError(f"requestDisplayMode: unknown mode {mode!r}")
-            granted = await self._handle(method, self.on_request_display_mode, mode)
-            granted = mode if granted is None else granted
+    async def _dispatch(self, request: MethodRequest, ticket: int) -> Any:
+        method = request.method
+        if isinstance(request, HostMethod):
+            return await self._handle(method, self.methods.get(method), *request.args)
+        if isinstance(request, CallTool):
+            return await self._call_tool(request.name, request.args)
+        if isinstance(request, SetWidgetState):
+            return await self._set_widget_state(request.state, ticket)
+        if isinstance(request, SendFollowUpMessage):
+            return await self._handle(method, self.on_follow_up, request.follow_up)
+        if isinstance(request, RequestDisplayMode):
+            granted = await self._handle(method, self.on_request_display_mode, request.mode)
+            granted = request.mode if granted is None else granted
             await self.update_globals(displayMode=granted)
             return {"mode": granted}
-        if method == "requestModal":
-            options = args[0] if args and args[0] is not None else {}
-            if not isinstance(options, dict):
-                raise MethodError("requestModal(options): options must be an object")
-            return await self._handle(method, self.on_request_modal, options)
-        if method == "requestClose":
+        if isinstance(request, RequestModal):
+            return await self._handle(method, self.on_request_modal, request.options)
+        if isinstance(request, RequestClose):
             return await self._handle(method, self.on_request_close)
-        if method == "openExternal":
-            href = _arg(args, 0, dict, "openExternal({href})").get("href")
-            if not isinstance(href, str) or not href.startswith(("https://", "http://")):
-                raise MethodError(f"openExternal: not an http(s) URL: {href!r}")
-            return await self._handle(method, self.on_open_external, href)
-        height = _arg(args, 0, (int, float), "notifyIntrinsicHeight(height)")
-        return await self._handle(method, self.on_intrinsic_height, height)
+        if isinstance(request, OpenExternal):
+            return await self._handle(method, self.on_open_external, request.href)
+        assert isinstance(request, NotifyIntrinsicHeight)
+        return await self._handle(method, self.on_intrinsic_height, request.height)
 
     async def _handle(self, method: str, handler: Callback | None, *args: Any) -> Any:
         if handler is None:
             raise MethodError(f"This host does not support {method}")
         return await call_maybe_async(handler, *args)
 
-    async def _set_widget_state(self, state: WidgetState, number: int) -> None:
+    async def _set_widget_state(self, state: WidgetState, ticket: int) -> None:
         # Calls are served in tasks, which may run in any order: the keeper saves the
-        # state the widget set last (by arrival, `number`), never an older one after it.
+        # state the widget set last (by arrival, `ticket`), never an older one after it.
         try:
-            saved = await self.state.save(state, number)
+            saved = await self.state.save(state, ticket)
         except InvalidWidgetState as exc:
             raise MethodError(f"setWidgetState: {exc}") from None
         if saved and self.state.state is state:  # and no later save came in since
-            # The widget has the state already: record it as sent, so no update repeats it.
-            self._globals["widgetState"] = state
-            if self._sent is not None:
-                self._sent["widgetState"] = state
+            self._machine.state_saved(state)
 
     async def _call_tool(self, name: str, args: dict[str, Any]) -> Any:
         if self.server is None:
@@ -395,18 +427,6 @@ class WidgetHost:
         return {k: v for k, v in answer.items() if k in _CALL_TOOL_KEYS}
 
     # -- sending -----------------------------------------------------------------------------
-
-    async def _push_globals(self, *, full: bool = False) -> None:
-        if full or (self._sent is not None and self.full_updates):
-            changes = dict(self._globals)
-        elif self._sent is None:
-            return  # not ready: the widget gets them all when it is
-        else:
-            changes = protocol.changed_globals(self._sent, self._globals)
-            if not changes:
-                return
-        self._sent = dict(self._globals)
-        await self._send(protocol.encode_set_globals(changes))
 
     async def _send(self, message: dict[str, Any]) -> None:
         try:
@@ -435,10 +455,3 @@ class WidgetHost:
             logger.warning("widget %r: disconnected: %s", self.widget_id, reason)
         with anyio.CancelScope(shield=True), anyio.move_on_after(self.send_timeout):
             await self._transport.aclose()
-
-
-def _arg(args: tuple[Any, ...], index: int, kind: Any, what: str) -> Any:
-    value = args[index] if len(args) > index else None
-    if isinstance(value, bool) or not isinstance(value, kind):
-        raise MethodError(f"{what}: invalid argument {value!r}")
-    return value
