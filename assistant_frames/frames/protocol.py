@@ -535,32 +535,34 @@ def to_json_value(value: Any) -> Any:
 
 def serialize_tool(tool: Tool) -> SerializedTool:
     """The wire form of a tool (cached on the immutable tool)."""
-    cached = tool._serialized
-    if cached is None:
-        cached = {"parameters": dict(tool.parameters)}
-        if tool.description:
-            cached["description"] = tool.description
-        if tool.disabled:
-            cached["disabled"] = True
-        if tool.type:
-            cached["type"] = tool.type
-        if tool.title is not None:
-            cached["title"] = tool.title
-        if tool.icons is not None:
-            cached["icons"] = to_json_value(tool.icons)
-        if tool.annotations is not None:  # empty ones too: MCP tells {} from none
-            cached["annotations"] = to_json_value(tool.annotations.to_wire())
-        if tool.output_schema is not None:
-            cached["outputSchema"] = dict(tool.output_schema)
-        if tool.meta is not None:
-            cached["_meta"] = to_json_value(tool.meta)
-        tool._serialized = cached
-    return cached  # type: ignore[return-value]
+    return tool.serialized_form(_wire_form)
+
+
+def _wire_form(tool: Tool) -> SerializedTool:
+    """Build the wire form of a tool (see :func:`serialize_tool`)."""
+    form: dict[str, Any] = {"parameters": dict(tool.parameters)}
+    if tool.description:
+        form["description"] = tool.description
+    if tool.disabled:
+        form["disabled"] = True
+    if tool.type:
+        form["type"] = tool.type
+    if tool.title is not None:
+        form["title"] = tool.title
+    if tool.icons is not None:
+        form["icons"] = to_json_value(tool.icons)
+    if tool.annotations is not None:  # empty ones too: MCP tells {} from none
+        form["annotations"] = to_json_value(tool.annotations.to_wire())
+    if tool.output_schema is not None:
+        form["outputSchema"] = dict(tool.output_schema)
+    if tool.meta is not None:
+        form["_meta"] = to_json_value(tool.meta)
+    return form  # type: ignore[return-value]
 
 
 def serialize_tools(tools: Mapping[str, Tool]) -> dict[str, SerializedTool]:
     """The wire form of a context's tools."""
-    return {name: serialize_tool(tool) for name, tool in tools.items()}
+    return {name: tool.serialized_form(_wire_form) for name, tool in tools.items()}
 
 
 def serialize_context(

@@ -36,7 +36,16 @@ import logging
 import threading
 import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Annotated, Any, Literal, TypeAlias, get_args, get_origin, get_type_hints
+from typing import (
+    Annotated,
+    Any,
+    Literal,
+    TypeAlias,
+    TypeVar,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
 from pydantic_core import PydanticSerializationError, to_jsonable_python
@@ -82,6 +91,8 @@ logger = logging.getLogger("assistant_frames.registry")
 _call_ids = itertools.count(1)
 _event_lock = threading.Lock()
 _UNSET: Any = object()
+
+_Form = TypeVar("_Form")
 
 
 class ToolCallContext:
@@ -306,6 +317,7 @@ class Tool:
         "_output_schema_source",
         "_parameters_source",
         "_serialized",
+        "_serialized_by",
         "_thread",
         "_title_derived",
         "annotations",
@@ -377,7 +389,8 @@ class Tool:
             self.output_schema = _explicit_output_schema(name, output_schema)
         self._thread = bool(thread)
         self._parameters_source = parameters
-        self._serialized: dict[str, Any] | None = None
+        self._serialized: Any = None  # the form that _serialized_by built
+        self._serialized_by: Callable[[Tool], Any] | None = None
         doc_description, self.parameters, self._invoker = _build(
             name, execute, parameters, self._thread
         )
@@ -429,7 +442,7 @@ class Tool:
         tool._invoker = invoke
         tool._thread = True
         tool._parameters_source = tool.parameters
-        tool._serialized = None
+        tool._serialized = tool._serialized_by = None
         return tool
 
     # -- calling ---------------------------------------------------------------------
@@ -500,7 +513,7 @@ class Tool:
         copy = object.__new__(Tool)
         for slot in Tool.__slots__:
             object.__setattr__(copy, slot, getattr(self, slot))
-        copy._serialized = None
+        copy._serialized = copy._serialized_by = None
         if name is not _UNSET:
             if not isinstance(name, str) or not name:
                 raise ValueError(f"A tool name must be a non-empty string, not {name!r}")
@@ -527,6 +540,22 @@ class Tool:
     def ui(self) -> ToolUI | None:
         """The tool's MCP Apps UI, read from ``meta["ui"]`` (``None``: no UI)."""
         return ToolUI.from_meta(self.meta)
+
+    def serialized_form(self, build: Callable[[Tool], _Form]) -> _Form:
+        """What ``build(tool)`` returns for this tool, built on first use and kept with it.
+
+        For the wire layer, which sends a tool's serialized form with every context
+        update (``frames.protocol.serialize_tool``): a tool does not change once made
+        (:meth:`replace` returns a copy, which keeps nothing), so its form is built once.
+        One form is kept: a call with another ``build`` builds its own and keeps that.
+        The form is shared, not copied: callers must not change it.
+        """
+        if self._serialized_by is build:
+            form: _Form = self._serialized
+            return form
+        form = build(self)
+        self._serialized, self._serialized_by = form, build
+        return form
 
     def __repr__(self) -> str:
         flags = ", disabled=True" if self.disabled else ""
