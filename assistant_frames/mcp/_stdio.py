@@ -25,7 +25,9 @@ from ..transports.stdio import describe_exit as _describe_exit
 from ..transports.stdio import spawn_worker
 
 if TYPE_CHECKING:
-    from mcp.client._transport import TransportStreams
+    # The SDK names a client transport's stream pair only in a private module: imported
+    # here alone (for typing), and from here by the rest of this package.
+    from mcp.client._transport import TransportStreams as TransportStreams
 
 __all__ = ["describe_exit", "server_process"]
 

@@ -63,8 +63,10 @@ from .results import from_call_result
 from .tools import tool_from_mcp
 
 if TYPE_CHECKING:
-    from mcp.client._transport import Transport, TransportStreams
+    from mcp.client import Transport
     from mcp.shared.dispatcher import ProgressFnT
+
+    from ._stdio import TransportStreams
 
 __all__ = ["MCPFrame"]
 
@@ -862,9 +864,7 @@ def _resolve(
     is_url = isinstance(server, str) and server.startswith(("http://", "https://"))
     if headers is not None and not is_url:
         raise ValueError("token and headers are for an http:// or https:// URL")
-    if isinstance(server, MCPServer):
-        server = server._lowlevel_server
-    if isinstance(server, Server):
+    if isinstance(server, (MCPServer, Server)):  # the SDK's Client takes either as it is
         return server, f"in-process server {server.name!r}", "in-process"
     if isinstance(server, str) and is_url:
         return server, server, "http"
