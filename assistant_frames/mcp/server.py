@@ -499,7 +499,7 @@ class _Sessions:
     async def lifespan(self, app: object) -> AsyncIterator[None]:
         """The app's lifespan, when it is served on its own: the server's too, unless
         someone runs the server already (:meth:`~MCPContextServer.run_http` does)."""
-        if self._server._group is not None:
+        if self._server._group is not None:  # noqa: SLF001 - this module's MCPContextServer
             yield
             return
         async with self._server.running():
@@ -516,7 +516,7 @@ class _Sessions:
                     "This http_app() served a running() of its MCP server that has ended; "
                     "make a new one with MCPContextServer.http_app() to serve again"
                 )
-            group = self._server._group
+            group = self._server._group  # noqa: SLF001 - this module's MCPContextServer
             if group is None:
                 raise RuntimeError(
                     "The MCP server is not running: enter MCPContextServer.running() for "

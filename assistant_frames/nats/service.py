@@ -115,7 +115,8 @@ class _Route(Route):
 
     async def on_call(self, request: Request) -> None:
         """A ``tool-call`` on the call subject (a ``nats.micro`` endpoint handler)."""
-        reply = request._msg.reply  # the caller's inbox for this call (micro has no getter)
+        # The caller's inbox for this call: nats.micro's Request has no public getter for it.
+        reply = request._msg.reply  # noqa: SLF001
         try:
             message = _wire.decode(request.data)
         except ValueError:
@@ -309,7 +310,7 @@ async def _drain_endpoint(service: Service, subject: str) -> None:
         finally:
             # Drained, or given up on (out of time, cut off): unsubscribing it again is
             # refused, which would end stop() before the endpoints after it.
-            endpoint._subscription = _Drained()
+            endpoint._subscription = _Drained()  # noqa: SLF001 - no public drain (docstring)
 
 
 class _Drained:
