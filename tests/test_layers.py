@@ -1,36 +1,28 @@
-"""The architecture in docs/concepts.md, checked against the code's imports.
+"""The architecture in docs/concepts.md: what import-linter does not check.
 
-Each module's package is its first component under ``assistant_frames`` (the root's own
-modules are the base). A package may import only the packages its layer allows, and no
-module imports a private name (``_x``) from another package.
+The layers, the absence of cycles and of imports of private modules are import-linter's
+contracts (``[tool.importlinter]`` in pyproject.toml, run as ``lint-imports`` in CI). This
+file checks the rest: that the diagram in docs/concepts.md is the layers contract, that
+no module imports a private *name* (``from ..x import _y``) from another package, and
+that the one upward import the contracts let through is deferred to first use.
 """
 
 from __future__ import annotations
 
 import ast
+import re
+import tomllib
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parent.parent / "assistant_frames"
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "assistant_frames"
 
 BASE = {"_anyio", "_json", "_text", "_threads", "_version", "calls", "errors"}
 
-#: What each package may import besides the base and itself. Everything not named here
-#: (mcp, integrations, tool_formats, testing...) may use any layer below the CLI.
-ALLOWED: dict[str, set[str]] = {
-    "base": set(),
-    "registry": set(),
-    "transports": set(),
-    "frames": {"registry", "transports"},
-    # The view's proxied requests go to an MCP server; its tools are listed as MCP's.
-    "apps": {"registry", "transports", "mcp", "tool_formats"},
-    # The AUI_* widget host: its callTool goes to an app's server, gated as the bridge does.
-    "widgets": {"apps", "registry", "transports", "mcp"},
-}
-TOP = {"cli", "demo", "_demo_worker", "__main__"}  # applications of the library
-
-#: serve_stdio's former home, kept working (deprecated): deferred to first use.
+#: serve_stdio's former home, kept working (deprecated): deferred to first use. The
+#: contracts ignore this import ("ignore_imports"); this checks that it stays deferred.
 COMPATIBILITY = {("transports/__init__.py", "frames")}
 
 
@@ -70,30 +62,31 @@ def _imports(path: Path) -> list[tuple[str, list[str], bool]]:
     return found
 
 
-def _cases() -> list[Path]:
-    return _modules()
+def _layers_contract() -> list[str]:
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    contracts = config["tool"]["importlinter"]["contracts"]
+    (layers,) = [c["layers"] for c in contracts if c["type"] == "layers"]
+    return [" ".join(layer.split()) for layer in layers]
 
 
-@pytest.mark.parametrize("path", _cases(), ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_imports_follow_the_layers(path: Path) -> None:
-    relative = path.relative_to(PACKAGE)
-    own = _package(".".join(relative.with_suffix("").parts))
-    if own in TOP:
-        if own == "demo":
-            assert all(_package(m) != "cli" for m, _, _ in _imports(path)), "demo imports cli"
-        return
-    allowed = ALLOWED.get(own)
-    for module, names, _ in _imports(path):
-        target = _package(module)
-        if target in (own, "base") or (str(relative), target) in COMPATIBILITY:
-            continue
-        assert target not in TOP, f"{relative} imports the application layer {module}"
-        assert target != "api", f"{relative} imports {names} from the root, which imports it"
-        if allowed is not None:
-            assert target in allowed, f"{relative} ({own}) may not import {module}"
+def _docs_diagram() -> list[str]:
+    text = (ROOT / "docs" / "concepts.md").read_text(encoding="utf-8")
+    section = text.split("\n## Architecture\n", 1)[1].split("\n## ", 1)[0]
+    match = re.search(r"<!-- layers -->\n```text\n(.*?)\n```", section, re.DOTALL)
+    assert match, "docs/concepts.md: no <!-- layers --> diagram under ## Architecture"
+    lines = []
+    for line in match.group(1).splitlines():
+        modules = line.split("#", 1)[0].strip()  # "# ..." after a line is its comment
+        if modules:
+            lines.append(" ".join(modules.split()))
+    return lines
 
 
-@pytest.mark.parametrize("path", _cases(), ids=lambda p: str(p.relative_to(PACKAGE)))
+def test_the_docs_diagram_is_the_layers_contract() -> None:
+    assert _docs_diagram() == _layers_contract()
+
+
+@pytest.mark.parametrize("path", _modules(), ids=lambda p: str(p.relative_to(PACKAGE)))
 def test_no_private_names_cross_packages(path: Path) -> None:
     relative = path.relative_to(PACKAGE)
     own = _package(".".join(relative.with_suffix("").parts))
@@ -108,6 +101,6 @@ def test_no_private_names_cross_packages(path: Path) -> None:
 def test_compatibility_imports_are_deferred() -> None:
     for relative, target in COMPATIBILITY:
         path = PACKAGE / relative
-        for module, _, top_level in _imports(path):
-            if _package(module) == target:
-                assert not top_level, f"{relative} imports {module} at import time"
+        found = [top for module, _, top in _imports(path) if _package(module) == target]
+        assert found, f"{relative} no longer imports {target}: drop the contracts' ignore"
+        assert not any(found), f"{relative} imports {target} at import time"
