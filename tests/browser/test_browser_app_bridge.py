@@ -120,7 +120,9 @@ async def test_view_on_another_origin_is_sandboxed_and_completes_the_handshake(
         assert state["hostCapabilities"] == {"openLinks": {}}
         assert state["hostContext"] == {"theme": "dark", "displayMode": "inline", "locale": "fr-FR"}
         machine = side.machines[0]
-        assert machine.state == "initialized"
+        # The view is connected once it has the host's answer; its "initialized"
+        # notification reaches Python a moment later.
+        await wait_until(lambda: machine.state == "initialized")
         assert machine.app_info is not None
         assert machine.app_info.name == "view-under-test"
 
@@ -300,6 +302,8 @@ async def open_view(page: BrowserPage, side: BridgeSide) -> tuple[Any, str]:
     await page.goto(page_url(side.server, f"{origin}/view.html"))
     bridge = await side.next_bridge()
     await view_wait(page, origin, VIEW_READY)
+    # The view's "initialized" notification reaches Python just after the view connects.
+    await wait_until(lambda: bridge.state == "initialized")
     return bridge, origin
 
 
