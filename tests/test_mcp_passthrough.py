@@ -26,15 +26,14 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
-import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import anyio
 import pytest
+from npm_peers import PEERS_DIR, node_with
 
 from assistant_frames import (
     AssistantFrameHost,
@@ -44,15 +43,7 @@ from assistant_frames import (
     ToolAnnotations,
 )
 
-from helpers import memory_pair, one_process_at_a_time
-
-
-def unavailable(reason: str) -> NoReturn:
-    """Skip or, in CI or when required, fail: a peer cannot run."""
-    if os.environ.get("CI") or os.environ.get("ASSISTANT_FRAMES_REQUIRE_PEERS") == "1":
-        pytest.fail(f"MCP pass-through tests cannot run: {reason}", pytrace=False)
-    pytest.skip(f"MCP pass-through tests skipped: {reason}")
-
+from helpers import memory_pair
 
 try:
     import mcp_types
@@ -66,7 +57,6 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 pytestmark = pytest.mark.anyio
 
 TESTS = Path(__file__).resolve().parent
-PEERS_DIR = TESTS / "mcp_peers"
 NODE_MODULES = PEERS_DIR / "node_modules" / "@modelcontextprotocol"
 SERVERS_JS = {
     "fs": NODE_MODULES / "server-filesystem" / "dist" / "index.js",
@@ -91,27 +81,7 @@ def test_the_sdk_has_no_tool_field_this_test_does_not_compare() -> None:
 @pytest.fixture(scope="module")
 def servers(tmp_path_factory: pytest.TempPathFactory) -> dict[str, list[str]]:
     """Each server's command, by the namespace it joins under."""
-    node = shutil.which("node")
-    if node is None:
-        unavailable("node is not installed (needed for the npm MCP servers)")
-    with one_process_at_a_time(PEERS_DIR):  # pytest-xdist: one npm ci, not one per worker
-        if not all(path.exists() for path in SERVERS_JS.values()):
-            npm = shutil.which("npm")
-            if npm is None:
-                unavailable(f"{PEERS_DIR}/node_modules is incomplete and npm is not installed")
-            try:
-                done = subprocess.run(
-                    [npm, "ci", "--no-audit", "--no-fund"],
-                    cwd=PEERS_DIR,
-                    capture_output=True,
-                    text=True,
-                    timeout=300,
-                    check=False,
-                )
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                unavailable(f"npm ci in {PEERS_DIR} failed: {exc}")
-            if done.returncode != 0:
-                unavailable(f"npm ci in {PEERS_DIR} exited with {done.returncode}: {done.stderr}")
+    node = node_with(SERVERS_JS.values())
     allowed = tmp_path_factory.mktemp("allowed")
     return {
         "fs": [node, str(SERVERS_JS["fs"]), str(allowed)],

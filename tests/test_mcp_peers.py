@@ -27,10 +27,11 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, NamedTuple, NoReturn
+from typing import Any, NamedTuple
 
 import anyio
 import pytest
+from npm_peers import PEERS_DIR, node_with, peers_required, unavailable
 
 from assistant_frames import (
     FrameDisconnected,
@@ -41,24 +42,7 @@ from assistant_frames import (
     ToolProgress,
 )
 
-from helpers import free_port, one_process_at_a_time, wait_until
-
-
-def peers_required() -> bool:
-    """In CI (``CI`` set) or with ``ASSISTANT_FRAMES_REQUIRE_PEERS=1``, never skip."""
-    return bool(os.environ.get("CI")) or os.environ.get("ASSISTANT_FRAMES_REQUIRE_PEERS") == "1"
-
-
-def unavailable(reason: str) -> NoReturn:
-    """Skip or, in CI or when required, fail: a third-party MCP peer cannot run."""
-    if peers_required():
-        pytest.fail(
-            f"MCP peer tests cannot run: {reason} "
-            "(CI or ASSISTANT_FRAMES_REQUIRE_PEERS=1 is set, so this fails instead of skipping)",
-            pytrace=False,
-        )
-    pytest.skip(f"MCP peer tests skipped: {reason}")
-
+from helpers import free_port, wait_until
 
 try:
     import mcp_types
@@ -74,12 +58,10 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 pytestmark = pytest.mark.anyio
 
-PEERS_DIR = Path(__file__).resolve().parent / "mcp_peers"
 NODE_MODULES = PEERS_DIR / "node_modules" / "@modelcontextprotocol"
 EVERYTHING_JS = NODE_MODULES / "server-everything" / "dist" / "index.js"
 INSPECTOR_JS = NODE_MODULES / "inspector" / "clients" / "launcher" / "build" / "index.js"
 TIME_SCRIPT = Path(sys.executable).parent / "mcp-server-time"
-NPM_TIMEOUT = 300
 TIMEOUT = 15.0  # every bounded wait; the peers need well under 3 s
 MARKER_VAR = "ASSISTANT_FRAMES_PEER_MARKER"
 MODES = ["auto", "legacy"]  # of MCPFrame and mcp.Client; auto negotiates 2026-07-28 if it can
@@ -99,28 +81,7 @@ def time_server() -> list[str]:
 @pytest.fixture(scope="session")
 def node() -> str:
     """Node, with the pinned npm peers installed (``npm ci`` first when they are missing)."""
-    found = shutil.which("node")
-    if found is None:
-        unavailable("node is not installed (needed for the npm MCP peers)")
-    with one_process_at_a_time(PEERS_DIR):  # pytest-xdist: one npm ci, not one per worker
-        if not (EVERYTHING_JS.exists() and INSPECTOR_JS.exists()):
-            npm = shutil.which("npm")
-            if npm is None:
-                unavailable(f"{PEERS_DIR}/node_modules is missing and npm is not installed")
-            try:
-                done = subprocess.run(
-                    [npm, "ci", "--no-audit", "--no-fund"],
-                    cwd=PEERS_DIR,
-                    capture_output=True,
-                    text=True,
-                    timeout=NPM_TIMEOUT,
-                    check=False,
-                )
-            except (OSError, subprocess.TimeoutExpired) as exc:
-                unavailable(f"npm ci in {PEERS_DIR} failed: {exc}")
-            if done.returncode != 0:
-                unavailable(f"npm ci in {PEERS_DIR} exited with {done.returncode}: {done.stderr}")
-    return found
+    return node_with((EVERYTHING_JS, INSPECTOR_JS))
 
 
 @pytest.fixture(scope="session")
