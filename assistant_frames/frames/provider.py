@@ -318,26 +318,29 @@ class AssistantFrameProvider:
                         self._add_worker(connection)
                     call.scope = scope
                     try:
-                        reply = await self._execute(call)
+                        error, result = await self._run(call)
                     finally:
                         call.scope = None
                         connection.ready += 1
-                    await self._reply(connection, call, reply)
+                    await self._reply(connection, call, error, result)
 
-    async def _reply(self, connection: _Connection, call: _Call, reply: dict[str, Any]) -> None:
-        if connection.machine.finish(call.id, call):  # else cancelled or superseded
-            if connection.progress or connection.logs:  # reported before, sent before
-                await connection.flush_events()
-            await connection.send_reply(call.id, reply)
-
-    async def _execute(self, call: _Call) -> dict[str, Any]:
-        """Run ``call``: its ``tool-result``, stamped with this frame's document."""
-        error, result = await self._run(call)
+    async def _reply(
+        self, connection: _Connection, call: _Call, error: str | None, result: Any
+    ) -> None:
+        """Send a finished call's ``tool-result``, stamped with this frame's document,
+        unless it was cancelled or superseded meanwhile."""
+        if not connection.machine.finish(call.id, call):
+            return
+        if connection.progress or connection.logs:  # reported before, sent before
+            await connection.flush_events()
         if error is not None:
-            return protocol.encode_tool_error(call.id, error, document_id=self._document_id)
-        # The transport converts the result to JSON as it sends it (models, dataclasses,
-        # datetimes...); one it cannot convert becomes RESULT_NOT_SENDABLE in send_reply.
-        return protocol.encode_tool_result(call.id, result, document_id=self._document_id)
+            reply = protocol.encode_tool_error(call.id, error, document_id=self._document_id)
+        else:
+            # The transport converts the result to JSON as it sends it (models,
+            # dataclasses, datetimes...); one it cannot convert becomes
+            # RESULT_NOT_SENDABLE in send_reply.
+            reply = protocol.encode_tool_result(call.id, result, document_id=self._document_id)
+        await connection.send_reply(call.id, reply)
 
     async def _run(self, call: _Call) -> tuple[str | None, Any]:
         """``(error, result)`` of running ``call``: an error string, or ``None`` and the
