@@ -1,7 +1,7 @@
 """Soak: ~1,000 tool calls in flight at once for a sustained period, ~100 KB each way.
 
 Each of ``IN_FLIGHT`` callers starts a new call as soon as its last one finishes, until
-``ASSISTANT_FRAMES_SOAK_SECONDS`` (default 20) have passed; then every started call must
+``ASSISTANT_FRAMES_SOAK_SECONDS`` (default 8; set it higher for a longer soak) have passed; then every started call must
 finish. The echo tool returns its arguments, which carry the call's number, so a result
 that went to the wrong caller, or was corrupted on the way, shows as a mismatch.
 
@@ -30,7 +30,7 @@ from assistant_frames.transports import connect_websocket, spawn_worker, websock
 
 pytestmark = pytest.mark.anyio
 
-SOAK_SECONDS = float(os.environ.get("ASSISTANT_FRAMES_SOAK_SECONDS", "20"))
+SOAK_SECONDS = float(os.environ.get("ASSISTANT_FRAMES_SOAK_SECONDS", "8"))
 IN_FLIGHT = 1000
 PAYLOAD_CHARS = 100 * 1024
 CALL_TIMEOUT = 60.0  # generous: only a real stall makes a call time out
