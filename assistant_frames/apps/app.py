@@ -24,22 +24,28 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from pydantic import BaseModel
 
 from .._anyio import HeldTaskGroup, call_maybe_async
-from ..calls import PendingCall, PendingCalls
+from ..calls import PendingCall
 from ..errors import AssistantFramesError
 from ..mcp.results import error_result, failure, tool_result
 from ..mcp.tools import mcp_tools
 from ..registry.context import ModelContext, ModelContextProvider, Unsubscribe
 from ..transports.contract import CLOSED_ERRORS
 from . import protocol
+from .app_machine import (
+    AppEvent,
+    AppMachine,
+    CancelRequested,
+    Heard,
+    Rejected,
+    RequestReceived,
+)
 from .errors import AppDisconnected, AppRequestError, AppTimeout
 
 __all__ = ["App", "AppState"]
 
 logger = logging.getLogger("assistant_frames.apps")
 
-_INTERNAL_ERROR = -32603
 _SEND_TIMEOUT = 1.0  # for what goes out on the way down (cancel notices)
-_MAX_HOST_CONTEXT_KEYS = 256  # the spec's 13, and room for a host's own
 
 AppState: TypeAlias = Literal["new", "initializing", "initialized", "closed"]
 T = TypeVar("T")
@@ -112,10 +118,8 @@ class App:
     ) -> None:
         if not timeout > 0:
             raise ValueError(f"timeout must be positive, not {timeout!r}")
-        if max_requests < 1:
-            raise ValueError(f"max_requests must be at least 1, not {max_requests!r}")
+        self._machine = AppMachine(max_requests=max_requests)
         self.timeout = timeout
-        self.max_requests = max_requests
         self.app_info = app_info or mcp.Implementation(name="assistant-frames-app", version="1")
         self.registry = registry
         if capabilities is None:
@@ -137,41 +141,80 @@ class App:
         self.on_host_context_changed = on_host_context_changed
         #: Called (and awaited, within ``timeout``) before ``ui/resource-teardown`` is answered.
         self.on_teardown = on_teardown
-
-        #: The host's ``hostInfo``, ``hostCapabilities`` and protocol version, once initialized.
-        self.host_info: mcp.Implementation | None = None
-        self.host_capabilities: protocol.HostCapabilities | None = None
-        self.protocol_version: str | None = None
-        #: The host context: the initialize result's, merged with each change.
-        self.host_context = protocol.HostContext()
-        #: The last tool input, partial input, result and cancellation (reason) heard.
-        self.tool_input: dict[str, Any] | None = None
-        self.tool_input_partial: dict[str, Any] | None = None
-        self.tool_result: mcp.CallToolResult | None = None
-        self.tool_cancelled: str | None = None
-        #: True once the host said the tool call was cancelled.
-        self.cancelled = False
         #: True once ``ui/resource-teardown`` was answered.
         self.torn_down = False
-        #: How many received messages could not be handled (answered with an error or dropped).
-        self.rejected = 0
-        self._host_errors = 0  # error answers without an id: the first is a warning
-        self._context_full = False  # a host-context change was dropped: logged once
 
         self._transport = transport
         self._state: AppState = "new"
-        self._calls = PendingCalls(id_prefix="view-")
         self._disconnected: str | None = None
         # Events belong to the running backend: made on entry.
         self._changed: anyio.Event
         self._ended: anyio.Event
         self._list_changed: anyio.Event
-        self._running: dict[protocol.RequestId, anyio.CancelScope] = {}
+        self._running: dict[protocol.RequestId, anyio.CancelScope] = {}  # answers in progress
         self._task_group: TaskGroup | None = None
         self._tasks = HeldTaskGroup()
         self._callbacks_in: MemoryObjectSendStream[tuple[Callable[..., Any], tuple[Any, ...]]]
         self._callbacks_out: MemoryObjectReceiveStream[tuple[Callable[..., Any], tuple[Any, ...]]]
         self._unsubscribe: Unsubscribe | None = None
+
+    # -- what the machine knows ----------------------------------------------------------
+
+    @property
+    def max_requests(self) -> int:
+        """The bound on the host's requests in flight."""
+        return self._machine.max_requests
+
+    @property
+    def host_info(self) -> mcp.Implementation | None:
+        """The host's ``hostInfo``, once initialized."""
+        return self._machine.host_info
+
+    @property
+    def host_capabilities(self) -> protocol.HostCapabilities | None:
+        """The host's capabilities, once initialized."""
+        return self._machine.host_capabilities
+
+    @property
+    def protocol_version(self) -> str | None:
+        """The protocol version the host answered with, once initialized."""
+        return self._machine.protocol_version
+
+    @property
+    def host_context(self) -> protocol.HostContext:
+        """The host context: the initialize result's, merged with each change."""
+        return self._machine.host_context
+
+    @property
+    def tool_input(self) -> dict[str, Any] | None:
+        """The last tool input heard (the tool call's arguments)."""
+        return self._machine.tool_input
+
+    @property
+    def tool_input_partial(self) -> dict[str, Any] | None:
+        """The last partial tool input heard."""
+        return self._machine.tool_input_partial
+
+    @property
+    def tool_result(self) -> mcp.CallToolResult | None:
+        """The tool call's result, once heard."""
+        return self._machine.tool_result
+
+    @property
+    def tool_cancelled(self) -> str | None:
+        """The reason the tool call was cancelled with, if any."""
+        return self._machine.tool_cancelled
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the host said the tool call was cancelled."""
+        return self._machine.cancelled
+
+    @property
+    def rejected(self) -> int:
+        """How many received messages could not be handled (answered with an error or
+        dropped)."""
+        return self._machine.rejected
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -214,11 +257,7 @@ class App:
             )
             exc.args = (exc.message,)
             raise
-        self.protocol_version = result.protocol_version
-        self.host_info = result.host_info
-        self.host_capabilities = result.host_capabilities
-        self.host_context = result.host_context
-        await self.notify(protocol.INITIALIZED)
+        await self._send(self._machine.initialized(result), protocol.INITIALIZED)
         self._state = "initialized"
         if self.registry is not None:
             self._unsubscribe = self.registry.subscribe(self._on_registry_change)
@@ -258,7 +297,7 @@ class App:
     def _lost(self, reason: str) -> None:
         if self._disconnected is None:
             self._disconnected = reason
-        self._calls.fail_all(AppDisconnected(self._disconnected))
+        self._machine.calls.fail_all(AppDisconnected(self._disconnected))
         self._ended.set()
         self._touch()
 
@@ -335,17 +374,12 @@ class App:
         as a dict; one MCP Apps defines as a notification raises ``MethodNotFound``
         before anything is sent.
         """
-        spec = protocol.METHODS.get(method)
-        if spec is not None and spec.result is None:  # refused before the host acts on it
-            raise protocol.MethodNotFound(
-                f"{method} is a notification, not a request", method=method
-            )
+        done = anyio.Event()
+        call, message = self._machine.request(method, params, wake=done.set)
         if self._disconnected is not None or self._state in ("new", "closed"):
+            self._machine.calls.discard(call.id)
             raise AppDisconnected(self._disconnected or "The App is not open", method=method)
         limit = self.timeout if timeout is None else timeout
-        done = anyio.Event()
-        call = self._calls.add(method, wake=done.set)
-        message = protocol.encode_request(call.id, method, params)
         try:
             with anyio.move_on_after(limit):
                 await self._send(message, method)
@@ -366,16 +400,14 @@ class App:
             raise protocol.InvalidParams(
                 f"Invalid answer to {method}: {error.message}", method=method, raw=error.raw
             )
-        if spec is None:  # a host's extension (x-assistant-frames/...): its result as sent
+        if method not in protocol.METHODS:  # a host's extension (x-assistant-frames/...)
             return dict(call.result)
         return protocol.parse_result(method, call.result)
 
     async def _abandon(self, call: PendingCall, reason: str) -> None:
-        if self._calls.discard(call.id) is None or not call.sent:
+        cancel = self._machine.abandon(call, reason)
+        if cancel is None:
             return
-        cancel = protocol.encode_notification(
-            "notifications/cancelled", {"requestId": call.id, "reason": reason}
-        )
         with anyio.CancelScope(shield=True), anyio.move_on_after(_SEND_TIMEOUT):
             await self._try_send(cancel)
 
@@ -485,79 +517,40 @@ class App:
     async def _receive_loop(self) -> None:
         try:
             while True:
-                raw = await self._transport.receive()
-                if isinstance(raw, dict) and not protocol.is_jsonrpc(raw):
-                    continue  # another channel's message on a shared transport
-                try:
-                    message = protocol.decode(raw)
-                except protocol.ProtocolError as exc:
-                    if isinstance(raw, dict) and "method" not in raw:
-                        self._bad_answer(exc)
-                    else:
-                        await self._reject(exc)
-                    continue
-                if isinstance(message, protocol.Request):
-                    await self._admit(message)
-                else:
-                    self._dispatch(message)
+                event = self._machine.receive(await self._transport.receive())
+                if event is not None:
+                    await self._handle(event)
+                self._touch()
         except CLOSED_ERRORS:
             self._lost("The host closed the connection")
         except Exception as exc:  # a transport failing in its own way
             logger.warning("The App's transport failed: %r", exc)
             self._lost(f"The transport failed: {exc!r}")
 
-    async def _reject(self, exc: protocol.ProtocolError) -> None:
-        """Count (and log) a message that cannot be handled; answer it if it can be.
-
-        Awaited by the reader itself: a host that does not read its answers stops
-        being read (no task per answer piles up).
-        """
-        self.rejected += 1
-        level = logging.WARNING if self.rejected == 1 else logging.DEBUG
-        logger.log(level, "App rejected a message: %s", exc.message)
-        answer = exc.to_wire()
-        if answer is not None:
-            await self._try_send(answer)
-
-    def _bad_answer(self, exc: protocol.ProtocolError) -> None:
-        """A malformed response: never answered (JSON-RPC answers requests only); one
-        that answers a request of ours fails it now, rather than at its timeout."""
-        self.rejected += 1
-        level = logging.WARNING if self.rejected == 1 else logging.DEBUG
-        logger.log(level, "App rejected an answer: %s", exc.message)
-        if exc.request_id is not None:
-            self._calls.resolve(str(exc.request_id), error=exc)
-
-    async def _admit(self, request: protocol.Request) -> None:
-        """Answer ``request`` in a task of its own, or refuse it (the cap, a reused id)."""
-        if len(self._running) >= self.max_requests or request.id in self._running:
-            reason = (
-                f"Request id {request.id!r} is already in flight"
-                if request.id in self._running
-                else f"Too many requests in flight (at most {self.max_requests})"
-            )
-            await self._reject(protocol.Refused(reason, request_id=request.id))
-            return
-        assert self._task_group is not None
-        scope = self._running[request.id] = anyio.CancelScope()
-        self._task_group.start_soon(self._answer, request, scope)
-
-    def _dispatch(self, message: protocol.Message) -> None:
-        if isinstance(message, protocol.Response):
-            self._calls.resolve(str(message.id), result=message.result)
-        elif isinstance(message, protocol.ErrorResponse):
-            if message.id is None:
-                self._host_errors += 1
-                level = logging.WARNING if self._host_errors == 1 else logging.DEBUG
-                logger.log(level, "The host reported an error: %s", message.message)
-            else:
-                self._calls.resolve(str(message.id), error=message)
-        elif isinstance(message, protocol.Notification):
-            self._on_notification(message)
-
-    def _queue(self, callback: Callable[..., Any] | None, *args: Any) -> None:
-        if callback is not None:
-            self._callbacks_in.send_nowait((callback, args))
+    async def _handle(self, event: AppEvent) -> None:
+        """Act on what the machine made of a message. Error answers are sent by the reader
+        itself: a host that does not read its answers stops being read (no task per
+        answer piles up)."""
+        if isinstance(event, RequestReceived):
+            assert self._task_group is not None
+            scope = self._running[event.request.id] = anyio.CancelScope()
+            self._task_group.start_soon(self._answer, event.request, scope)
+        elif isinstance(event, Heard):
+            callback = getattr(self, f"on_{event.kind}")
+            if callback is not None:
+                self._callbacks_in.send_nowait((callback, (event.value,)))
+        elif isinstance(event, CancelRequested):
+            running = self._running.get(event.request_id)
+            if running is not None:
+                running.cancel()
+        elif isinstance(event, Rejected):
+            level = logging.WARNING if event.first else logging.DEBUG
+            logger.log(level, "App rejected %s", event.reason)
+            if event.reply is not None:
+                await self._try_send(event.reply)
+        else:  # HostError
+            level = logging.WARNING if event.first else logging.DEBUG
+            logger.log(level, "The host reported an error: %s", event.message)
 
     async def _run_callbacks(self) -> None:
         async for callback, args in self._callbacks_out:
@@ -567,75 +560,33 @@ class App:
                 logger.exception("An App callback failed")
             self._touch()  # what a callback did may be what someone waits for
 
-    def _on_notification(self, note: protocol.Notification) -> None:
-        method, params = note.method, note.params
-        if method in (protocol.TOOL_INPUT, protocol.TOOL_INPUT_PARTIAL):
-            arguments = params.arguments or {}
-            if method == protocol.TOOL_INPUT:
-                self.tool_input = arguments
-                self._queue(self.on_tool_input, arguments)
-            else:
-                self.tool_input_partial = arguments
-                self._queue(self.on_tool_input_partial, arguments)
-        elif method == protocol.TOOL_RESULT:
-            self.tool_result = params
-            self._queue(self.on_tool_result, params)
-        elif method == protocol.TOOL_CANCELLED:
-            self.cancelled, self.tool_cancelled = True, params.reason
-            self._queue(self.on_tool_cancelled, params.reason)
-        elif method == protocol.HOST_CONTEXT_CHANGED:
-            # A shallow merge of the keys that changed, as ext-apps' App does; a change
-            # that would take the context past _MAX_HOST_CONTEXT_KEYS is dropped (the
-            # context is open: a host adding keys for ever grew it, and each merge
-            # copied it whole).
-            merged = {**protocol.to_wire(self.host_context), **(note.raw_params or {})}
-            if len(merged) > _MAX_HOST_CONTEXT_KEYS:
-                self.rejected += 1
-                level = logging.WARNING if not self._context_full else logging.DEBUG
-                self._context_full = True
-                logger.log(
-                    level,
-                    "App ignored a host-context change: the context would have %d keys"
-                    " (at most %d)",
-                    len(merged),
-                    _MAX_HOST_CONTEXT_KEYS,
-                )
-            else:
-                self.host_context = protocol.HostContext.model_validate(merged)
-                self._queue(self.on_host_context_changed, self.host_context)
-        elif method == "notifications/cancelled":
-            scope = self._running.get(params.request_id)
-            if scope is not None:
-                scope.cancel()
-        elif protocol.METHODS[method].sender == "view":
-            self.rejected += 1
-            logger.debug("App ignored %s: a notification views send", method)
-        self._touch()
-
     # -- answering the host's requests ---------------------------------------------------
 
     async def _answer(self, request: protocol.Request, scope: anyio.CancelScope) -> None:
-        # Counted in flight (self._running) until its answer is sent, so max_requests
-        # also bounds the answers waiting for a host that does not read.
+        # Counted in flight until its answer is sent, so max_requests also bounds the
+        # answers waiting for a host that does not read.
         method = request.method
         try:
             try:
                 with scope:
                     result = await self._serve(request)
-            except protocol.ProtocolError as exc:
-                exc.request_id = request.id
-                await self._reject(exc)
-                return
             except Exception as exc:
-                logger.warning("App failed to answer %s: %r", method, exc)
-                message = str(exc) or repr(exc)
-                await self._try_send(protocol.encode_error(request.id, _INTERNAL_ERROR, message))
+                if isinstance(exc, protocol.ProtocolError):
+                    first = self._machine.rejected == 0
+                    level = logging.WARNING if first else logging.DEBUG
+                    logger.log(level, "App rejected %s: %s", method, exc.message)
+                else:
+                    logger.warning("App failed to answer %s: %r", method, exc)
+                answer = self._machine.fail(request.id, exc)
+                if answer is not None:
+                    await self._try_send(answer)
                 return
             if scope.cancelled_caught:
                 return  # the host cancelled it: no answer, as MCP says
-            await self._try_send(protocol.encode_result(request.id, result))
+            await self._try_send(self._machine.answer(request.id, result))
         finally:
             self._running.pop(request.id, None)
+            self._machine.finished(request.id)
         if method == protocol.RESOURCE_TEARDOWN:
             self.torn_down = True
             self._touch()
