@@ -10,7 +10,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assistant_frames.apps import protocol
-from assistant_frames.apps.bridge_machine import BridgeMachine, Received
+from assistant_frames.apps.bridge_machine import (
+    BridgeEvent,
+    BridgeMachine,
+    Initialized,
+    NotificationReceived,
+    RequestReceived,
+    Send,
+    Settled,
+)
 
 from helpers import nested_json
 
@@ -37,6 +45,11 @@ def machine(**context: Any) -> BridgeMachine:
     )
 
 
+def sent(event: BridgeEvent | None) -> list[dict[str, Any]]:
+    """The messages ``event`` asks the driver to send."""
+    return event.messages if isinstance(event, Send | Initialized) else []
+
+
 def emitted(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every message the machine emits decodes as a valid message of the protocol."""
     for message in messages:
@@ -47,14 +60,15 @@ def emitted(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def handshake(bridge: BridgeMachine) -> list[dict[str, Any]]:
-    emitted(bridge.receive(GOLDEN_INITIALIZE).send)
-    return emitted(bridge.receive(GOLDEN_INITIALIZED).send)
+    emitted(sent(bridge.receive(GOLDEN_INITIALIZE)))
+    return emitted(sent(bridge.receive(GOLDEN_INITIALIZED)))
 
 
 def test_handshake_answers_all_four_fields() -> None:
     bridge = machine(theme="dark", locale="en-GB")
     out = bridge.receive(GOLDEN_INITIALIZE)
-    assert emitted(out.send) == [
+    assert isinstance(out, Send)
+    assert emitted(out.messages) == [
         {
             "jsonrpc": "2.0",
             "id": 0,
@@ -66,23 +80,21 @@ def test_handshake_answers_all_four_fields() -> None:
             },
         }
     ]
-    assert out.requests == []
-    assert out.notifications == []
     assert bridge.state == "initializing"
     assert bridge.app_info == mcp.Implementation(name="weather-view", version="1.0.0")
     assert bridge.app_capabilities is not None
     assert bridge.app_capabilities.tools == protocol.ListChanged(list_changed=True)
-    assert bridge.receive(GOLDEN_INITIALIZED) == Received()
+    assert bridge.receive(GOLDEN_INITIALIZED) == Initialized([])
     assert bridge.state == "initialized"
 
 
 def test_unsupported_version_gets_latest_and_second_initialize_is_answered() -> None:
     bridge = machine()
     old = {**GOLDEN_INITIALIZE, "params": {**GOLDEN_INITIALIZE["params"], "protocolVersion": "1"}}
-    [answer] = emitted(bridge.receive(old).send)
+    [answer] = emitted(sent(bridge.receive(old)))
     assert answer["result"]["protocolVersion"] == protocol.PROTOCOL_VERSION
     again = {**GOLDEN_INITIALIZE, "id": 7}
-    [answer] = emitted(bridge.receive(again).send)
+    [answer] = emitted(sent(bridge.receive(again)))
     assert answer["id"] == 7
     assert answer["result"]["protocolVersion"] == "2026-01-26"
     assert bridge.initializations == 2
@@ -93,7 +105,7 @@ def test_messages_queue_until_initialized_in_order() -> None:
     bridge = machine()
     assert bridge.send_tool_input_partial({"loc": "N"}) == []
     assert bridge.send_tool_input({"location": "New York"}) == []
-    assert bridge.receive(GOLDEN_INITIALIZE).send[0]["id"] == 0  # still queued after it
+    assert sent(bridge.receive(GOLDEN_INITIALIZE))[0]["id"] == 0  # still queued after it
     assert bridge.set_host_context({"theme": "dark"}) == []
     assert bridge.send_tool_result({"content": [{"type": "text", "text": "sunny"}]}) == []
     assert bridge.queued == 4
@@ -114,13 +126,13 @@ def test_messages_queue_until_initialized_in_order() -> None:
 
 
 def handshake_rest(bridge: BridgeMachine) -> list[dict[str, Any]]:
-    return emitted(bridge.receive(GOLDEN_INITIALIZED).send)
+    return emitted(sent(bridge.receive(GOLDEN_INITIALIZED)))
 
 
 def test_initialized_before_initialize_is_ignored() -> None:
     bridge = machine()
     bridge.send_tool_input({})
-    assert bridge.receive(GOLDEN_INITIALIZED).send == []
+    assert sent(bridge.receive(GOLDEN_INITIALIZED)) == []
     assert bridge.state == "new"
     assert bridge.ignored == 1
     assert bridge.queued == 1
@@ -168,7 +180,7 @@ def test_teardown_answers(answer: dict[str, Any], result: Any, error: str | None
     assert request["id"] == call.id
     assert bridge.calls.next_deadline() == 10.0
     out = bridge.receive({"jsonrpc": "2.0", "id": call.id, **answer})
-    assert out.settled == [call]
+    assert out == Settled(call)
     assert call.settled
     assert len(bridge.calls) == 0
     if error is None:
@@ -190,8 +202,7 @@ def test_teardown_queues_before_initialized() -> None:
 
 def test_response_to_unknown_id_is_ignored() -> None:
     bridge = machine()
-    out = bridge.receive({"jsonrpc": "2.0", "id": "host-99", "result": {}})
-    assert out == Received()
+    assert bridge.receive({"jsonrpc": "2.0", "id": "host-99", "result": {}}) is None
     assert bridge.ignored == 1
 
 
@@ -207,7 +218,7 @@ def test_response_to_unknown_id_is_ignored() -> None:
 )
 def test_bad_requests_are_answered_and_machine_stays_usable(raw: Any, code: int) -> None:
     bridge = machine()
-    [answer] = emitted(bridge.receive(raw).send)
+    [answer] = emitted(sent(bridge.receive(raw)))
     assert answer["id"] == 3
     assert answer["error"]["code"] == code
     assert bridge.malformed == 1
@@ -221,7 +232,7 @@ def test_bad_requests_are_answered_and_machine_stays_usable(raw: Any, code: int)
 )
 def test_unanswerable_input_sends_nothing(raw: Any) -> None:
     bridge = machine()
-    assert bridge.receive(raw) == Received()
+    assert bridge.receive(raw) is None
     assert bridge.malformed == 1
 
 
@@ -232,18 +243,48 @@ def test_host_decisions_come_back_to_the_driver() -> None:
     call = {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "t"}}
     ping = {"jsonrpc": "2.0", "id": 6, "method": "ping"}
     size = {"jsonrpc": "2.0", "method": protocol.SIZE_CHANGED, "params": {"height": 300}}
-    requests = [r for raw in (link, call, ping) for r in bridge.receive(raw).requests]
+    events = [bridge.receive(raw) for raw in (link, call, ping)]
+    requests = [event.request for event in events if isinstance(event, RequestReceived)]
     assert [(r.id, r.method) for r in requests] == [
         (4, "ui/open-link"),
         (5, "tools/call"),
         (6, "ping"),
     ]
     assert requests[0].params == protocol.OpenLinkParams(url="https://x")
-    [note] = bridge.receive(size).notifications
-    assert note.params == protocol.SizeChangedParams(height=300)
+    event = bridge.receive(size)
+    assert isinstance(event, NotificationReceived)
+    assert event.notification.params == protocol.SizeChangedParams(height=300)
     # A host-only notification from the view is dropped, not passed on.
-    assert bridge.receive({**size, "method": protocol.TOOL_INPUT, "params": {}}) == Received()
+    assert bridge.receive({**size, "method": protocol.TOOL_INPUT, "params": {}}) is None
     assert bridge.ignored == 1
+
+
+def test_requests_hold_places_up_to_max_requests_and_ids_are_not_reused() -> None:
+    bridge = BridgeMachine(HOST, max_requests=2)
+    handshake(bridge)
+    ping = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+    assert isinstance(bridge.receive(ping), RequestReceived)
+    [reused] = sent(bridge.receive(ping))
+    assert reused["error"] == {"code": -32000, "message": "Request id 1 is already in flight"}
+    # A driver's own extension method takes a place the same way.
+    extension = protocol.Request(2, "x-host/thing", {}, {})
+    assert bridge.admit(extension) == RequestReceived(extension)
+    [over] = sent(bridge.receive({**ping, "id": 3}))
+    assert over["error"]["message"] == "Too many requests in flight (at most 2)"
+    assert bridge.in_flight == 2
+    bridge.finished(1)
+    assert isinstance(bridge.receive({**ping, "id": 3}), RequestReceived)
+    with pytest.raises(ValueError, match="max_requests must be at least 1"):
+        BridgeMachine(HOST, max_requests=0)
+
+
+def test_answers_to_the_view_s_requests() -> None:
+    bridge = machine()
+    assert bridge.answer(4, {}) == {"jsonrpc": "2.0", "id": 4, "result": {}}
+    failed = bridge.fail(4, RuntimeError())
+    assert failed["error"] == {"code": -32603, "message": "RuntimeError"}
+    refused = bridge.fail(5, protocol.MethodNotFound("Method not found: x"))
+    assert refused["error"] == {"code": -32601, "message": "Method not found: x"}
 
 
 def test_may_call_follows_visibility() -> None:
@@ -278,5 +319,5 @@ def test_random_input_never_raises(raws: list[Any]) -> None:
     bridge = machine()
     bridge.request_teardown()
     for raw in [GOLDEN_INITIALIZE, *raws, GOLDEN_INITIALIZED]:
-        emitted(bridge.receive(raw).send)
+        emitted(sent(bridge.receive(raw)))
     assert bridge.state == "initialized"

@@ -49,7 +49,13 @@ from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.tool import Tool, ToolCallContext
 from ..transports.contract import CLOSED_ERRORS, TransportAttribute, close_reason
 from . import protocol
-from .bridge_machine import BridgeMachine, Received
+from .bridge_machine import (
+    BridgeMachine,
+    Initialized,
+    NotificationReceived,
+    RequestReceived,
+    Send,
+)
 from .client_server import as_app_server
 from .errors import AppRequestError, AppTimeout
 from .forwarding import FORWARDED, AppServer, forward
@@ -150,8 +156,6 @@ class AppBridge:
             raise ValueError(f"timeout must be positive or None, not {timeout!r}")
         if not init_timeout > 0:
             raise ValueError(f"init_timeout must be positive, not {init_timeout!r}")
-        if max_requests < 1:
-            raise ValueError(f"max_requests must be at least 1, not {max_requests!r}")
         self.name = name or "app"
         clashes = sorted(set(extensions or ()) & set(protocol.METHODS))
         if clashes:
@@ -163,7 +167,6 @@ class AppBridge:
         self.server: AppServer | None = as_app_server(server)
         self.timeout = timeout
         self.init_timeout = init_timeout
-        self.max_requests = max_requests
         if max_view_tools < 0:
             raise ValueError(f"max_view_tools must be 0 or more, not {max_view_tools!r}")
         self.max_view_tools = max_view_tools
@@ -196,6 +199,7 @@ class AppBridge:
             host_info or _default_host_info(),
             host_context=host_context,
             id_prefix=f"host-{secrets.token_hex(3)}-",
+            max_requests=max_requests,
         )
         # ui/initialize (plain callable): a host context returned answers it instead.
         self._machine.on_initialize = on_initialize
@@ -289,6 +293,11 @@ class AppBridge:
             self._task_group.cancel_scope.cancel()
         with anyio.CancelScope(shield=True):
             await self._transport.aclose()
+
+    @property
+    def max_requests(self) -> int:
+        """The bound on the view's requests in flight."""
+        return self._machine.max_requests
 
     @property
     def state(self) -> BridgeState:
@@ -761,10 +770,7 @@ class AppBridge:
                 self._followers.pop().set()
             else:
                 group.start_soon(self._receive_loop)
-            *others, (request, scope) = admitted
-            for other, other_scope in others:
-                group.start_soon(self._serve, other, other_scope)
-            await self._serve(request, scope)
+            await self._serve(*admitted)
             if len(self._followers) >= _IDLE_READERS or self._ended_reason is not None:
                 return
             turn = self._new_event()
@@ -773,25 +779,33 @@ class AppBridge:
             if self._ended_reason is not None:
                 return
 
-    async def _read_until_request(self) -> list[tuple[Request, anyio.CancelScope]] | None:
+    async def _read_until_request(self) -> tuple[Request, anyio.CancelScope] | None:
         """Feed the machine until a request is admitted (``None``: the connection ended)."""
         receive = self._transport.receive
+        machine = self._machine
         try:
             while True:
                 raw = await receive()
                 extension = self._extension_request(raw)
-                if extension is not None:
-                    scope = await self._admit(extension)
-                    if scope is not None:
-                        return [(extension, scope)]
-                    continue
-                was, initializations = self._machine.state, self._machine.initializations
-                out = self._machine.receive(raw)
-                if self._machine.initializations > max(initializations, 1):
-                    logger.info("The view %s sent ui/initialize again; answered", self.name)
-                admitted = await self._apply(out, was)
-                if admitted:
-                    return admitted
+                initializations = machine.initializations
+                event = machine.receive(raw) if extension is None else machine.admit(extension)
+                if isinstance(event, RequestReceived):
+                    scope = self._in_flight[event.request.id] = anyio.CancelScope()
+                    return event.request, scope
+                if isinstance(event, Send):
+                    # Sent by the reader itself, not a task per answer: a view flooding
+                    # without reading then stops being read (backpressure).
+                    await self._send(event.messages, bounded=False)
+                    if machine.initializations > max(initializations, 1):
+                        logger.info("The view %s sent ui/initialize again; answered", self.name)
+                elif isinstance(event, Initialized):
+                    await self._send(event.messages, bounded=False)
+                    self._init_settled.set()  # type: ignore[union-attr]
+                    capabilities = machine.app_capabilities
+                    if capabilities is not None and capabilities.tools is not None:
+                        self._want_view_tools()
+                elif isinstance(event, NotificationReceived):
+                    await self._notification(event.notification)
         except CLOSED_ERRORS as exc:
             self._transport_ended(exc)
         except FrameDisconnected:  # lost while answering: already said why
@@ -819,61 +833,25 @@ class AppBridge:
             return None
         return Request(request_id, method, params or {}, params)
 
-    async def _apply(self, out: Received, was: str) -> list[tuple[Request, anyio.CancelScope]]:
-        """Act on what the machine made of a message; the requests admitted to be served."""
-        await self._send(out.send, bounded=False)
-        if was != "initialized" and self._machine.state == "initialized":
-            self._init_settled.set()  # type: ignore[union-attr]
-            capabilities = self._machine.app_capabilities
-            if capabilities is not None and capabilities.tools is not None:
-                self._want_view_tools()
-        admitted = []
-        for request in out.requests:
-            scope = await self._admit(request)
-            if scope is not None:
-                admitted.append((request, scope))
-        for note in out.notifications:
-            await self._notification(note)
-        return admitted
-
-    async def _admit(self, request: Request) -> anyio.CancelScope | None:
-        """Count a request in flight (its scope cancels it), or refuse it (``None``)."""
-        if len(self._in_flight) >= self.max_requests or request.id in self._in_flight:
-            reason = (
-                f"Request id {request.id!r} is already in flight"
-                if request.id in self._in_flight
-                else f"Too many requests in flight (at most {self.max_requests})"
-            )
-            # Sent by the reader itself, not a task per refusal: a view flooding without
-            # reading then stops being read (backpressure) instead of piling up tasks.
-            await self._send(
-                [protocol.encode_error(request.id, protocol.REFUSED, reason)], bounded=False
-            )
-            return None
-        scope = anyio.CancelScope()
-        self._in_flight[request.id] = scope
-        return scope
-
     async def _serve(self, request: Request, scope: anyio.CancelScope) -> None:
         answer: dict[str, Any] | None = None
         try:
             with scope:
                 try:
                     result = await self._dispatch(request)
-                except ProtocolError as exc:
-                    answer = protocol.encode_error(request.id, exc.jsonrpc_code, exc.message)
-                except Exception as exc:  # a handler failed: the view hears why, not us
-                    logger.debug("Handler of %s failed", request.method, exc_info=True)
-                    message = str(exc) or type(exc).__name__
-                    answer = protocol.encode_error(request.id, _INTERNAL_ERROR, message)
+                except Exception as exc:  # the view hears why, not us
+                    if not isinstance(exc, ProtocolError):  # a handler failed
+                        logger.debug("Handler of %s failed", request.method, exc_info=True)
+                    answer = self._machine.fail(request.id, exc)
                 else:
-                    answer = protocol.encode_result(request.id, result)
+                    answer = self._machine.answer(request.id, result)
             if answer is not None and not scope.cancelled_caught:  # cancelled: no answer
                 await self._send_quietly([answer])
         finally:
             # Counted until its answer is queued, so max_requests also bounds the answers
             # waiting for a view that does not read.
             self._in_flight.pop(request.id, None)
+            self._machine.finished(request.id)
 
     async def _dispatch(self, request: Request) -> Any:
         method = request.method
@@ -1023,9 +1001,6 @@ class AppBridge:
 
     def __repr__(self) -> str:
         return f"<AppBridge {self.name!r} {self.state} tools={len(self._view_tools)}>"
-
-
-_INTERNAL_ERROR = -32603
 
 
 def _default_host_info() -> mcp.Implementation:

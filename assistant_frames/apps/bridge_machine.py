@@ -2,20 +2,23 @@
 
 :class:`BridgeMachine` applies the rules of the ext-apps ``AppBridge`` without awaiting
 anything: it answers ``ui/initialize``, holds what the host sends until the view says
-it is initialized, keeps the host context and tells the view only what changed, and
-correlates the answers to its own requests through
+it is initialized, keeps the host context and tells the view only what changed, admits
+the view's requests (at most ``max_requests`` in flight, no id reused while in flight),
+and correlates the answers to its own requests through
 :class:`~assistant_frames.calls.PendingCalls`. Feed it what arrived
-(:meth:`BridgeMachine.receive`), send what it returns; requests that need the host's
-decision (``ui/message``, ``tools/call``...) come back to the driver, unanswered.
+(:meth:`BridgeMachine.receive`) and act on the event it returns; requests that need the
+host's decision (``ui/message``, ``tools/call``...) come back to the driver, unanswered.
+It never awaits and calls nothing back (but each pending call's ``wake``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import mcp_types as mcp
+from mcp_types.jsonrpc import INTERNAL_ERROR
 from pydantic import BaseModel
 
 from ..calls import PendingCall, PendingCalls
@@ -29,7 +32,16 @@ from .protocol import (
     Request,
 )
 
-__all__ = ["BridgeMachine", "BridgeState", "Received"]
+__all__ = [
+    "BridgeEvent",
+    "BridgeMachine",
+    "BridgeState",
+    "Initialized",
+    "NotificationReceived",
+    "RequestReceived",
+    "Send",
+    "Settled",
+]
 
 BridgeState = Literal["new", "initializing", "initialized"]
 """``new``: no ``ui/initialize`` yet; ``initializing``: answered, awaiting the view's
@@ -42,21 +54,49 @@ def _nothing() -> None:
     pass
 
 
-@dataclass
-class Received:
-    """What one received message asks of the driver.
+# -- the events ----------------------------------------------------------------------------------
 
-    ``send``: messages to send, in order (answers, and the queue released by
-    ``initialized``). ``requests``: view requests the host must answer itself
-    (:func:`~.protocol.encode_result` / :func:`~.protocol.encode_error`).
-    ``notifications``: view notifications for the driver (``size-changed``,
-    ``request-teardown``, logs...). ``settled``: our own requests that got their answer.
-    """
 
-    send: list[dict[str, Any]] = field(default_factory=list)
-    requests: list[Request] = field(default_factory=list)
-    notifications: list[Notification] = field(default_factory=list)
-    settled: list[PendingCall] = field(default_factory=list)
+@dataclass(frozen=True, slots=True)
+class Send:
+    """Send ``messages`` (an answer the machine gave itself: ``ui/initialize``'s, an error
+    for a malformed request, a refusal)."""
+
+    messages: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class Initialized:
+    """The view said it is initialized: send ``messages`` (what was held for it) first."""
+
+    messages: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestReceived:
+    """A view request the host answers itself (:meth:`BridgeMachine.answer`,
+    :meth:`~BridgeMachine.fail`); it holds a place in flight until
+    :meth:`BridgeMachine.finished`."""
+
+    request: Request
+
+
+@dataclass(frozen=True, slots=True)
+class NotificationReceived:
+    """A view notification for the driver (``size-changed``, ``request-teardown``, logs,
+    cancellations...)."""
+
+    notification: Notification
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """One of our requests got its answer (its ``wake`` was called)."""
+
+    call: PendingCall
+
+
+BridgeEvent = Send | Initialized | RequestReceived | NotificationReceived | Settled
 
 
 class BridgeMachine:
@@ -70,6 +110,7 @@ class BridgeMachine:
     __slots__ = (
         "_input_sent",
         "_queue",
+        "_running",
         "app_capabilities",
         "app_info",
         "calls",
@@ -80,6 +121,7 @@ class BridgeMachine:
         "ignored_samples",
         "initializations",
         "malformed",
+        "max_requests",
         "on_initialize",
         "protocol_version",
         "state",
@@ -92,7 +134,11 @@ class BridgeMachine:
         host_capabilities: HostCapabilities | None = None,
         host_context: HostContext | None = None,
         id_prefix: str = "host-",
+        max_requests: int = 64,
     ) -> None:
+        if max_requests < 1:
+            raise ValueError(f"max_requests must be at least 1, not {max_requests!r}")
+        self.max_requests = max_requests
         self.host_info = host_info
         self.host_capabilities = host_capabilities or HostCapabilities()
         self.host_context = host_context or HostContext()
@@ -112,6 +158,7 @@ class BridgeMachine:
         self.ignored_samples: list[Any] = []
         self._queue: list[dict[str, Any]] = []
         self._input_sent = False
+        self._running: set[protocol.RequestId] = set()  # the view's requests in flight
         #: Called with the view's ``ui/initialize`` params before it is answered; a
         #: host context it returns replaces :attr:`host_context` (display modes that
         #: depend on what the view declared...).
@@ -119,9 +166,9 @@ class BridgeMachine:
 
     # -- receiving -------------------------------------------------------------------------
 
-    def receive(self, raw: object) -> Received:
-        """Apply one received message; never raises for bad input."""
-        out = Received()
+    def receive(self, raw: object) -> BridgeEvent | None:
+        """Apply one received message; the event for the driver, or ``None`` when there is
+        nothing to do (a message dropped). Never raises for bad input."""
         try:
             message = protocol.decode(raw)
         except ProtocolError as exc:
@@ -132,31 +179,64 @@ class BridgeMachine:
                 # answers a request of ours fails it now, rather than at its deadline.
                 known = exc.request_id
                 call = self.calls.get(known) if isinstance(known, str) else None
-                if call is not None:
-                    self.calls.resolve(call.id, error=exc)
-                    out.settled.append(call)
-                return out
+                if call is None:
+                    return None
+                self.calls.resolve(call.id, error=exc)
+                return Settled(call)
             answer = exc.to_wire()
-            if answer is not None:
-                out.send.append(answer)
-            return out
+            return None if answer is None else Send([answer])
         if isinstance(message, Request):
-            self._request(message, out)
-        elif isinstance(message, Notification):
-            self._notification(message, raw, out)
-        else:
-            self._response(message, raw, out)
-        return out
+            return self._request(message)
+        if isinstance(message, Notification):
+            return self._notification(message, raw)
+        return self._response(message, raw)
 
-    def _request(self, request: Request, out: Received) -> None:
+    def _request(self, request: Request) -> BridgeEvent:
         if request.method == protocol.INITIALIZE:
-            out.send.append(self._initialize(request))
-        elif protocol.METHODS[request.method].sender == "host":  # ours to send, not the view's
+            return Send([self._initialize(request)])
+        if protocol.METHODS[request.method].sender == "host":  # ours to send, not the view's
             self.malformed += 1
             reason = f"Method not found: {request.method} (not sent by a view)"
-            out.send.append(protocol.encode_error(request.id, protocol.METHOD_NOT_FOUND, reason))
+            return Send([protocol.encode_error(request.id, protocol.METHOD_NOT_FOUND, reason)])
+        return self.admit(request)
+
+    def admit(self, request: Request) -> RequestReceived | Send:
+        """Give ``request`` a place in flight, or refuse it (the cap, an id in flight).
+
+        :meth:`receive` admits the view's MCP Apps requests itself; a driver admits the
+        requests of its own extensions, which the machine does not know, with this.
+        """
+        if request.id in self._running:
+            reason = f"Request id {request.id!r} is already in flight"
+        elif len(self._running) >= self.max_requests:
+            reason = f"Too many requests in flight (at most {self.max_requests})"
         else:
-            out.requests.append(request)
+            self._running.add(request.id)
+            return RequestReceived(request)
+        return Send([protocol.encode_error(request.id, protocol.REFUSED, reason)])
+
+    def answer(
+        self, request_id: protocol.RequestId, result: BaseModel | Mapping[str, Any]
+    ) -> dict[str, Any]:
+        """The answer to the view's request ``request_id``."""
+        return protocol.encode_result(request_id, result)
+
+    def fail(self, request_id: protocol.RequestId, exc: Exception) -> dict[str, Any]:
+        """The error answer to ``request_id`` for ``exc``: a
+        :class:`~.protocol.ProtocolError` with its own code, anything else (a host handler
+        that failed) as an internal error saying why."""
+        if isinstance(exc, ProtocolError):
+            return protocol.encode_error(request_id, exc.jsonrpc_code, exc.message)
+        return protocol.encode_error(request_id, INTERNAL_ERROR, str(exc) or type(exc).__name__)
+
+    def finished(self, request_id: protocol.RequestId) -> None:
+        """The view's request ``request_id`` is answered (or given up): its place frees."""
+        self._running.discard(request_id)
+
+    @property
+    def in_flight(self) -> int:
+        """How many of the view's requests hold a place (admitted, not finished)."""
+        return len(self._running)
 
     def _initialize(self, request: Request) -> dict[str, Any]:
         params: InitializeParams = request.params
@@ -179,27 +259,27 @@ class BridgeMachine:
         )
         return protocol.encode_result(request.id, result)
 
-    def _notification(self, note: Notification, raw: object, out: Received) -> None:
+    def _notification(self, note: Notification, raw: object) -> BridgeEvent | None:
         if note.method == protocol.INITIALIZED:
             if self.state == "new":  # initialized before initialize: the view broke order
                 self._ignore(raw)
             elif self.state == "initializing":
                 self.state = "initialized"
-                out.send.extend(self._queue)
-                self._queue.clear()
-            return
+                held, self._queue = self._queue, []
+                return Initialized(held)
+            return None
         if protocol.METHODS[note.method].sender == "host":
             self._ignore(raw)
-        else:
-            out.notifications.append(note)
+            return None
+        return NotificationReceived(note)
 
     def _response(
-        self, message: protocol.Response | protocol.ErrorResponse, raw: object, out: Received
-    ) -> None:
+        self, message: protocol.Response | protocol.ErrorResponse, raw: object
+    ) -> Settled | None:
         call = self.calls.get(message.id) if isinstance(message.id, str) else None
         if call is None:
             self._ignore(raw)
-            return
+            return None
         if isinstance(message, protocol.ErrorResponse):
             if (
                 message.code == protocol.METHOD_NOT_FOUND
@@ -217,7 +297,7 @@ class BridgeMachine:
                 self.calls.resolve(call.id, error=exc)
             else:
                 self.calls.resolve(call.id, result)
-        out.settled.append(call)
+        return Settled(call)
 
     def _ignore(self, raw: object) -> None:
         self.ignored += 1

@@ -19,7 +19,7 @@ import mcp_types as mcp
 import pytest
 
 from assistant_frames import ModelContextRegistry
-from assistant_frames.apps.bridge_machine import BridgeMachine
+from assistant_frames.apps.bridge_machine import BridgeMachine, Initialized, Send
 from assistant_frames.apps.protocol import HostCapabilities, HostContext
 from assistant_frames.browser import relay_files
 from assistant_frames.transports import WebSocketServer, websocket_server
@@ -95,7 +95,8 @@ async def machine_host(bundles: dict[str, bytes]) -> AsyncIterator[MachineSide]:
         side.transports.append(transport)
         async for raw in transport:
             side.received.append(raw)
-            for message in machine.receive(raw).send:
+            event = machine.receive(raw)
+            for message in event.messages if isinstance(event, Send | Initialized) else []:
                 await transport.send(message)
 
     async with websocket_server(accept, token=TOKEN, http_files=files(bundles)) as server:
