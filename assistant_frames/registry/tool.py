@@ -26,46 +26,22 @@ by :class:`~assistant_frames.mcp.MCPContextServer` field for field.
 
 from __future__ import annotations
 
-import asyncio
 import builtins
-import contextlib
-import dataclasses
-import inspect
 import itertools
-import logging
-import threading
-import weakref
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import (
-    Annotated,
-    Any,
-    Literal,
-    TypeAlias,
-    TypeVar,
-    get_args,
-    get_origin,
-    get_type_hints,
-)
+from typing import Any, Literal, TypeAlias, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
-from typing_extensions import TypedDict, Unpack, is_typeddict
+from typing_extensions import TypedDict, Unpack
 
-from .._threads import asyncio_call_soon_threadsafe, call_soon_threadsafe
-from .._threads import run_sync as run_in_thread
-from ..errors import ToolArgumentsError, ToolDisabledError
+from ..errors import ToolDisabledError
 from .annotations import ToolAnnotations
-from .docstrings import parse_docstring
-from .events import (
-    LOG_LEVELS,
-    LogLevel,
-    ToolEvent,
-    ToolEventCallback,
-    ToolLog,
-    ToolProgress,
-    deliver_event,
-)
-from .schema import EMPTY_OBJECT_SCHEMA, ToolJsonSchema, inline_refs
+from .call_context import ToolCallContext
+from .events import ToolEventCallback
+from .invoker import ExecuteFunction, Parameters, build
+from .output_schema import OutputSchema, derived_output_schema, explicit_output_schema
+from .schema import EMPTY_OBJECT_SCHEMA
 from .ui import ToolUI, with_ui
 
 __all__ = [
@@ -81,178 +57,10 @@ __all__ = [
 ToolType: TypeAlias = Literal["frontend", "backend", "human"] | str
 """assistant-ui's tool kinds; any string crosses the wire unchanged."""
 
-ExecuteFunction: TypeAlias = Callable[..., Any]
-Parameters: TypeAlias = Mapping[str, Any] | type[Any]
-OutputSchema: TypeAlias = Mapping[str, Any] | type[Any] | Literal[False]
-"""A JSON Schema of the results, a type to derive it from, or ``False`` for none."""
-
-logger = logging.getLogger("assistant_frames.registry")
-
 _call_ids = itertools.count(1)
-_event_lock = threading.Lock()
 _UNSET: Any = object()
 
 _Form = TypeVar("_Form")
-
-
-class ToolCallContext:
-    """What an ``execute`` function may learn about the call it is serving, and how it
-    talks back to the caller before it returns.
-
-    Async tools are cancelled the ordinary way (their task is cancelled); sync tools run in
-    a thread that cannot be interrupted, so they should poll :attr:`cancelled` or block in
-    :meth:`wait_cancelled` instead of ``time.sleep``.
-
-    :meth:`report_progress` and :meth:`log` send :class:`ToolProgress` and
-    :class:`ToolLog` events to the caller's ``on_event`` callback, across frames and
-    MCP. They never block and may be called from the event loop or from the tool's
-    worker thread; when nobody listens (:attr:`wants_events` is false) they do nothing.
-    """
-
-    __slots__ = ("_cancelled", "_event", "_sink", "tool_call_id", "tool_name")
-
-    def __init__(
-        self,
-        tool_call_id: str,
-        tool_name: str,
-        on_event: ToolEventCallback | None = None,
-    ) -> None:
-        self.tool_call_id = tool_call_id
-        self.tool_name = tool_name
-        self._cancelled = False
-        self._event: threading.Event | None = None
-        self._sink = None if on_event is None else _EventSink(on_event)
-
-    @property
-    def cancelled(self) -> bool:
-        """True once the caller has cancelled this call (``tool-cancel`` or timeout)."""
-        return self._cancelled
-
-    @property
-    def wants_events(self) -> bool:
-        """True when the caller receives this call's progress and log events."""
-        return self._sink is not None
-
-    def cancel(self) -> None:
-        """Mark the call cancelled and wake :meth:`wait_cancelled` (frames call this)."""
-        with _event_lock:
-            self._cancelled = True
-            if self._event is not None:
-                self._event.set()
-
-    def wait_cancelled(self, timeout: float | None = None) -> bool:
-        """Block the calling thread until cancelled or ``timeout``; return :attr:`cancelled`.
-
-        Meant for sync tools running in a worker thread; never call it on the event loop.
-        """
-        with _event_lock:
-            if self._cancelled:
-                return True
-            if self._event is None:
-                self._event = threading.Event()
-            event = self._event
-        return event.wait(timeout)
-
-    def report_progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
-        """Tell the caller how far the call is: ``progress`` of ``total`` (if known).
-
-        Progress should only grow (MCP requires it). Reports faster than the caller can
-        take them are coalesced: the latest wins.
-        """
-        sink = self._sink
-        if sink is None or self._cancelled:
-            return
-        sink.emit(ToolProgress(progress, total, message, self.tool_call_id, self.tool_name))
-
-    def log(self, level: LogLevel, message: str | None = None, *, data: Any = None) -> None:
-        """Send the caller a log message at ``level`` (MCP's levels: ``"debug"``,
-        ``"info"``, ``"notice"``, ``"warning"``, ``"error"``, ``"critical"``,
-        ``"alert"``, ``"emergency"``), with optional JSON ``data``."""
-        if level not in LOG_LEVELS:
-            raise ValueError(f"log level must be one of {', '.join(LOG_LEVELS)}, not {level!r}")
-        sink = self._sink
-        if sink is None or self._cancelled:
-            return
-        sink.emit(ToolLog(level, message, data, self.tool_call_id, self.tool_name))
-
-    def send_event(self, event: ToolEvent) -> None:
-        """Pass on an event from elsewhere (a nested call) as this call's own.
-
-        A frame host's tools use it: the progress of the call they forward becomes the
-        progress of the call they serve.
-        """
-        sink = self._sink
-        if sink is None or self._cancelled:
-            return
-        sink.emit(
-            dataclasses.replace(event, tool_call_id=self.tool_call_id, tool_name=self.tool_name)
-        )
-
-    def __repr__(self) -> str:
-        return (
-            f"ToolCallContext(tool_call_id={self.tool_call_id!r}, "
-            f"tool_name={self.tool_name!r}, cancelled={self._cancelled})"
-        )
-
-
-_MAX_PENDING_EVENTS = 100  # per call, reported from a thread and not yet on the loop
-
-
-class _EventSink:
-    """Delivers a call's events to its callback on the event loop's thread.
-
-    Created on the loop (a context with a callback is made there). From another thread
-    (a sync tool), events wait in a short list until the loop runs the one scheduled
-    flush: a burst of progress from a thread keeps only its latest, and more than
-    :data:`_MAX_PENDING_EVENTS` waiting events are dropped rather than grow memory.
-    """
-
-    __slots__ = ("_call_soon", "_dropped", "_lock", "_loop_thread", "_pending", "callback")
-
-    def __init__(self, callback: ToolEventCallback) -> None:
-        self.callback = callback
-        self._loop_thread = threading.get_ident()
-        self._call_soon: Callable[[Callable[[], Any]], Any] | None = None
-        self._lock = threading.Lock()
-        self._pending: list[ToolEvent] = []
-        self._dropped = 0
-        try:  # asyncio's, looked up directly: this runs once per call that listens
-            self._call_soon = asyncio_call_soon_threadsafe(asyncio.get_running_loop())
-        except RuntimeError:
-            with contextlib.suppress(Exception):  # no loop at all: events stay on this thread
-                self._call_soon = call_soon_threadsafe()
-
-    def emit(self, event: ToolEvent) -> None:
-        if threading.get_ident() == self._loop_thread or self._call_soon is None:
-            deliver_event(self.callback, event)
-            return
-        with self._lock:
-            pending = self._pending
-            scheduled = bool(pending)
-            if pending and type(event) is ToolProgress and type(pending[-1]) is ToolProgress:
-                pending[-1] = event  # latest wins
-            elif len(pending) < _MAX_PENDING_EVENTS:
-                pending.append(event)
-            else:
-                self._dropped += 1
-        if not scheduled:
-            with contextlib.suppress(RuntimeError):  # the loop has ended: nobody listens
-                self._call_soon(self._flush)
-
-    def _flush(self) -> None:
-        with self._lock:
-            events, self._pending = self._pending, []
-            dropped, self._dropped = self._dropped, 0
-        if dropped:
-            logger.warning("Dropped %d events of a tool call: its caller was too slow", dropped)
-        for event in events:
-            deliver_event(self.callback, event)
-
-
-# An invoker takes already-received arguments and a context, validates, and runs execute.
-_Invoker: TypeAlias = Callable[[Any, ToolCallContext], Awaitable[Any]]
 
 
 class ToolOptions(TypedDict, total=False):
@@ -384,14 +192,14 @@ class Tool:
             self.title = _annotations_title(self.annotations)
         self._output_schema_source = output_schema
         if output_schema is None:
-            self.output_schema = None if execute is None else _derived_output_schema(execute)
+            self.output_schema = None if execute is None else derived_output_schema(execute)
         else:
-            self.output_schema = _explicit_output_schema(name, output_schema)
+            self.output_schema = explicit_output_schema(name, output_schema)
         self._thread = bool(thread)
         self._parameters_source = parameters
         self._serialized: Any = None  # the form that _serialized_by built
         self._serialized_by: Callable[[Tool], Any] | None = None
-        doc_description, self.parameters, self._invoker = _build(
+        doc_description, self.parameters, self._invoker = build(
             name, execute, parameters, self._thread
         )
         self.description = description if description is not None else doc_description
@@ -436,7 +244,7 @@ class Tool:
         tool.output_schema = (
             output_schema
             if output_schema is None or isinstance(output_schema, Mapping)
-            else _explicit_output_schema(name, output_schema)
+            else explicit_output_schema(name, output_schema)
         )
         tool.execute = invoke
         tool._invoker = invoke
@@ -624,33 +432,6 @@ def _check_annotations(
         raise TypeError(f"Tool {name!r}: {exc}") from None
 
 
-def _explicit_output_schema(name: str, output_schema: OutputSchema | None) -> dict[str, Any] | None:
-    """The output schema given for a tool: a JSON Schema dict, a type, or ``None``/``False``."""
-    if output_schema is None or output_schema is False:
-        return None
-    if isinstance(output_schema, Mapping):
-        return inline_refs(output_schema)
-    if isinstance(output_schema, builtins.type) or get_origin(output_schema) is not None:
-        try:
-            return _type_schema(output_schema)
-        except Exception as exc:
-            raise TypeError(
-                f"Tool {name!r}: cannot build a JSON Schema for its output: {exc}"
-            ) from exc
-    raise TypeError(
-        f"output_schema of tool {name!r} must be a JSON Schema dict, a type or False, "
-        f"not {output_schema!r}"
-    )
-
-
-def _type_schema(kind: Any) -> dict[str, Any]:
-    """The inlined serialization-mode JSON Schema of ``kind``, without its top-level title."""
-    adapter: TypeAdapter[Any] = TypeAdapter(kind)
-    schema = inline_refs(adapter.json_schema(mode="serialization", schema_generator=ToolJsonSchema))
-    schema.pop("title", None)
-    return schema
-
-
 _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "description": lambda name, value: value,
     "disabled": lambda name, value: bool(value),
@@ -659,355 +440,10 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
     "icons": _check_icons,
     "meta": _check_meta,
     "annotations": _check_annotations,
-    "output_schema": _explicit_output_schema,
+    "output_schema": explicit_output_schema,
     "ui": lambda name, value: value,  # not stored: Tool.replace() folds it into meta
 }
 """How each of :class:`ToolOptions` is checked when set on an existing tool.
 
 Its keys are the descriptive fields, the same as :class:`ToolOptions`' (a test checks).
 """
-
-_output_schemas: weakref.WeakKeyDictionary[Any, dict[str, Any] | None] = weakref.WeakKeyDictionary()
-
-
-def _derived_output_schema(execute: ExecuteFunction) -> dict[str, Any] | None:
-    """The output schema ``execute``'s return annotation gives, if it is a model or TypedDict.
-
-    Cached per function. A return type Pydantic cannot describe gives none and a warning
-    rather than an error: such tools worked before output schemas existed, and still do.
-    """
-    try:
-        return _output_schemas[execute]
-    except (KeyError, TypeError):  # TypeError: not weakly referenceable
-        pass
-    schema: dict[str, Any] | None = None
-    annotation = _return_annotation(execute)
-    if get_origin(annotation) is Annotated:
-        annotation = get_args(annotation)[0]
-    if (isinstance(annotation, builtins.type) and issubclass(annotation, BaseModel)) or (
-        is_typeddict(annotation)
-    ):
-        try:
-            schema = _type_schema(annotation)
-        except Exception as exc:
-            logger.warning(
-                "No output schema for %r: its return type %r has no JSON Schema (%s); "
-                "pass output_schema= to give one, or output_schema=False to silence this",
-                getattr(execute, "__qualname__", execute),
-                annotation,
-                exc,
-            )
-    with contextlib.suppress(TypeError):
-        _output_schemas[execute] = schema
-    return schema
-
-
-def _return_annotation(execute: ExecuteFunction) -> Any:
-    try:
-        annotation = inspect.signature(execute).return_annotation
-    except (TypeError, ValueError):
-        return None
-    if annotation is inspect.Signature.empty:
-        return None
-    if isinstance(annotation, str):  # postponed: resolve it where the function lives
-        target = execute
-        if not (inspect.isfunction(execute) or inspect.ismethod(execute)):
-            target = getattr(execute, "__call__", execute)  # noqa: B004
-        try:
-            annotation = get_type_hints(target, include_extras=True).get("return")
-        except Exception:
-            return None
-    return annotation
-
-
-# -- building the invoker ------------------------------------------------------------------
-
-
-def _is_async(fn: Callable[..., Any]) -> bool:
-    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-        getattr(fn, "__call__", None)  # noqa: B004 - callable objects with async __call__
-    )
-
-
-def _runner(fn: Callable[..., Any], thread: bool) -> Callable[..., Awaitable[Any]]:
-    """Wrap ``fn`` so calling it returns an awaitable: direct if async, else in a thread
-    (or, with ``thread=False``, called right here on the event loop)."""
-    if _is_async(fn):
-        return fn
-    if not thread:
-
-        async def run_here(*args: Any, **kwargs: Any) -> Any:
-            result = fn(*args, **kwargs)
-            if inspect.isawaitable(result):  # a sync callable that returned a coroutine
-                result = await result
-            return result
-
-        return run_here
-
-    async def run_sync(*args: Any, **kwargs: Any) -> Any:
-        result = await run_in_thread(lambda: fn(*args, **kwargs))
-        if inspect.isawaitable(result):  # a sync callable that returned a coroutine
-            result = await result
-        return result
-
-    return run_sync
-
-
-def _build(
-    name: str, execute: ExecuteFunction | None, parameters: Parameters | None, thread: bool
-) -> tuple[str | None, dict[str, Any], _Invoker]:
-    """Return ``(docstring description, JSON Schema, invoker)`` for a tool."""
-    doc_description: str | None = None
-    if execute is not None:
-        doc_description, _ = parse_docstring(inspect.getdoc(execute))
-
-    if parameters is None:
-        if execute is None:
-            return doc_description, dict(EMPTY_OBJECT_SCHEMA), _no_execute(name)
-        return (doc_description, *_from_signature(name, execute, thread))
-    if isinstance(parameters, Mapping):
-        return doc_description, *_from_json_schema(name, execute, parameters, thread)
-    if isinstance(parameters, builtins.type):
-        return doc_description, *_from_type(name, execute, parameters, thread)
-    raise TypeError(
-        f"parameters for tool {name!r} must be a JSON Schema dict or a type "
-        f"(e.g. a Pydantic model), not {parameters!r}"
-    )
-
-
-def _no_execute(name: str) -> _Invoker:
-    async def invoke(args: Any, context: ToolCallContext) -> Any:
-        return None
-
-    return invoke
-
-
-def _wants_context_positionally(execute: Callable[..., Any]) -> bool:
-    """For ``execute(args)`` style tools: does it take a second (context) argument?"""
-    try:
-        params = list(inspect.signature(execute).parameters.values())
-    except (TypeError, ValueError):
-        return False
-    positional = [
-        p
-        for p in params
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) or p.kind is p.VAR_POSITIONAL
-    ]
-    return len(positional) >= 2 or any(p.kind is p.VAR_POSITIONAL for p in params)
-
-
-def _call_with_one(
-    execute: ExecuteFunction | None, validate: Callable[[Any], Any], thread: bool
-) -> _Invoker:
-    """Invoker for tools whose execute receives the validated arguments as one value."""
-    if execute is None:
-
-        async def invoke_nothing(args: Any, context: ToolCallContext) -> Any:
-            validate(args)
-            return None
-
-        return invoke_nothing
-    run = _runner(execute, thread)
-    if _wants_context_positionally(execute):
-
-        async def invoke_with_context(args: Any, context: ToolCallContext) -> Any:
-            return await run(validate(args), context)
-
-        return invoke_with_context
-
-    async def invoke(args: Any, context: ToolCallContext) -> Any:
-        return await run(validate(args))
-
-    return invoke
-
-
-def _from_json_schema(
-    name: str, execute: ExecuteFunction | None, parameters: Mapping[str, Any], thread: bool
-) -> tuple[dict[str, Any], _Invoker]:
-    import jsonschema.validators  # imported when needed: it costs workers start-up time
-
-    schema = inline_refs(parameters)
-    validator_class = jsonschema.validators.validator_for(schema)
-    try:
-        validator_class.check_schema(schema)
-    except jsonschema.exceptions.SchemaError as exc:
-        raise ValueError(
-            f"parameters of tool {name!r} are not a valid JSON Schema "
-            f"({validator_class.__name__}): {exc.message}"
-        ) from None
-    validator = validator_class(schema)
-
-    def validate(args: Any) -> Any:
-        if args is None and schema.get("type") == "object":
-            args = {}
-        try:
-            errors = sorted(validator.iter_errors(args), key=lambda e: str(list(e.absolute_path)))
-        except Exception as exc:  # e.g. an unresolvable $ref: still the caller's problem
-            raise ToolArgumentsError(
-                f'Cannot check arguments for tool "{name}" against its schema: {exc}',
-                tool_name=name,
-            ) from None
-        if errors:
-            raise ToolArgumentsError(
-                _format_errors(name, (_jsonschema_error(e) for e in errors)), tool_name=name
-            )
-        return args
-
-    return schema, _call_with_one(execute, validate, thread)
-
-
-def _jsonschema_error(error: Any) -> str:
-    path = ".".join(str(p) for p in error.absolute_path)
-    return f"{path}: {error.message}" if path else str(error.message)
-
-
-def _from_type(
-    name: str, execute: ExecuteFunction | None, parameters: type[Any], thread: bool
-) -> tuple[dict[str, Any], _Invoker]:
-    adapter: TypeAdapter[Any] = TypeAdapter(parameters)
-    schema = inline_refs(adapter.json_schema(schema_generator=ToolJsonSchema))
-    schema.pop("title", None)
-    validator = adapter.validator
-
-    def validate(args: Any) -> Any:
-        try:
-            return validator.validate_python({} if args is None else args)
-        except ValidationError as exc:
-            raise ToolArgumentsError(_pydantic_message(name, exc), tool_name=name) from None
-
-    return schema, _call_with_one(execute, validate, thread)
-
-
-def _is_context_annotation(annotation: Any) -> bool:
-    if annotation is ToolCallContext:
-        return True
-    return get_origin(annotation) is not None and ToolCallContext in get_args(annotation)
-
-
-class _Signature:
-    """What a typed signature gives a tool: schema, validator, and how to call ``execute``.
-
-    Cached per function, so registering many tools from one function (generated tools,
-    a burst of ``add_tool``) builds the Pydantic model once.
-    """
-
-    __slots__ = ("aliases", "context_param", "schema", "validator")
-
-    def __init__(self, name: str, execute: ExecuteFunction) -> None:
-        try:
-            signature = inspect.signature(execute)
-        except (TypeError, ValueError) as exc:
-            raise TypeError(f"Cannot read the signature of execute for tool {name!r}") from exc
-        try:
-            hints = get_type_hints(execute, include_extras=True)
-        except Exception:  # unresolvable forward references: fall back to the raw annotations
-            hints = {}
-        _, param_docs = parse_docstring(inspect.getdoc(execute))
-
-        fields: dict[str, Any] = {}
-        self.aliases: dict[str, str] = {}  # model field -> parameter name, where they differ
-        self.context_param: str | None = None
-        for param in signature.parameters.values():
-            annotation = hints.get(param.name, param.annotation)
-            if annotation is inspect.Parameter.empty:
-                annotation = Any
-            if _is_context_annotation(annotation):
-                self.context_param = param.name
-                continue
-            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
-                raise TypeError(
-                    f"Tool {name!r}: parameter {param.name!r} must be passable by keyword "
-                    "(no *args, **kwargs or positional-only parameters); pass `parameters=` "
-                    "explicitly to use such a function"
-                )
-            field_name = param.name
-            if field_name.startswith("_") or hasattr(BaseModel, field_name):
-                field_name = f"field_{len(fields)}"
-                self.aliases[field_name] = param.name
-            default = ... if param.default is inspect.Parameter.empty else param.default
-            options: dict[str, Any] = {}
-            if field_name != param.name:
-                options["alias"] = param.name
-            if param.name in param_docs:  # never override an Annotated Field's description
-                options["description"] = param_docs[param.name]
-            fields[field_name] = (annotation, Field(default, **options) if options else default)
-
-        model: type[BaseModel] = create_model(
-            f"{getattr(execute, '__name__', name)}_arguments",
-            __config__=ConfigDict(protected_namespaces=(), arbitrary_types_allowed=True),
-            **fields,
-        )
-        try:
-            schema = inline_refs(model.model_json_schema(schema_generator=ToolJsonSchema))
-        except Exception as exc:
-            raise TypeError(
-                f"Tool {name!r}: cannot build a JSON Schema for its parameters: {exc}"
-            ) from exc
-        schema.pop("title", None)
-        schema.setdefault("properties", {})
-        self.schema = schema
-        self.validator = model.__pydantic_validator__
-
-
-_signatures: weakref.WeakKeyDictionary[Any, _Signature] = weakref.WeakKeyDictionary()
-
-
-def _signature_of(name: str, execute: ExecuteFunction) -> _Signature:
-    try:
-        return _signatures[execute]
-    except (KeyError, TypeError):  # TypeError: not weakly referenceable
-        pass
-    signature = _Signature(name, execute)
-    with contextlib.suppress(TypeError):
-        _signatures[execute] = signature
-    return signature
-
-
-def _from_signature(
-    name: str, execute: ExecuteFunction, thread: bool
-) -> tuple[dict[str, Any], _Invoker]:
-    info = _signature_of(name, execute)
-    validator, aliases = info.validator, info.aliases
-    run = _runner(execute, thread)
-
-    def validate(args: Any) -> dict[str, Any]:
-        try:
-            values: dict[str, Any] = validator.validate_python(
-                {} if args is None else args
-            ).__dict__
-        except ValidationError as exc:
-            raise ToolArgumentsError(_pydantic_message(name, exc), tool_name=name) from None
-        if aliases:
-            return {aliases.get(k, k): v for k, v in values.items()}
-        return values
-
-    if info.context_param is not None:
-        key = info.context_param
-
-        async def invoke_with_context(args: Any, context: ToolCallContext) -> Any:
-            kwargs = dict(validate(args))
-            kwargs[key] = context
-            return await run(**kwargs)
-
-        return info.schema, invoke_with_context
-
-    async def invoke(args: Any, context: ToolCallContext) -> Any:
-        return await run(**validate(args))
-
-    return info.schema, invoke
-
-
-def _pydantic_message(name: str, exc: ValidationError) -> str:
-    def one(error: Any) -> str:
-        loc = ".".join(str(part) for part in error["loc"])
-        return f"{loc}: {error['msg']}" if loc else str(error["msg"])
-
-    return _format_errors(name, (one(e) for e in exc.errors(include_url=False)))
-
-
-def _format_errors(name: str, errors: Any, limit: int = 5) -> str:
-    items = list(itertools.islice(errors, limit + 1))
-    text = "; ".join(items[:limit])
-    if len(items) > limit:
-        text += "; ..."
-    return f'Invalid arguments for tool "{name}": {text}'
