@@ -26,6 +26,26 @@ from .errors import (
     ToolNotFoundError,
 )
 from .federation import Federation, MemberStatus, connect
+from .formats.calls import (
+    AnthropicToolResult,
+    AnthropicToolResultMessage,
+    OpenAIChatToolMessage,
+    OpenAIFunctionCallOutput,
+    ToolCallFormat,
+    ToolCallFormatError,
+    run_tool_calls,
+)
+from .formats.tools import (
+    AnthropicTool,
+    MCPTool,
+    OpenAIChatTool,
+    OpenAIFunctionDefinition,
+    OpenAIResponsesTool,
+    to_anthropic_tools,
+    to_mcp_tools,
+    to_openai_chat_tools,
+    to_openai_responses_tools,
+)
 from .frames import (
     AssistantFrameHost,
     AssistantFrameProvider,
@@ -54,26 +74,6 @@ from .registry import (
     UIResource,
     UIResourceHandle,
     merge_model_contexts,
-)
-from .tool_calls import (
-    AnthropicToolResult,
-    AnthropicToolResultMessage,
-    OpenAIChatToolMessage,
-    OpenAIFunctionCallOutput,
-    ToolCallFormat,
-    ToolCallFormatError,
-    run_tool_calls,
-)
-from .tool_formats import (
-    AnthropicTool,
-    MCPTool,
-    OpenAIChatTool,
-    OpenAIFunctionDefinition,
-    OpenAIResponsesTool,
-    to_anthropic_tools,
-    to_mcp_tools,
-    to_openai_chat_tools,
-    to_openai_responses_tools,
 )
 from .transports import MemoryTransport, Multiplexer, TransportAttribute, memory_pair
 

@@ -39,8 +39,8 @@ from assistant_frames import (
     ModelContextRegistry,
     ToolCallError,
     memory_pair,
-    tool_formats,
 )
+from assistant_frames.formats import tools as tool_formats
 from assistant_frames.mcp import MCPContextServer
 
 from helpers import wait_until

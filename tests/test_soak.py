@@ -1,9 +1,10 @@
 """Soak: ~1,000 tool calls in flight at once for a sustained period, ~100 KB each way.
 
 Each of ``IN_FLIGHT`` callers starts a new call as soon as its last one finishes, until
-``ASSISTANT_FRAMES_SOAK_SECONDS`` (default 8; set it higher for a longer soak) have passed; then every started call must
-finish. The echo tool returns its arguments, which carry the call's number, so a result
-that went to the wrong caller, or was corrupted on the way, shows as a mismatch.
+``ASSISTANT_FRAMES_SOAK_SECONDS`` (default 8; set it higher for a longer soak) have
+passed; then every started call must finish. The echo tool returns its arguments, which
+carry the call's number, so a result that went to the wrong caller, or was corrupted on
+the way, shows as a mismatch.
 
 Run with ``pytest -s`` to see the counts (calls completed, MB moved, calls per second).
 """

@@ -1,4 +1,4 @@
-"""tool_formats: exporting a context's tools for OpenAI, Anthropic and MCP."""
+"""formats.tools: exporting a context's tools for OpenAI, Anthropic and MCP."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from pydantic import TypeAdapter
 
-from assistant_frames import ModelContext, ModelContextRegistry, Tool, tool_formats
-from assistant_frames.tool_formats import (
+from assistant_frames import ModelContext, ModelContextRegistry, Tool
+from assistant_frames.formats import tools as tool_formats
+from assistant_frames.formats.tools import (
     AnthropicTool,
     MCPTool,
     OpenAIChatTool,
@@ -390,9 +391,34 @@ def test_an_empty_context_exports_an_empty_list(export: Exporter) -> None:
     assert export(ModelContext()) == []
 
 
+@pytest.mark.parametrize(("old", "new"), [("tool_formats", "tools"), ("tool_calls", "calls")])
+def test_the_former_module_names_warn_and_give_the_same_names(old: str, new: str) -> None:
+    code = (
+        "import warnings, importlib\n"
+        "warnings.simplefilter('error')\n"
+        f"new = importlib.import_module('assistant_frames.formats.{new}')\n"
+        "try:\n"
+        f"    importlib.import_module('assistant_frames.{old}')\n"
+        "except DeprecationWarning as exc:\n"
+        "    print(exc)\n"
+        "warnings.simplefilter('ignore')\n"
+        f"old = importlib.import_module('assistant_frames.{old}')\n"
+        "assert old.__all__ == new.__all__\n"
+        "assert all(getattr(old, name) is getattr(new, name) for name in new.__all__)\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == (
+        f"assistant_frames.{old} is deprecated; import from assistant_frames.formats"
+        " (or assistant_frames) instead"
+    )
+
+
 def test_no_vendor_sdk_is_imported() -> None:
     code = (
-        "import sys, assistant_frames, assistant_frames.tool_formats\n"
+        "import sys, assistant_frames, assistant_frames.formats\n"
         "loaded = sorted({'openai', 'anthropic', 'mcp'} & set(sys.modules))\n"
         "assert not loaded, loaded\n"
     )

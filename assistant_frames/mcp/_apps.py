@@ -18,9 +18,9 @@ import mcp_types as types
 from mcp.server.apps import APP_MIME_TYPE
 from mcp.shared.exceptions import MCPError
 
+from ..formats.tools import MCPTool
 from ..registry.context import ModelContext
 from ..registry.ui import ToolUI, UIResource
-from ..tool_formats import MCPTool
 from ._openai import (
     DIALECTS,
     AppDialect,

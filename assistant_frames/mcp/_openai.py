@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final, Literal, TypeAlias
 
+from ..formats.tools import MCPTool
 from ..registry.ui import ToolUI, UIResource, check_ui_uri
-from ..tool_formats import MCPTool
 
 __all__ = [
     "DIALECTS",

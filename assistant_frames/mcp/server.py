@@ -43,9 +43,9 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from .._anyio import running_asyncio, task_group
 from .._version import package_version
 from ..errors import AssistantFramesError
+from ..formats.tools import MCPTool, to_mcp_tools
 from ..registry.context import ModelContext, ModelContextProvider
 from ..registry.events import ToolEvent, ToolLog, ToolProgress
-from ..tool_formats import MCPTool, to_mcp_tools
 from ._apps import list_resources, read_resource, stamp_tools
 from ._openai import DIALECTS, AppDialect, check_dialects
 from .results import error_result, failure, tool_result

@@ -12,10 +12,10 @@ from typing import Any
 
 import mcp_types as types
 
+from ..formats.tools import to_mcp_tools
 from ..registry.annotations import ToolAnnotations
 from ..registry.context import ModelContext
 from ..registry.tool import Tool, ToolCallContext
-from ..tool_formats import to_mcp_tools
 
 __all__ = ["annotations_from_mcp", "icons_from_mcp", "mcp_tools", "tool_from_mcp"]
 
