@@ -16,10 +16,7 @@ told the model (``ui/update-model-context``) join a parent registry like a frame
 
 from __future__ import annotations
 
-import json
 import logging
-import math
-import re
 import secrets
 from collections.abc import Callable, Mapping
 from contextlib import suppress
@@ -29,7 +26,6 @@ from typing import Any, Literal, NoReturn, TypeAlias
 import anyio
 import mcp_types as mcp
 from anyio.abc import ObjectStream, TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import Client
 
 from .._anyio import HeldTaskGroup, call_maybe_async, event_class, expire_calls
@@ -47,7 +43,8 @@ from ..mcp.results import from_call_result
 from ..mcp.tools import tool_from_mcp
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.tool import Tool, ToolCallContext
-from ..transports.contract import CLOSED_ERRORS, TransportAttribute, close_reason
+from ..transports.contract import CLOSED_ERRORS, close_reason
+from ..transports.message_writer import MessageWriter
 from . import protocol
 from .bridge_machine import (
     BridgeMachine,
@@ -71,6 +68,7 @@ from .protocol import (
     ProtocolError,
     Request,
 )
+from .view_tools import ViewToolAdmission, render_model_context
 
 __all__ = ["AppBridge", "BridgeState", "Handler"]
 
@@ -91,8 +89,6 @@ Handler: TypeAlias = Callable[[Any], Any]
 
 
 # MCP's tool name rule (SEP-986): what a view's own tool may be called.
-_VIEW_TOOL_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")
-_MAX_REPORTED = 256  # refused view tool names logged, per bridge
 _CLOSE_TIMEOUT = 5.0  # closing the transport of a view that does not read
 
 
@@ -170,8 +166,7 @@ class AppBridge:
         if max_view_tools < 0:
             raise ValueError(f"max_view_tools must be 0 or more, not {max_view_tools!r}")
         self.max_view_tools = max_view_tools
-        self._refused_view_tools: set[str] = set()  # each logged once (bounded)
-        self._over_reported = False  # more than max_view_tools, logged once
+        self._admission = ViewToolAdmission()
         #: ``ui/message``: a message for the conversation, as the user (``MessageParams``).
         self.on_message = on_message
         #: ``ui/open-link`` (``OpenLinkParams``).
@@ -218,11 +213,13 @@ class AppBridge:
         # Set when the view confirmed initialization or the connection ended.
         self._init_settled: anyio.Event | None = None
         self._ended: anyio.Event | None = None
-        self._outbox: MemoryObjectSendStream[dict[str, Any]] | None = None
+        self._writer = MessageWriter(
+            transport,
+            on_closed=self._transport_ended,
+            on_unsendable=self._unsendable,
+            queue_size=_SEND_BUFFER,
+        )
         self._followers: list[anyio.Event] = []  # idle readers, each waiting for its turn
-        self._queued = 0  # messages in the outbox or being written by the writer task
-        self._writing = anyio.Lock(fast_acquire=True)  # who is in transport.send
-        self._send_would_wait = transport.extra(TransportAttribute.send_would_wait, None)
         self._task_group: TaskGroup | None = None
         self._tasks = HeldTaskGroup()
         self._unsubscribe: list[Unsubscribe] = []
@@ -241,11 +238,10 @@ class AppBridge:
         self._new_event = event_class()
         self._init_settled = anyio.Event()
         self._ended = anyio.Event()
-        send, receive = anyio.create_memory_object_stream[dict[str, Any]](_SEND_BUFFER)
-        self._outbox = send
+        self._writer.open()
         async with self._tasks.open() as group:
             self._task_group = group
-            group.start_soon(self._write_loop, receive)
+            group.start_soon(self._writer.run)
             group.start_soon(self._receive_loop)
             group.start_soon(expire_calls, self._machine.calls)
             if self.server is not None:
@@ -479,7 +475,7 @@ class AppBridge:
             raise
 
     def _set_context(self) -> None:
-        system = _render_model_context(self.model_context)
+        system = render_model_context(self.model_context)
         tools = {name: self._remote_tool(spec) for name, spec in self._view_tools.items()}
         self._context = ModelContext(system=system, tools=tools)
         self._subscribers.notify()
@@ -534,93 +530,27 @@ class AppBridge:
         The bridge does this by itself once the view is initialized (when it declares
         the ``tools`` capability); await it to know the tools are in the context.
         """
-        tools = self._admit_view_tools(await self.list_view_tools(timeout))
+        listed = await self.list_view_tools(timeout)
+        tools = self._admission.admit(listed, self.name, self.max_view_tools)
         self._view_tools = {tool.name: tool for tool in tools}
         self._set_context()
         return tools
 
-    def _admit_view_tools(self, tools: list[mcp.Tool]) -> list[mcp.Tool]:
-        """The view tools that may join the context: valid names, first of each name,
-        at most :attr:`max_view_tools`; the others are logged (once each)."""
-        admitted: dict[str, mcp.Tool] = {}
-        over = 0
-        for tool in tools:
-            if not _VIEW_TOOL_NAME.fullmatch(tool.name):
-                self._refuse_view_tool(tool.name, "its name is not a valid MCP tool name")
-            elif tool.name in admitted:
-                self._refuse_view_tool(tool.name, "the view lists that name twice")
-            elif len(admitted) >= self.max_view_tools:
-                over += 1
-            else:
-                admitted[tool.name] = tool
-        if over and not self._over_reported:
-            self._over_reported = True
-            logger.warning(
-                "The view %s lists %d tools; the %d after the first %d (max_view_tools) "
-                "are left out",
-                self.name,
-                len(tools),
-                over,
-                self.max_view_tools,
-            )
-        return list(admitted.values())
-
-    def _refuse_view_tool(self, name: str, why: str) -> None:
-        refused = self._refused_view_tools
-        if len(refused) < _MAX_REPORTED and name not in refused:
-            refused.add(name)
-            logger.warning("Left out the tool %.80r of the view %s: %s", name, self.name, why)
-
     # -- sending -------------------------------------------------------------------------
 
     async def _send(self, messages: list[dict[str, Any]], *, bounded: bool = True) -> None:
-        """Send in order: straight to the transport when that cannot wait, else queued.
+        """Send in order, through the writer.
 
         ``bounded``: wait at most :attr:`timeout` for room in the queue (else as long as
         it takes: the reader's own answers, so a view that does not read is not read).
         """
         if not messages:
             return
-        if self._outbox is None:
+        if not self._writer.is_open:
             raise RuntimeError(f"Enter the bridge of {self.name} (async with) first")
         if self._ended_reason is not None:
             raise self._lost()
-        would_wait = self._send_would_wait
-        if (
-            self._queued == 0
-            and would_wait is not None
-            and not self._writing.locked()
-            and not would_wait()
-        ):
-            # The common case, without the writer task's hop: nothing is ahead of these
-            # messages and the transport has room. The lock orders a writer that starts
-            # meanwhile (its messages were queued after these).
-            async with self._writing:
-                await self._write(messages[0])
-            messages = messages[1:]
-        rest = self._queue(messages)
-        if rest:
-            limit = math.inf if self.timeout is None or not bounded else self.timeout
-            with anyio.fail_after(limit):
-                for message in rest:
-                    self._queued += 1  # counted before the writer can take it
-                    try:
-                        await self._outbox.send(message)
-                    except BaseException:
-                        self._queued -= 1
-                        raise
-
-    def _queue(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Queue for the writer what fits without waiting; the rest (the queue is full)."""
-        outbox = self._outbox
-        assert outbox is not None
-        for index, message in enumerate(messages):
-            try:
-                outbox.send_nowait(message)
-            except anyio.WouldBlock:
-                return messages[index:]
-            self._queued += 1
-        return []
+        await self._writer.send(messages, timeout=self.timeout if bounded else None)
 
     def _send_soon(self, messages: list[dict[str, Any]]) -> None:
         """Send from a callback (no await): in order, by the writer task.
@@ -629,12 +559,11 @@ class AppBridge:
         (a task per message would race: trio runs new tasks in no set order). Only a
         full queue leaves the rest to a task.
         """
-        if not messages or self._outbox is None or self._ended_reason is not None:
+        if not messages or self._ended_reason is not None:
             return
-        with suppress(*CLOSED_ERRORS):
-            rest = self._queue(messages)
-            if rest and self._task_group is not None:
-                self._task_group.start_soon(self._send_quietly, rest)
+        rest = self._writer.send_soon(messages)
+        if rest and self._task_group is not None:
+            self._task_group.start_soon(self._send_quietly, rest)
 
     async def _send_quietly(self, messages: list[dict[str, Any]]) -> None:
         """Send what the bridge owes the view (answers, notifications); a view that
@@ -662,31 +591,16 @@ class AppBridge:
         with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
             await self._transport.aclose()  # the view sees the end, not silence
 
-    async def _write_loop(self, outbox: MemoryObjectReceiveStream[dict[str, Any]]) -> None:
-        async for message in outbox:
-            try:
-                async with self._writing:
-                    await self._write(message)
-            finally:
-                self._queued -= 1
-
-    async def _write(self, message: dict[str, Any]) -> None:
-        """Send one message; a transport that fails ends the connection (not the caller)."""
-        if self._ended_reason is not None:
-            return  # what was queued dies with the connection
-        try:
-            await self._transport.send(message)
-        except CLOSED_ERRORS as exc:
-            self._transport_ended(exc)
-        except (TypeError, ValueError) as exc:  # a handler's result with no JSON form
-            logger.warning("The bridge of %s could not send a message: %s", self.name, exc)
-            self._lose(FrameDisconnected(f"The bridge of {self.name} failed to send: {exc}"))
+    def _unsendable(self, exc: Exception) -> None:
+        """A message (a handler's result) had no JSON form: the connection ends."""
+        logger.warning("The bridge of %s could not send a message: %s", self.name, exc)
+        self._lose(FrameDisconnected(f"The bridge of {self.name} failed to send: {exc}"))
 
     async def _request(
         self, method: str, params: Any, timeout: float | None, tool: str | None = None
     ) -> Any:
         """Send our request to the view and return its typed result."""
-        if self._ended_reason is not None or self._outbox is None:
+        if self._ended_reason is not None or not self._writer.is_open:
             raise self._lost(tool)
         limit = self.timeout if timeout is None else timeout
         done = self._new_event()
@@ -982,6 +896,7 @@ class AppBridge:
             return
         error.frame = self.name
         self._ended_reason = error
+        self._writer.stop()  # what is queued dies with the connection
         self._machine.calls.fail_all(error)
         for scope in self._in_flight.values():
             scope.cancel()
@@ -1005,21 +920,3 @@ class AppBridge:
 
 def _default_host_info() -> mcp.Implementation:
     return mcp.Implementation(name="assistant-frames", version=package_version())
-
-
-def _render_model_context(update: protocol.UpdateModelContextParams | None) -> str | None:
-    """What the view last told the model, as text: its text blocks, then its structured
-    content as JSON (other blocks as their JSON)."""
-    if update is None:
-        return None
-    parts: list[str] = []
-    for block in update.content or ():
-        if isinstance(block, mcp.TextContent):
-            parts.append(block.text)
-        else:
-            parts.append(
-                json.dumps(block.model_dump(mode="json", by_alias=True, exclude_none=True))
-            )
-    if update.structured_content is not None:
-        parts.append(json.dumps(update.structured_content, ensure_ascii=False))
-    return "\n".join(parts) or None
