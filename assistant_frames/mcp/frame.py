@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import copy
 import logging
-import shlex
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from types import TracebackType
@@ -27,8 +26,6 @@ import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.subscriptions import SubscriptionLost
 from mcp.server.apps import APP_MIME_TYPE
-from mcp.server.lowlevel import Server
-from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
@@ -60,27 +57,31 @@ from ._resources import READ_RESOURCE, read_resource_tool
 from ._stdio import describe_exit, server_process
 from .client import check_arguments, list_all, progress_callback
 from .results import from_call_result
+from .targets import (
+    WatchedTransport,
+    connect_failure,
+    failure_reason,
+    http_transport,
+    leaves,
+    resolve_server,
+    split_errors,
+)
 from .tools import tool_from_mcp
 
 if TYPE_CHECKING:
-    from mcp.client import Transport
     from mcp.shared.dispatcher import ProgressFnT
 
-    from ._stdio import TransportStreams
 
 __all__ = ["MCPFrame"]
 
 logger = logging.getLogger("assistant_frames.mcp")
 
 State = Literal["new", "connected", "disconnected", "closed"]
-_Kind = Literal["in-process", "http", "stdio", "transport"]
 _Listing = Literal["resources", "resource_templates", "prompts"]
 _T = TypeVar("_T")
 
 _EMPTY_CONTEXT = ModelContext()
 # The SDK's own HTTP client timeouts: a server may hold a response stream open.
-_HTTP_TIMEOUT = 30.0
-_HTTP_READ_TIMEOUT = 300.0
 
 
 class MCPFrame:
@@ -147,15 +148,15 @@ class MCPFrame:
         self.resource_tool = resource_tool
         if token is not None:
             headers = {**(headers or {}), "Authorization": f"Bearer {token}"}
-        target, description, self._kind = _resolve(server, env=env, cwd=cwd, headers=headers)
+        target, description, self._kind = resolve_server(server, env=env, cwd=cwd, headers=headers)
         if isinstance(target, StdioServerParameters):
             target = server_process(target, self._process_ended)
         elif self._kind == "http":
-            target = _http_transport(target, dict(headers or {}), self._on_http_response)
+            target = http_transport(target, dict(headers or {}), self._on_http_response)
         self._refused: int | None = None  # an HTTP 401 or 403 status, while connecting
         self.name = name or description
         self._client = Client(
-            target if self._kind == "in-process" else _WatchedTransport(target, self._stream_ended),
+            target if self._kind == "in-process" else WatchedTransport(target, self._stream_ended),
             mode=mode,
             message_handler=self._on_message,
             logging_callback=self._on_log,
@@ -202,7 +203,7 @@ class MCPFrame:
             except BaseException as exc:
                 self._state = "closed"
                 # The failure comes out of the client's nested task groups: say it plainly.
-                failure = next((e for e in _leaves(exc) if isinstance(e, ConnectError)), None)
+                failure = next((e for e in leaves(exc) if isinstance(e, ConnectError)), None)
                 if failure is None or failure is exc:
                     raise
                 raise failure from failure.__cause__
@@ -234,7 +235,7 @@ class MCPFrame:
                 entered = True
                 yield self._client
         except BaseException as exc:
-            errors, rest = _split(exc)
+            errors, rest = split_errors(exc)
             if errors is None:  # a cancellation, KeyboardInterrupt...
                 raise
             if entered:
@@ -245,11 +246,11 @@ class MCPFrame:
                 if rest is not None:
                     raise rest from None
                 return
-            cause = _connect_failure(errors)
+            cause = connect_failure(errors)
             if cause is None:
                 raise
             what = f"Cannot connect to the MCP server {self.name}"
-            raise self._connect_error(what, _reason(cause)) from cause
+            raise self._connect_error(what, failure_reason(cause)) from cause
 
     def _connect_error(self, what: str, reason: str) -> ConnectError:
         """``what`` failed for ``reason``; a server process that ended says why instead,
@@ -621,12 +622,12 @@ class MCPFrame:
         except (SubscriptionLost, MCPError) as exc:
             if not listening:
                 logger.warning(
-                    "MCP frame %s: cannot follow its tool list (%s)", self.name, _reason(exc)
+                    "MCP frame %s: cannot follow its tool list (%s)", self.name, failure_reason(exc)
                 )
                 task_status.started(False)
                 return
             # The stream is how this server reaches us; losing it means losing the server.
-            self._gone_because(f"its change stream ended ({_reason(exc)})")
+            self._gone_because(f"its change stream ended ({failure_reason(exc)})")
 
     async def _poll(self, interval: float) -> None:
         while True:
@@ -643,7 +644,7 @@ class MCPFrame:
                     else:  # the session's ping does not warn, the client's does
                         await self._client.session.send_ping()
             except Exception as exc:
-                self._gone_because(f"it did not answer ({_reason(exc)})")
+                self._gone_because(f"it did not answer ({failure_reason(exc)})")
                 return
 
     async def _refetch_when_stale(self) -> None:
@@ -787,156 +788,3 @@ def _same_tool(a: Tool, b: Tool) -> bool:
         and a.output_schema == b.output_schema
         and a.meta == b.meta
     )
-
-
-class _WatchedTransport:
-    """Wraps an ``mcp`` client transport to notice when the server's stream ends.
-
-    The SDK fails pending requests when its read stream ends but says nothing to anyone
-    else; the frame needs to know at once to drop the server's tools.
-    """
-
-    def __init__(self, inner: Transport, on_end: Callable[[], None]) -> None:
-        self._inner = inner
-        self._on_end = on_end
-
-    async def __aenter__(self) -> TransportStreams:
-        read_stream, write_stream = await self._inner.__aenter__()
-        return _WatchedStream(read_stream, self._on_end), write_stream
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        return await self._inner.__aexit__(exc_type, exc, tb)
-
-
-class _WatchedStream:
-    """A read stream that calls ``on_end()`` when it ends; otherwise the stream itself."""
-
-    def __init__(self, inner: Any, on_end: Callable[[], None]) -> None:
-        self._inner = inner
-        self._on_end = on_end
-
-    def __getattr__(self, name: str) -> Any:  # last_context and the like
-        return getattr(self._inner, name)
-
-    def __aiter__(self) -> _WatchedStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        try:
-            return await self._inner.__anext__()
-        except (StopAsyncIteration, anyio.ClosedResourceError, anyio.EndOfStream):
-            self._on_end()
-            raise
-
-    async def receive(self) -> Any:
-        try:
-            return await self._inner.receive()
-        except (anyio.ClosedResourceError, anyio.EndOfStream):
-            self._on_end()
-            raise
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> _WatchedStream:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc_info: Any) -> bool | None:
-        self._on_end()
-        result: bool | None = await self._inner.__aexit__(*exc_info)
-        return result
-
-
-def _resolve(
-    server: Any,
-    *,
-    env: Mapping[str, str] | None,
-    cwd: str | Path | None,
-    headers: Mapping[str, str] | None = None,
-) -> tuple[Any, str, _Kind]:
-    """The ``mcp`` client target for ``server``, a short description of it, and its kind."""
-    is_url = isinstance(server, str) and server.startswith(("http://", "https://"))
-    if headers is not None and not is_url:
-        raise ValueError("token and headers are for an http:// or https:// URL")
-    if isinstance(server, (MCPServer, Server)):  # the SDK's Client takes either as it is
-        return server, f"in-process server {server.name!r}", "in-process"
-    if isinstance(server, str) and is_url:
-        return server, server, "http"
-    if isinstance(server, str):
-        server = shlex.split(server)
-    if isinstance(server, Sequence) and not isinstance(server, str):
-        command = [str(part) for part in server]
-        if not command:
-            raise ValueError("The MCP server command is empty")
-        server = StdioServerParameters(
-            command=command[0], args=command[1:], env=dict(env) if env else None, cwd=cwd
-        )
-    if isinstance(server, StdioServerParameters):
-        return server, shlex.join([server.command, *server.args]), "stdio"
-    if callable(getattr(server, "__aenter__", None)):
-        return server, type(server).__name__, "transport"
-    raise TypeError(
-        "An MCP server is a URL, a command, StdioServerParameters, an MCPServer or Server, "
-        f"or an mcp client Transport; not {server!r}"
-    )
-
-
-@asynccontextmanager
-async def _http_transport(
-    url: str, headers: dict[str, str], on_response: Callable[[Any], Awaitable[None]]
-) -> AsyncIterator[TransportStreams]:
-    """Streamable HTTP with ``headers`` on every request, the SDK's client timeouts, and
-    each response shown to ``on_response`` (the SDK keeps only "an error response")."""
-    import httpx2
-    from mcp.client.streamable_http import streamable_http_client
-
-    timeout = httpx2.Timeout(_HTTP_TIMEOUT, read=_HTTP_READ_TIMEOUT)
-    hooks = {"response": [on_response]}
-    async with (
-        httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks=hooks) as http,
-        streamable_http_client(url, http_client=http) as streams,
-    ):
-        yield streams
-
-
-def _split(exc: BaseException) -> tuple[Exception | None, BaseException | None]:
-    """``exc`` as (its errors, the rest: cancellations and the like); either may be None."""
-    if isinstance(exc, BaseExceptionGroup):
-        return exc.split(Exception)
-    if isinstance(exc, Exception):
-        return exc, None
-    return None, exc
-
-
-def _leaves(exc: BaseException) -> list[BaseException]:
-    if isinstance(exc, BaseExceptionGroup):
-        return [leaf for inner in exc.exceptions for leaf in _leaves(inner)]
-    return [exc]
-
-
-def _connect_failure(errors: BaseException) -> BaseException | None:
-    """The error among ``errors`` that says why connecting failed, if it is one."""
-    for leaf in _leaves(errors):
-        if isinstance(leaf, (OSError, MCPError, anyio.BrokenResourceError, anyio.EndOfStream)):
-            return leaf
-        if _is_http_error(leaf):
-            return leaf
-    return None
-
-
-def _reason(exc: BaseException) -> str:
-    if isinstance(exc, MCPError):
-        return exc.message
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    return str(exc) or type(exc).__name__
-
-
-def _is_http_error(exc: BaseException) -> bool:
-    return type(exc).__module__.split(".")[0] in {"httpx", "httpx2", "httpcore"}
