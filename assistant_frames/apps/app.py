@@ -14,7 +14,6 @@ import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import suppress
-from types import TracebackType
 from typing import Any, Literal, TypeAlias, TypeVar
 
 import anyio
@@ -23,7 +22,8 @@ from anyio.abc import ObjectStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import BaseModel
 
-from .._anyio import HeldTaskGroup, call_maybe_async
+from .._anyio import call_maybe_async
+from .._driver import Driver
 from ..calls import PendingCall
 from ..errors import AssistantFramesError
 from ..mcp.results import error_result, failure, tool_result
@@ -73,7 +73,7 @@ def _tool_result(value: Any) -> mcp.CallToolResult:
     return mcp.CallToolResult.model_validate(tool_result(value, modern=False))
 
 
-class App:
+class App(Driver):
     """The view end of an MCP App connection (what ext-apps' ``App`` is in a browser).
 
     Use it as an async context manager: entering sends ``ui/initialize``, waits for the
@@ -99,6 +99,8 @@ class App:
     (``-32000``). Refusals and other error answers are sent by the reader itself, so a
     host that floods without reading stops being read instead of growing the App.
     """
+
+    _noun = "App"
 
     def __init__(
         self,
@@ -149,11 +151,10 @@ class App:
         self._disconnected: str | None = None
         # Events belong to the running backend: made on entry.
         self._changed: anyio.Event
-        self._ended: anyio.Event
         self._list_changed: anyio.Event
         self._running: dict[protocol.RequestId, anyio.CancelScope] = {}  # answers in progress
         self._task_group: TaskGroup | None = None
-        self._tasks = HeldTaskGroup()
+        self._init_driver()
         self._callbacks_in: MemoryObjectSendStream[tuple[Callable[..., Any], tuple[Any, ...]]]
         self._callbacks_out: MemoryObjectReceiveStream[tuple[Callable[..., Any], tuple[Any, ...]]]
         self._unsubscribe: Unsubscribe | None = None
@@ -265,23 +266,10 @@ class App:
             self._task_group.start_soon(self._announce_list_changes)
         self._touch()
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        if self._state in ("new", "closed"):
-            return None
-        try:
+    async def _stop(self) -> None:
+        """Pending requests fail, the transport is closed."""
+        if self._state not in ("new", "closed"):
             await self._shut()
-        finally:
-            await self._tasks.close(exc_type, exc, tb)
-        return None
-
-    async def aclose(self) -> None:
-        """Stop: pending requests fail, the transport is closed."""
-        await self.__aexit__(None, None, None)
 
     async def _shut(self) -> None:
         self._state = "closed"
@@ -298,14 +286,9 @@ class App:
         if self._disconnected is None:
             self._disconnected = reason
         self._machine.calls.fail_all(AppDisconnected(self._disconnected))
+        assert self._ended is not None  # lost only once entered
         self._ended.set()
         self._touch()
-
-    async def wait_disconnected(self) -> None:
-        """Wait until the connection has ended (the host went, or the App was closed)."""
-        if self._state == "new":
-            raise RuntimeError("Enter the App (async with) before waiting on it")
-        await self._ended.wait()
 
     @property
     def connected(self) -> bool:

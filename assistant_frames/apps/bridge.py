@@ -20,7 +20,6 @@ import logging
 import secrets
 from collections.abc import Callable, Mapping
 from contextlib import suppress
-from types import TracebackType
 from typing import Any, Literal, NoReturn, TypeAlias
 
 import anyio
@@ -28,7 +27,8 @@ import mcp_types as mcp
 from anyio.abc import ObjectStream, TaskGroup
 from mcp import Client
 
-from .._anyio import HeldTaskGroup, call_maybe_async, event_class, expire_calls
+from .._anyio import call_maybe_async, event_class, expire_calls
+from .._driver import Driver
 from .._version import package_version
 from ..calls import PendingCall
 from ..errors import (
@@ -92,7 +92,7 @@ Handler: TypeAlias = Callable[[Any], Any]
 _CLOSE_TIMEOUT = 5.0  # closing the transport of a view that does not read
 
 
-class AppBridge:
+class AppBridge(Driver):
     """The host end of a connection to one MCP Apps view; a ``ModelContextProvider``.
 
     ``transport`` carries the view's JSON-RPC messages (a :func:`memory_pair` end, a
@@ -121,6 +121,8 @@ class AppBridge:
     as ``x-assistant-frames/modal``), each answered by its handler from the raw params.
     A handler's exception answers its request with an error; it never reaches the bridge.
     """
+
+    _noun = "bridge"
 
     def __init__(
         self,
@@ -212,7 +214,6 @@ class AppBridge:
         self._new_event: Callable[[], anyio.Event] = anyio.Event
         # Set when the view confirmed initialization or the connection ended.
         self._init_settled: anyio.Event | None = None
-        self._ended: anyio.Event | None = None
         self._writer = MessageWriter(
             transport,
             on_closed=self._transport_ended,
@@ -221,7 +222,7 @@ class AppBridge:
         )
         self._followers: list[anyio.Event] = []  # idle readers, each waiting for its turn
         self._task_group: TaskGroup | None = None
-        self._tasks = HeldTaskGroup()
+        self._init_driver()
         self._unsubscribe: list[Unsubscribe] = []
         self._refreshing = False  # a listing of the view's tools is under way
         self._refresh_again = False  # the view announced a change since it started
@@ -248,32 +249,9 @@ class AppBridge:
                 self._follow_server(self.server)
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        await self._close(exc_type, exc, tb)
-        return None
-
-    async def aclose(self) -> None:
-        """Stop: cancel the view's requests in flight, fail ours, close the transport."""
-        await self._close(None, None, None)
-
-    async def _close(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            await self._stop()
-        finally:  # the tasks are cancelled also when stopped from within before
-            await self._tasks.close(exc_type, exc, tb)
-
     async def _stop(self, *, cancel_tasks: bool = True) -> None:
-        """Everything closing does but leaving the task group (a task of it may stop).
+        """Everything closing does but leaving the task group (a task of it may stop):
+        cancel the view's requests in flight, fail ours, close the transport.
 
         The task group's scope encloses the caller's ``async with`` block, so only the
         caller's own close cancels it; stopping from within leaves the tasks to end with
@@ -356,12 +334,6 @@ class AppBridge:
             " ui/notifications/initialized): is it an MCP Apps view (an ext-apps App)?",
             frame=self.name,
         )
-
-    async def wait_disconnected(self) -> None:
-        """Wait until the connection has ended (the transport broke, or the bridge closed)."""
-        if self._ended is None:
-            raise RuntimeError("Enter the bridge (async with) before waiting on it")
-        await self._ended.wait()
 
     # -- what the host tells the view ----------------------------------------------------
 

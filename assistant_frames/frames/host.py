@@ -14,13 +14,13 @@ import secrets
 import uuid
 from collections.abc import Callable
 from contextlib import suppress
-from types import TracebackType
 from typing import Any
 
 import anyio
 from anyio.abc import ObjectStream, TaskGroup
 
-from .._anyio import HeldTaskGroup, event_class, expire_calls
+from .._anyio import event_class, expire_calls
+from .._driver import Driver
 from .._text import without_repeated_command
 from ..calls import PendingCall
 from ..errors import ContextTimeout, FrameDisconnected, ToolArgumentsError
@@ -44,7 +44,7 @@ FRAME_LOAD_GRACE = 2.0
 State = HostState
 
 
-class AssistantFrameHost:
+class AssistantFrameHost(Driver):
     """The host end of a connection to one frame; a :class:`ModelContextProvider`.
 
     Use it as an async context manager. On entry it starts reading the transport and
@@ -63,6 +63,8 @@ class AssistantFrameHost:
     :class:`~assistant_frames.DocumentChanged`; ``provider-disposed`` fails them, and
     new calls until the next context, with :class:`~assistant_frames.ProviderDisposed`.
     """
+
+    _noun = "host"
 
     def __init__(
         self,
@@ -84,9 +86,8 @@ class AssistantFrameHost:
         self._events = ToolEventSubscribers()
         self._waiting = ModelContext(waiting=(self.name,))
         self._ready: anyio.Event | None = None
-        self._ended: anyio.Event | None = None
         self._new_event: Callable[[], anyio.Event] = anyio.Event  # the backend's, once entered
-        self._tasks = HeldTaskGroup()
+        self._init_driver()
         self._task_group: TaskGroup | None = None
         self._load_scope: anyio.CancelScope | None = None  # frame_loaded's grace period
         self._load_timer: str | None = None  # the request id it runs for
@@ -115,25 +116,8 @@ class AssistantFrameHost:
                 self._disconnect("The frame's transport was already closed")
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        await self._close(exc_type, exc, tb)
-        return None
-
-    async def aclose(self) -> None:
+    async def _stop(self) -> None:
         """Cancel pending calls (sending ``tool-cancel``), unsubscribe and close."""
-        await self._close(None, None, None)
-
-    async def _close(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
         machine = self._machine
         if machine.state == "closed":
             return
@@ -148,17 +132,8 @@ class AssistantFrameHost:
             self._subscribers.notify()
         if self._task_group is not None:
             self._task_group.cancel_scope.cancel()
-        try:
-            with anyio.CancelScope(shield=True):
-                await self._transport.aclose()
-        finally:
-            await self._tasks.close(exc_type, exc, tb)
-
-    async def wait_disconnected(self) -> None:
-        """Wait until the connection has ended (the transport broke, or the host closed)."""
-        if self._ended is None:
-            raise RuntimeError("Enter the host (async with) before waiting on it")
-        await self._ended.wait()
+        with anyio.CancelScope(shield=True):
+            await self._transport.aclose()
 
     @property
     def state(self) -> State:

@@ -433,10 +433,10 @@ class NATSFrameHost(AssistantFrameHost):
         exc_type: type[BaseException] | None,
         exc: BaseException | None,
         tb: TracebackType | None,
-    ) -> bool | None:
+    ) -> None:
         try:
             try:
-                return await super().__aexit__(exc_type, exc, tb)
+                await super().__aexit__(exc_type, exc, tb)
             finally:
                 await self._watching.close(exc_type, exc, tb)
         finally:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from types import TracebackType
 from typing import Any, TypeAlias
 
 import anyio
@@ -20,7 +19,8 @@ import mcp_types as mcp
 from anyio.abc import ObjectStream
 from mcp import Client
 
-from .._anyio import HeldTaskGroup, call_maybe_async
+from .._anyio import call_maybe_async
+from .._driver import Driver
 from ..apps import protocol as apps_protocol
 from ..apps.bridge_machine import BridgeMachine
 from ..apps.client_server import as_app_server
@@ -63,7 +63,7 @@ class MethodError(Exception):
     """Raised by a handler (or the host) to reject a widget's call with this message."""
 
 
-class WidgetHost:
+class WidgetHost(Driver):
     """The host end of one widget instance speaking the ``AUI_*`` wire.
 
     ``transport`` carries the widget's messages as dicts (a :func:`memory_pair` end, a
@@ -96,6 +96,8 @@ class WidgetHost:
     kept in :attr:`close_reason`: no answer is dropped while the widget is connected.
     ``max_state_bytes`` bounds a widget state as JSON.
     """
+
+    _noun = "WidgetHost"
 
     def __init__(
         self,
@@ -162,12 +164,11 @@ class WidgetHost:
         self.on_widget_error = on_widget_error
         self._transport = transport
         self._send_lock = anyio.Lock()
-        self._tasks = HeldTaskGroup()
+        self._init_driver()
         self._room: anyio.Event | None = None  # set when a call's place frees up
         #: Why the host disconnected the widget (``None``: it did not).
         self.close_reason: str | None = None
         self._ready: anyio.Event | None = None
-        self._ended: anyio.Event | None = None
         self._entered = False
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -188,17 +189,10 @@ class WidgetHost:
             raise
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            await self._tasks.close(exc_type, exc, tb)
-        finally:
-            with anyio.CancelScope(shield=True), anyio.move_on_after(self.send_timeout):
-                await self._transport.aclose()
+    async def _stop(self) -> None:
+        """Close the widget's transport (its calls in flight end with the tasks)."""
+        with anyio.CancelScope(shield=True), anyio.move_on_after(self.send_timeout):
+            await self._transport.aclose()
 
     @property
     def globals(self) -> dict[str, Any]:
@@ -264,12 +258,6 @@ class WidgetHost:
             await self._ready.wait()  # set by ready, and by the end of the transport
         if not self.ready:
             raise FrameDisconnected(f"widget {self.widget_id!r} went before it was ready")
-
-    async def wait_disconnected(self) -> None:
-        """Wait until the widget's transport ends (the widget went, or the host closed)."""
-        if self._ended is None:
-            raise RuntimeError("Enter the WidgetHost first")
-        await self._ended.wait()
 
     async def update_globals(self, **changes: Any) -> None:
         """Change globals; a ready widget gets those that changed (nothing if none did)."""

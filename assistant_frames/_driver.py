@@ -1,0 +1,66 @@
+"""The lifecycle every class that drives one live connection shares.
+
+A driver (a frame host, an apps bridge or view, a widget host) is entered once; entering
+opens a task group held until exit (:class:`~assistant_frames._anyio.HeldTaskGroup`)
+for the tasks that serve the connection: the reader, the timer, the writer. Exiting, or
+:meth:`Driver.aclose`, first does what closing the connection means for that driver
+(:meth:`Driver._stop`: fail what waits, say goodbye, close the transport; idempotent),
+then leaves the task group, handing it the block's exception so that a cancellation or
+a ``KeyboardInterrupt`` is never swallowed. :meth:`Driver.wait_disconnected` waits for
+the connection's end, whoever ended it.
+"""
+
+from __future__ import annotations
+
+from types import TracebackType
+from typing import ClassVar
+
+import anyio
+
+from ._anyio import HeldTaskGroup
+
+__all__ = ["Driver"]
+
+
+class Driver:
+    """Base of the classes that drive one connection (see the module).
+
+    A subclass calls :meth:`_init_driver` in ``__init__``, opens ``self._tasks`` in its
+    ``__aenter__``, creates ``self._ended`` there and sets it when the connection ends,
+    and implements :meth:`_stop`. ``_noun`` names it in error messages.
+    """
+
+    _noun: ClassVar[str] = "connection"
+    _tasks: HeldTaskGroup
+    _ended: anyio.Event | None
+
+    def _init_driver(self) -> None:
+        self._tasks = HeldTaskGroup()
+        self._ended = None  # made on entry: events belong to the running backend
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        try:
+            await self._stop()
+        finally:  # the tasks end also when stopping failed, or stopped from within before
+            await self._tasks.close(exc_type, exc, tb)
+
+    async def aclose(self) -> None:
+        """Close the connection, as leaving the ``async with`` block does (idempotent)."""
+        await self.__aexit__(None, None, None)
+
+    async def wait_disconnected(self) -> None:
+        """Wait until the connection has ended: the transport broke, the peer went, or it
+        was closed."""
+        if self._ended is None:
+            raise RuntimeError(f"Enter the {self._noun} (async with) before waiting on it")
+        await self._ended.wait()
+
+    async def _stop(self) -> None:
+        """What closing does before the task group is left: fail what waits on the
+        connection, tell the peer, close the transport. Idempotent."""
+        raise NotImplementedError
