@@ -27,6 +27,7 @@ from assistant_frames import (
     ModelContextRegistry,
     memory_pair,
 )
+from assistant_frames.transports import WebSocketServer
 
 CHANNEL = "assistant-ui-frame"
 EMPTY_OBJECT = {"type": "object", "properties": {}}
@@ -274,3 +275,28 @@ def one_process_at_a_time(directory: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+async def http_get(
+    server: WebSocketServer, path: str, headers: dict[str, str] | None = None
+) -> tuple[int, dict[str, str], bytes]:
+    """A raw HTTP/1.1 GET: (status, headers with lower-case names, body)."""
+    lines = [f"GET {path} HTTP/1.1", f"Host: {server.host}:{server.port}"]
+    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+    request = ("\r\n".join(lines) + "\r\n\r\n").encode()
+    with anyio.fail_after(5):
+        async with await anyio.connect_tcp(server.host, server.port) as stream:
+            await stream.send(request)
+            data = b""
+            while True:
+                try:
+                    data += await stream.receive()
+                except (anyio.EndOfStream, anyio.BrokenResourceError):
+                    break
+    head, _, body = data.partition(b"\r\n\r\n")
+    status_line, *header_lines = head.decode("latin-1").split("\r\n")
+    parsed = {}
+    for line in header_lines:
+        name, _, value = line.partition(":")
+        parsed[name.strip().lower()] = value.strip()
+    return int(status_line.split()[1]), parsed, body

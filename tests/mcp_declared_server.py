@@ -6,7 +6,7 @@ declare every descriptive field MCP has, some in ways a proxy could easily blur:
 - ``annotated``: a title only in its annotations; ``titled``: one only at the top level;
 - ``hintless``: empty annotations (``{}``); ``bare``: a name and an input schema only.
 
-``tests/test_mcp_passthrough.py`` starts it as a subprocess: ``python mcp_declared_server.py``.
+``tests/mcp/test_mcp_passthrough.py`` starts it as a subprocess: ``python mcp_declared_server.py``.
 """
 
 from __future__ import annotations

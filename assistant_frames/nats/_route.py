@@ -2,7 +2,7 @@
 
 A route is the stream a frame-protocol peer (a host, a replica's provider) runs on: it
 carries the frame protocol over a frame's NATS subjects, keeps the transport contract
-where it applies (``tests/test_nats_route_contract.py``), and is closed by its own side
+where it applies (``tests/nats/test_nats_route_contract.py``), and is closed by its own side
 or when its client closes for good.
 """
 

@@ -34,7 +34,7 @@ connection between two peers, like a ``postMessage`` channel:
 
 :class:`Connector` opens a transport (``ReconnectingHost`` opens one per attempt);
 :class:`Listener` accepts transports (a server). The transport conformance suite
-(``tests/test_transport_contract.py``) checks every shipped transport against this,
+(``tests/transports/test_transport_contract.py``) checks every shipped transport against this,
 on asyncio and trio; a new transport is done when it passes.
 """
 

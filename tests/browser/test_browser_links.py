@@ -1,4 +1,4 @@
-"""Chromium reads every hostile link of ``tests/test_links.py`` as the link policy does.
+"""Chromium reads every hostile link of ``tests/link_cases.py`` as the link policy does.
 
 The policy judges a view's ``ui/open-link`` with ``ada-url``; this checks, URL by URL,
 that Chromium's own ``URL`` contacts the same host and opens the same URL, so a link
@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 from ada_url import URL
-from test_links import ALLOW, HOSTILE
+from link_cases import ALLOW, HOSTILE
 
 from assistant_frames.apps import LinkPolicy
 

@@ -661,7 +661,7 @@ def test_apps_preview_prints_a_loopback_url_serves_the_page_and_stops_on_ctrl_c(
 ) -> None:
     import urllib.request
 
-    example = Path(__file__).resolve().parents[1] / "examples" / "weather_app.py"
+    example = Path(__file__).resolve().parents[2] / "examples" / "weather_app.py"
     process = subprocess.Popen(
         [
             sys.executable,

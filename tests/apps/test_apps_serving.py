@@ -45,7 +45,7 @@ from helpers import installed, wait_until
 
 pytestmark = pytest.mark.anyio
 
-BROWSER = Path(__file__).resolve().parent / "browser"
+BROWSER = Path(__file__).resolve().parents[1] / "browser"
 SCHEMA = BROWSER / "node_modules/@modelcontextprotocol/ext-apps/dist/src/generated/schema.json"
 MODES = pytest.mark.parametrize("mode", ["legacy", "auto"])
 WAIT = 5.0
@@ -434,7 +434,7 @@ async def test_an_mcp_frame_leaves_out_a_resource_that_is_not_an_app(
 
 # -- the example -----------------------------------------------------------------------------
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "weather_app.py"
 
 

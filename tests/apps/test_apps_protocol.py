@@ -29,7 +29,7 @@ from assistant_frames.errors import ERROR_KINDS, AssistantFramesError, ErrorCode
 
 from helpers import installed
 
-BROWSER = Path(__file__).resolve().parent / "browser"
+BROWSER = Path(__file__).resolve().parents[1] / "browser"
 SCHEMA = BROWSER / "node_modules/@modelcontextprotocol/ext-apps/dist/src/generated/schema.json"
 
 

@@ -20,7 +20,6 @@ import pytest
 pytest.importorskip("mcp")
 
 from mcp.server.mcpserver import MCPServer
-from test_http_files import http_get
 
 from assistant_frames import HandshakeRejected
 from assistant_frames.apps import App, LinkPolicy, build_csp, protocol
@@ -29,9 +28,11 @@ from assistant_frames.browser import app_page_files, relay_source
 from assistant_frames.mcp import MCPContextServer, MCPFrame
 from assistant_frames.transports import WebSocketTransport, connect_websocket
 
+from helpers import http_get
+
 pytestmark = pytest.mark.anyio
 
-EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "weather_app.py"
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "weather_app.py"
 WAIT = 10.0
 
 

@@ -56,7 +56,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 pytestmark = pytest.mark.anyio
 
-TESTS = Path(__file__).resolve().parent
+TESTS = Path(__file__).resolve().parents[1]
 NODE_MODULES = PEERS_DIR / "node_modules" / "@modelcontextprotocol"
 SERVERS_JS = {
     "fs": NODE_MODULES / "server-filesystem" / "dist" / "index.js",

@@ -17,43 +17,17 @@ from assistant_frames.browser import RELAY_FILES, inline_script, relay_files, re
 from assistant_frames.transports import (
     HttpRequest,
     HttpResponse,
-    WebSocketServer,
     connect_websocket,
     websocket_server,
 )
 
-from helpers import calculator
+from helpers import calculator, http_get
 
 pytestmark = pytest.mark.anyio
 
 TOKEN = "s3cret-token"
 PAGE = b"<!doctype html><title>hello</title>"
 FILES = {"/index.html": (PAGE, "text/html; charset=utf-8"), **relay_files()}
-
-
-async def http_get(
-    server: WebSocketServer, path: str, headers: dict[str, str] | None = None
-) -> tuple[int, dict[str, str], bytes]:
-    """A raw HTTP/1.1 GET: (status, headers with lower-case names, body)."""
-    lines = [f"GET {path} HTTP/1.1", f"Host: {server.host}:{server.port}"]
-    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
-    request = ("\r\n".join(lines) + "\r\n\r\n").encode()
-    with anyio.fail_after(5):
-        async with await anyio.connect_tcp(server.host, server.port) as stream:
-            await stream.send(request)
-            data = b""
-            while True:
-                try:
-                    data += await stream.receive()
-                except (anyio.EndOfStream, anyio.BrokenResourceError):
-                    break
-    head, _, body = data.partition(b"\r\n\r\n")
-    status_line, *header_lines = head.decode("latin-1").split("\r\n")
-    parsed = {}
-    for line in header_lines:
-        name, _, value = line.partition(":")
-        parsed[name.strip().lower()] = value.strip()
-    return int(status_line.split()[1]), parsed, body
 
 
 async def never_called(transport: Any) -> None:

@@ -58,7 +58,7 @@ from uvicorn_support import fetch, serve_asgi
 
 pytestmark = pytest.mark.anyio
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "asgi-test-token"
 WAIT = 10.0
 

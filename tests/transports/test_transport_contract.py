@@ -76,8 +76,8 @@ pytestmark = pytest.mark.anyio
 KINDS = ["memory", "websocket", "websocket-server", "stdio", "multiplexed", "asgi"]
 LIMIT = 10_000  # every pair's max_message_bytes
 ABRUPT_BOUND = 0.1  # an abrupt end is seen within 100 ms
-PEER = Path(__file__).with_name("transport_peer.py")
-ROOT = Path(__file__).resolve().parent.parent
+PEER = Path(__file__).resolve().parents[1] / "transport_peer.py"
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @dataclass

@@ -201,7 +201,7 @@ async def test_a_server_without_resources_or_prompts(mode: str) -> None:
 
 # -- server-everything -------------------------------------------------------------------------
 
-PEERS = Path(__file__).resolve().parent / "mcp_peers"
+PEERS = Path(__file__).resolve().parents[1] / "mcp_peers"
 EVERYTHING_JS = PEERS / "node_modules/@modelcontextprotocol/server-everything/dist/index.js"
 
 
