@@ -1,6 +1,6 @@
 """Call tracking, sans-I/O: the calls a client side has sent and awaits answers to.
 
-Every client-side protocol (the frame host, ``MCPFrame``, the apps bridge) keeps the same
+Every client-side protocol (the frame host, ``MCPFrameHost``, the apps bridge) keeps the same
 books: ids, one deadline per call, cancellation, results for ids nobody waits for, and
 every call failing at once when the connection goes. :class:`PendingCalls` keeps them
 without awaiting anything: the caller passes the time in and is told, through each

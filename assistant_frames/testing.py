@@ -73,7 +73,7 @@ async def connect_app(
             assert await app.wait_tool_input() == {"city": "Paris"}
 
     ``registry`` holds the view's own tools (listed into the bridge's context before
-    this yields); ``server`` is the app's MCP server (an entered ``MCPFrame`` or
+    this yields); ``server`` is the app's MCP server (an entered ``MCPFrameHost`` or
     ``mcp.Client``).
     ``timeout`` bounds the handshake and every request either side sends; other
     keywords go to the bridge (``host_context``, handlers...). Needs the ``mcp`` extra.

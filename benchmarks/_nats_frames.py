@@ -2,7 +2,7 @@
 
 Usage: ``python _nats_frames.py URL PREFIX NAME [COUNT]``: serves the frame ``NAME``
 (or, with a ``COUNT`` above 1, the frames ``NAME-0`` to ``NAME-<COUNT-1>``), each a
-``NATSFrameService`` of its own around a registry with one tool, ``work``, all sharing
+``NATSFrameProvider`` of its own around a registry with one tool, ``work``, all sharing
 one NATS client. Prints ``ready`` once every frame is served; stops when its stdin
 closes.
 """
@@ -16,7 +16,7 @@ import anyio
 import anyio.to_thread
 
 from assistant_frames import ModelContextRegistry
-from assistant_frames.nats import NATSFrameService, connect_nats
+from assistant_frames.nats import NATSFrameProvider, connect_nats
 
 
 def work(n: int) -> int:
@@ -40,7 +40,7 @@ async def main(url: str, prefix: str, name: str, count: int) -> None:
     try:
         async with AsyncExitStack() as stack:
             for frame in names:
-                service = NATSFrameService(frame_registry(), frame, nats=client, prefix=prefix)
+                service = NATSFrameProvider(frame_registry(), frame, nats=client, prefix=prefix)
                 await stack.enter_async_context(service)
             sys.stdout.write("ready\n")
             sys.stdout.flush()

@@ -154,28 +154,28 @@ async def measure_handshakes(frame: Any, n: int) -> list[int]:
 
 async def bench_apps(config: Config, backend: str, log: Callable[[str], None]) -> AppsResult:
     """(l) a view's ``tools/call`` through an ``AppBridge``, measured in blocks alternating
-    with (m), the same call made through the same ``MCPFrame`` directly; (n) ``mcp.Client``
+    with (m), the same call made through the same ``MCPFrameHost`` directly; (n) ``mcp.Client``
     on the same server; the handshake of a new bridge; and (o)/(p) as (l)/(m) with the
     server in a child over stdio."""
     results = {
-        "app_view": CallResult("app_view", "(l) view -> AppBridge -> MCPFrame"),
-        "app_frame": CallResult("app_frame", "(m) MCPFrame.call_tool_result"),
+        "app_view": CallResult("app_view", "(l) view -> AppBridge -> MCPFrameHost"),
+        "app_frame": CallResult("app_frame", "(m) MCPFrameHost.call_tool_result"),
         "app_mcp": CallResult("app_mcp", "(n) mcp.Client -> MCPServer"),
         "app_view_stdio": CallResult("app_view_stdio", "(o) view -> AppBridge -> stdio"),
-        "app_frame_stdio": CallResult("app_frame_stdio", "(p) MCPFrame over stdio"),
+        "app_frame_stdio": CallResult("app_frame_stdio", "(p) MCPFrameHost over stdio"),
     }
     if mcp_version() is None:
         for result in results.values():
             result.skipped = "mcp is not installed"
         return AppsResult(results, skipped="mcp is not installed")
-    from assistant_frames.mcp import MCPFrame
+    from assistant_frames.mcp import MCPFrameHost
 
     server = _apps_server()
     apps = AppsResult(results)
     async with AsyncExitStack() as stack:
-        frame = await stack.enter_async_context(MCPFrame(server, name="bench-app"))
+        frame = await stack.enter_async_context(MCPFrameHost(server, name="bench-app"))
         child = stack.enter_context(children(backend)).mcp_parameters()
-        stdio_frame = await stack.enter_async_context(MCPFrame(child, name="bench-app-stdio"))
+        stdio_frame = await stack.enter_async_context(MCPFrameHost(child, name="bench-app-stdio"))
         frame_call, stdio_frame_call = _frame_call(frame), _frame_call(stdio_frame)
         targets: dict[str, Call] = {
             "app_view": await stack.enter_async_context(app_view_target(frame)),

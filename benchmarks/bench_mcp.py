@@ -1,5 +1,5 @@
 """MCP interop, in-process: (i) ``mcp.Client`` on a plain ``MCPServer``, (j) on
-``MCPContextServer``, (k) through an ``MCPFrame``; and the ``MCPServer`` and
+``MCPContextServer``, (k) through an ``MCPFrameHost``; and the ``MCPServer`` and
 ``mcp.Client`` targets that row (c) and the MCP Apps rows share."""
 
 from __future__ import annotations
@@ -74,11 +74,11 @@ async def mcp_context_server_target() -> AsyncIterator[Call]:
 
 @asynccontextmanager
 async def mcp_frame_target() -> AsyncIterator[Call]:
-    """(k): ``add`` of an ``MCPServer`` through an ``MCPFrame`` in a parent registry."""
-    from assistant_frames.mcp import MCPFrame
+    """(k): ``add`` of an ``MCPServer`` through an ``MCPFrameHost`` in a parent registry."""
+    from assistant_frames.mcp import MCPFrameHost
 
     parent = ModelContextRegistry()
-    async with MCPFrame(_mcp_server()) as frame:
+    async with MCPFrameHost(_mcp_server()) as frame:
         parent.add_provider(frame, namespace="m")
         context = parent.get_model_context()
 
@@ -91,11 +91,11 @@ async def mcp_frame_target() -> AsyncIterator[Call]:
 
 async def bench_mcp_interop(config: Config, log: Callable[[str], None]) -> dict[str, CallResult]:
     """(i) ``mcp.Client`` on a plain ``MCPServer``, (j) on ``MCPContextServer``, and (k)
-    through an ``MCPFrame``: all in-process, measured interleaved like the calls above."""
+    through an ``MCPFrameHost``: all in-process, measured interleaved like the calls above."""
     results = {
         "mcp_plain": CallResult("mcp_plain", "(i) mcp.Client -> MCPServer"),
         "mcp_served": CallResult("mcp_served", "(j) mcp.Client -> MCPContextServer"),
-        "mcp_frame": CallResult("mcp_frame", "(k) MCPFrame -> MCPServer"),
+        "mcp_frame": CallResult("mcp_frame", "(k) MCPFrameHost -> MCPServer"),
     }
     if mcp_version() is None:
         for result in results.values():

@@ -190,12 +190,12 @@ async def nats_echo_target(url: str) -> AsyncIterator[Call]:
 
 @asynccontextmanager
 async def nats_frame_target(url: str) -> AsyncIterator[Call]:
-    """(q): ``NATSFrameHost`` -> ``NATSFrameService`` serving the ``add`` registry, both
+    """(q): ``NATSFrameHost`` -> ``NATSFrameProvider`` serving the ``add`` registry, both
     in this process (as (e)'s two ends are), each on its own NATS connection."""
-    from assistant_frames.nats import NATSFrameHost, NATSFrameService
+    from assistant_frames.nats import NATSFrameHost, NATSFrameProvider
 
     async with (
-        NATSFrameService(add_registry(), "add", nats=url, prefix="benchmark.latency"),
+        NATSFrameProvider(add_registry(), "add", nats=url, prefix="benchmark.latency"),
         NATSFrameHost("add", nats=url, prefix="benchmark.latency") as host,
     ):
         await host.wait_for_context(timeout=TIMEOUT_SECONDS)

@@ -100,7 +100,7 @@ def targets_for(
             lambda r: r <= 1.1,
         ),
         _ratio_target(
-            "(l)/(m) app view tools/call (x the MCPFrame itself)",
+            "(l)/(m) app view tools/call (x the MCPFrameHost itself)",
             apps.calls["app_view"],
             apps.calls["app_frame"],
             "<= 1.2x",

@@ -16,14 +16,14 @@ It prints one table, measured in one run on one machine:
   thread (the default);
 * MCP interop, in-process: (i) ``mcp.Client`` on a plain ``MCPServer``, (j) on
   ``MCPContextServer`` serving the same tool, (k) the ``MCPServer``'s tool called through
-  an ``MCPFrame`` in a parent registry;
+  an ``MCPFrameHost`` in a parent registry;
 * MCP Apps, in-process: (l) a view's ``tools/call`` (raw JSON-RPC over ``memory_pair()``)
-  through an ``AppBridge`` to an ``MCPFrame`` on an ``MCPServer``, measured in blocks
-  alternating with (m), the same call made through the same ``MCPFrame`` directly; (n)
+  through an ``AppBridge`` to an ``MCPFrameHost`` on an ``MCPServer``, measured in blocks
+  alternating with (m), the same call made through the same ``MCPFrameHost`` directly; (n)
   ``mcp.Client`` on that server; and the handshake of a new bridge (``ui/initialize`` to
-  ``wait_initialized()``); (o) the view's call through a bridge to an ``MCPFrame`` on an
+  ``wait_initialized()``); (o) the view's call through a bridge to an ``MCPFrameHost`` on an
   ``MCPServer`` child over stdio (an app's server is usually another process), paired
-  with (p), that ``MCPFrame``'s call directly;
+  with (p), that ``MCPFrameHost``'s call directly;
 * burst: how many context messages reach a connected host for 1,000 synchronous
   ``registry.add_tool`` calls;
 * propagation: time from one change in a 1,000-tool registry to the host's subscriber;
@@ -37,7 +37,7 @@ It prints one table, measured in one run on one machine:
 * import time of ``assistant_frames`` (``-X importtime`` and wall time);
 * NATS, on asyncio only (``nats-py`` is asyncio-only; on trio these rows are reported as
   skipped), against a ``nats-server`` the runner starts on a free loopback port: (q)
-  ``NATSFrameHost`` -> ``NATSFrameService`` vs (r) a bare ``nats-py`` request-reply echo
+  ``NATSFrameHost`` -> ``NATSFrameProvider`` vs (r) a bare ``nats-py`` request-reply echo
   and (e) again, in rotating blocks; calls/s of a CPU-bound sync tool served by (s) 1 and
   (t) 2 replica processes, with 16 calls in flight; and 100 frames (one child process)
   discovered into one parent by ``NATSDiscovery``: (u) running before it, from entering

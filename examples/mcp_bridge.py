@@ -2,7 +2,7 @@
 federation as one MCP server.
 
 1. ``mcp-server-time``, an MCP server we did not write, runs as a subprocess and joins
-   the parent's context through an ``MCPFrame`` under the namespace ``time``.
+   the parent's context through an ``MCPFrameHost`` under the namespace ``time``.
 2. A worker subprocess (this file, started with ``--worker``) is a frame over stdio and
    joins under ``notes``.
 3. The parent's context is served over MCP by ``MCPContextServer``; the official
@@ -24,7 +24,7 @@ from mcp import Client
 
 from assistant_frames import AssistantFrameHost, ModelContextRegistry, to_openai_chat_tools
 from assistant_frames.frames import serve_stdio
-from assistant_frames.mcp import MCPContextServer, MCPFrame
+from assistant_frames.mcp import MCPContextServer, MCPFrameHost
 from assistant_frames.transports import spawn_worker
 
 # -- the worker: a frame over stdio ------------------------------------------------------
@@ -59,7 +59,7 @@ async def main() -> None:
     parent.add_instruction("You are the team assistant.")
     time_command = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
     async with (
-        MCPFrame(time_command, name="time") as time_server,
+        MCPFrameHost(time_command, name="time") as time_server,
         spawn_worker([sys.executable, __file__, "--worker"]) as worker,
         AssistantFrameHost(worker, name="notes") as notes_host,
     ):

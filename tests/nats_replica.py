@@ -2,7 +2,7 @@
 
     python nats_replica.py URL NAME [--prefix P] [--extra] [--heartbeat S] [--drain S]
 
-Serves a registry as ``NATSFrameService(registry, NAME, nats=URL, prefix=P)`` and prints
+Serves a registry as ``NATSFrameProvider(registry, NAME, nats=URL, prefix=P)`` and prints
 ``ready <replica id>`` once it serves. Tools: ``add(a, b)``; ``slow(seconds, marker)``,
 which reports progress while it sleeps; ``whoami()``, the replica's id and pid; ``cpu(n)``,
 CPU-bound and synchronous; with ``--extra`` one tool more (``extra``), so replicas of one
@@ -25,7 +25,7 @@ import threading
 import anyio
 
 from assistant_frames import ModelContextRegistry, ToolCallContext
-from assistant_frames.nats import NATSFrameService
+from assistant_frames.nats import NATSFrameProvider
 
 _say = threading.Lock()
 
@@ -100,7 +100,7 @@ async def main() -> None:
     parser.add_argument("--drain", type=float, default=1.0)
     options = parser.parse_args()
     replica: list[str] = []
-    service = NATSFrameService(
+    service = NATSFrameProvider(
         registry(replica, options.extra),
         options.name,
         nats=options.url,

@@ -246,11 +246,14 @@ async def test_no_context_is_a_library_timeout_with_a_message() -> None:
 
 
 async def test_an_mcp_frame_names_itself_in_its_errors(anyio_backend: str) -> None:
-    from assistant_frames.mcp import MCPContextServer, MCPFrame
+    from assistant_frames.mcp import MCPContextServer, MCPFrameHost
 
     server = MCPContextServer(slow_registry())
     with anyio.fail_after(15):
-        async with server.running(), MCPFrame(server.server, name="remote", timeout=0.2) as frame:
+        async with (
+            server.running(),
+            MCPFrameHost(server.server, name="remote", timeout=0.2) as frame,
+        ):
             with pytest.raises(ToolCallError) as timed_out:
                 await frame.call_tool("slow", {})
             with pytest.raises(ToolCallError) as failed:

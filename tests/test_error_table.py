@@ -22,7 +22,7 @@ from assistant_frames import (
     ToolNotFoundError,
 )
 from assistant_frames.errors import ERROR_KINDS
-from assistant_frames.mcp import MCPContextServer, MCPFrame
+from assistant_frames.mcp import MCPContextServer, MCPFrameHost
 from assistant_frames.testing import connect_frame
 
 pytestmark = pytest.mark.anyio
@@ -102,10 +102,10 @@ async def test_mcp_says_each_kind_as_the_table_says() -> None:
 
 
 async def test_an_mcp_frame_reads_them_back_typed() -> None:
-    """MCPFrame on our own MCP server: JSON-RPC codes and isError results become the same
+    """MCPFrameHost on our own MCP server: JSON-RPC codes and isError results become the same
     typed errors the frame wire gives."""
     with anyio.fail_after(10):
-        async with federated() as (server, _), MCPFrame(server.server) as frame:
+        async with federated() as (server, _), MCPFrameHost(server.server) as frame:
             with pytest.raises(ToolNotFoundError) as missing:
                 await frame.call_tool("ghost")
             assert missing.value.code is ErrorCode.TOOL_NOT_FOUND

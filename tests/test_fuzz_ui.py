@@ -59,7 +59,7 @@ from websockets.uri import parse_uri
 from assistant_frames import ModelContextRegistry, memory_pair
 from assistant_frames.apps import App, AppBridge, LinkPolicy, protocol
 from assistant_frames.apps.page import AppPage
-from assistant_frames.mcp import MCPFrame
+from assistant_frames.mcp import MCPFrameHost
 from assistant_frames.testing import connect_app
 from assistant_frames.transports import connect_websocket
 from assistant_frames.widgets import (
@@ -127,8 +127,8 @@ def app_server() -> MCPServer:
 
 
 @asynccontextmanager
-async def shared_frame() -> AsyncIterator[MCPFrame]:
-    async with MCPFrame(app_server(), name="fuzz") as frame:
+async def shared_frame() -> AsyncIterator[MCPFrameHost]:
+    async with MCPFrameHost(app_server(), name="fuzz") as frame:
         yield frame
 
 
@@ -1102,7 +1102,7 @@ INIT_PARAMS = {
 
 
 @asynccontextmanager
-async def good_bridge_view(frame: MCPFrame) -> AsyncIterator[GoodView]:
+async def good_bridge_view(frame: MCPFrameHost) -> AsyncIterator[GoodView]:
     async with connect_app(server=frame, name="good", timeout=WAIT) as (bridge, app):
         yield GoodView(bridge, app)
 
@@ -1115,7 +1115,7 @@ class BridgeUnderFuzz:
     that declares tools of its own (so the bridge lists them at each list_changed, and
     gets hostile answers) and floods JSON-RPC."""
 
-    def __init__(self, frame: MCPFrame) -> None:
+    def __init__(self, frame: MCPFrameHost) -> None:
         self.garbage = Hostile(SEED)
         self.answers = Hostile(SEED + 10)  # to the bridge's tools/list, during the flood
         self.hostile_answers = True
@@ -1443,7 +1443,7 @@ class WidgetUnderFuzz:
     """A ``WidgetHost`` of the shared server and state store (every method granted), its
     widget a raw hostile peer on memory_pair flooding ``AUI_*`` messages."""
 
-    def __init__(self, frame: MCPFrame, store: MemoryWidgetStateStore) -> None:
+    def __init__(self, frame: MCPFrameHost, store: MemoryWidgetStateStore) -> None:
         self.garbage = Hostile(SEED + 2)
         self.store = store
         self.gate = anyio.Event()

@@ -310,7 +310,7 @@ def test_nats(runner: str, tmp_path: Path) -> None:
     if runner == "trio":
         expected: dict[str, Any] = {
             f"trio {piece}": NATS_ASYNCIO_ONLY
-            for piece in ("NATSFrameService", "NATSFrameHost", "NATSDiscovery", "connect")
+            for piece in ("NATSFrameProvider", "NATSFrameHost", "NATSDiscovery", "connect")
         }
         expected["trio Federation.add"] = f"RuntimeError: {NATS_ASYNCIO_ONLY}"
         expected["done"] = True

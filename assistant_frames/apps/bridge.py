@@ -98,7 +98,7 @@ class AppBridge(Driver):
     ``transport`` carries the view's JSON-RPC messages (a :func:`memory_pair` end, a
     WebSocket through the shipped browser relay, a :class:`Multiplexer` sub-stream...);
     the bridge owns it and closes it on exit. ``server`` is the MCP server the app came
-    from: an entered ``MCPFrame`` or ``mcp.Client`` (wrapped in a :class:`ClientServer`),
+    from: an entered ``MCPFrameHost`` or ``mcp.Client`` (wrapped in a :class:`ClientServer`),
     or any :class:`AppServer`. The view's ``tools/call``, ``resources/*`` and
     ``prompts/list`` go there, a ``tools/call`` only for a tool whose visibility
     includes ``"app"``.

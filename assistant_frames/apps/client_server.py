@@ -40,7 +40,7 @@ __all__ = ["ClientServer", "as_app_server"]
 
 def as_app_server(server: AppServer | Client | None) -> AppServer | None:
     """``server`` as the hosts of views use it: an entered ``mcp.Client`` is wrapped in a
-    :class:`ClientServer`; an ``MCPFrame`` (or any ``AppServer``) is used as it is."""
+    :class:`ClientServer`; an ``MCPFrameHost`` (or any ``AppServer``) is used as it is."""
     return ClientServer(server) if isinstance(server, Client) else server
 
 

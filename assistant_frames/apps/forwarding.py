@@ -1,7 +1,7 @@
 """What an MCP Apps view may ask of the app's MCP server, and how the host passes it on.
 
 The view's ``tools/call``, ``tools/list``, ``resources/*`` and ``prompts/list`` go to the
-server the app came from (an :class:`AppServer`: an ``MCPFrame``, or an ``mcp.Client``
+server the app came from (an :class:`AppServer`: an ``MCPFrameHost``, or an ``mcp.Client``
 through a :class:`~.client_server.ClientServer`). Visibility is enforced here, before
 anything reaches the server: a view may call only the tools whose ``_meta.ui.visibility``
 includes ``"app"`` (the ext-apps ``AppBridge`` leaves this to each host), as the server's
@@ -29,7 +29,7 @@ __all__ = ["FORWARDED", "AppServer", "forward"]
 
 class AppServer(Protocol):
     """The MCP server an app came from, as the bridge uses it (an
-    :class:`~assistant_frames.mcp.MCPFrame` is one, a
+    :class:`~assistant_frames.mcp.MCPFrameHost` is one, a
     :class:`~.client_server.ClientServer` another).
 
     :meth:`wait_for_context` gives the tools that decide what a view may call: it raises

@@ -165,7 +165,7 @@ def _text(content: Iterable[Any]) -> str:
 class AppPage:
     """Serve the app page for ``server``'s UI tools, and show app views in it.
 
-    ``server`` is the app's MCP server, an entered :class:`~assistant_frames.mcp.MCPFrame`
+    ``server`` is the app's MCP server, an entered :class:`~assistant_frames.mcp.MCPFrameHost`
     (or any :class:`~.forwarding.AppServer`). Enter the page (``async with``) to listen;
     :attr:`url` is then the page's address, token included. A person calls a UI tool
     from the page (``allow_calls``), or the host shows a view itself with

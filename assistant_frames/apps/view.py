@@ -93,7 +93,7 @@ class AppView:
     ``hostContext.toolInfo.id``; without one, ``"<app_id>/tool-call"``),
     ``fallback_text`` for errors and the requested ``display_mode``.
 
-    The host: ``server`` is the app's MCP server (an entered ``MCPFrame`` or
+    The host: ``server`` is the app's MCP server (an entered ``MCPFrameHost`` or
     ``mcp.Client``, or any :class:`AppServer`); ``host_context`` is built once per host
     (:func:`~.display.build_host_context`) and ``display_modes`` are the modes the host
     supports. ``link_policy`` decides which ``ui/open-link`` requests reach

@@ -29,7 +29,7 @@ def cmd_apps_preview(options: argparse.Namespace) -> int:
     try:
         from ..apps import LinkPolicy
         from ..apps.page import AppPage
-        from ..mcp import MCPFrame
+        from ..mcp import MCPFrameHost
     except ImportError as exc:  # the mcp or websockets extra is missing
         raise CommandError(str(exc)) from None
     try:
@@ -40,7 +40,7 @@ def cmd_apps_preview(options: argparse.Namespace) -> int:
     async def run() -> None:
         token = client_token(options)
         async with connect(target, token=token, timeout=options.timeout) as (frame, described):
-            assert isinstance(frame, MCPFrame)  # an MCP target
+            assert isinstance(frame, MCPFrameHost)  # an MCP target
             page = AppPage(
                 frame,
                 host=options.host,

@@ -117,14 +117,14 @@ async def _serve_ws(
 
 async def _serve_nats(options: argparse.Namespace, token: str | None) -> None:
     try:
-        from ..nats import NATSFrameService
+        from ..nats import NATSFrameProvider
     except ImportError as exc:
         raise CommandError(f"--nats needs the 'nats' extra ({exc})") from None
     shown = without_credentials(options.nats)
     async with served_frame(options, timeout=options.timeout) as frame:
         with _stop_signals() as stop:
             try:
-                service = NATSFrameService(
+                service = NATSFrameProvider(
                     frame,
                     options.name,
                     nats=options.nats,

@@ -70,7 +70,7 @@ async def connect(
     which server and protocol version answered.
     """
     what = target.url if target.url is not None else list(target.command or ())
-    if target.mcp:  # MCPFrame's messages say "the MCP server <name>" themselves
+    if target.mcp:  # MCPFrameHost's messages say "the MCP server <name>" themselves
         name = target.url or f"`{shlex.join(target.command or ())}`"
     elif target.command is not None:
         name = "worker"  # errors name the worker, not its (perhaps long) command line
@@ -91,7 +91,7 @@ async def connect(
 
 
 def _describe(target: Target, connection: FrameConnection) -> str:
-    info = getattr(connection, "server_info", None)  # an MCPFrame's
+    info = getattr(connection, "server_info", None)  # an MCPFrameHost's
     if not target.mcp:
         return target.describe()
     name = " ".join(part for part in (info.name, info.version) if part) if info else ""

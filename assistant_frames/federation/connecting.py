@@ -44,7 +44,7 @@ async def connect(
 
     ``mcp`` (``None``: by that rule) says explicitly whether the target is an MCP
     server. The connection is an :class:`~assistant_frames.AssistantFrameHost` for a
-    frame and an :class:`~assistant_frames.mcp.MCPFrame` for an MCP server; either way a
+    frame and an :class:`~assistant_frames.mcp.MCPFrameHost` for an MCP server; either way a
     :class:`~assistant_frames.FrameConnection`, already holding the first context.
     ``timeout`` bounds each call (``None``: no limit); ``connect_timeout`` bounds
     connecting and waiting for that context. Leaving the block closes the connection

@@ -93,7 +93,7 @@ class FrameTarget:
     (a command that starts with a ``.py`` script runs it with this interpreter);
     an ``mcp`` server object (``MCPServer``, low-level ``Server``) is an MCP server in
     this process. ``mcp`` (``None``: by that rule) says explicitly whether it is one.
-    A ``nats://`` URL (or an ``assistant_frames.nats`` ``NATSFrame`` / ``NATSBus``) is
+    A ``nats://`` URL (or an ``assistant_frames.nats`` ``NATSFrameTarget`` / ``NATSBusTarget``) is
     one frame on NATS (``nats://host:4222/calc``) or every frame there
     (``nats://host:4222``); ``token`` is the NATS token.
     """
@@ -232,10 +232,10 @@ class FrameTarget:
 
     @contextlib.asynccontextmanager
     async def _open_mcp(self) -> AsyncIterator[FrameConnection]:
-        from ..mcp import MCPFrame
+        from ..mcp import MCPFrameHost
 
         server = self._command if self._command is not None else self.target
-        frame = MCPFrame(
+        frame = MCPFrameHost(
             server,
             name=self.name,
             timeout=self.timeout,

@@ -1,6 +1,6 @@
 """One interface for "a live connection to a frame", whatever carries it.
 
-:class:`AssistantFrameHost` (a frame over a transport), :class:`~assistant_frames.mcp.MCPFrame`
+:class:`AssistantFrameHost` (a frame over a transport), :class:`~assistant_frames.mcp.MCPFrameHost`
 (an MCP server) and :class:`ReconnectingHost` (either, kept connected) all implement
 :class:`FrameConnection`, with the state names of :data:`ConnectionState`. Code that
 federates frames (a parent registry, the CLI, a reconnecting wrapper) needs only this.

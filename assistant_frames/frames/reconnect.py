@@ -32,7 +32,7 @@ class ReconnectingHost:
 
     ``connect`` opens one connection per call: an async context manager that yields a
     transport (served by an :class:`AssistantFrameHost`), or a :class:`FrameConnection`
-    itself (``lambda: MCPFrame(url)``). While connected this behaves like that
+    itself (``lambda: MCPFrameHost(url)``). While connected this behaves like that
     connection; when the connection drops, pending calls fail at once
     with :class:`FrameDisconnected`, the frame's tools disappear (subscribers are
     told), and it reconnects after ``initial_delay`` seconds, doubling up to
@@ -236,7 +236,7 @@ class ReconnectingHost:
                         served = served or host.connected
                         self._notify()
 
-                    # A host made from a transport gets its context later; an MCPFrame
+                    # A host made from a transport gets its context later; an MCPFrameHost
                     # has it once entered.
                     served = bool(getattr(host, "has_context", True))
                     unsubscribe = host.subscribe(changed)
@@ -244,7 +244,7 @@ class ReconnectingHost:
                     self._host = host
                     self._state = "connected"
                     self.connections += 1
-                    # An MCPFrame's tools are there already: subscribers must hear of them.
+                    # An MCPFrameHost's tools are there already: subscribers must hear of them.
                     self._notify()
                     try:
                         await host.wait_disconnected()

@@ -36,7 +36,7 @@ class ContextToolset(AbstractToolset[Any]):
     """A pydantic-ai toolset whose tools and instructions are a provider's live context.
 
     ``provider`` is any :class:`~assistant_frames.ModelContextProvider`: a registry, a
-    frame host, an ``MCPFrame``, or a parent registry federating many frames. The context
+    frame host, an ``MCPFrameHost``, or a parent registry federating many frames. The context
     is read again at every model step, so tools that frames add or remove show up on the
     next step. Disabled tools are left out. ``id`` names the toolset for pydantic-ai
     (durable execution needs one); ``max_retries`` is how many times in a row the model

@@ -5,6 +5,8 @@ Needs the ``mcp`` extra (``pip install 'assistant-frames[mcp]'``).
 
 from __future__ import annotations
 
+from typing import Any
+
 try:
     import mcp as _mcp  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -12,15 +14,23 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "assistant_frames.mcp needs the official MCP SDK: pip install 'assistant-frames[mcp]'"
     ) from exc
 
+from .._deprecated import renamed
 from ._openai import SKYBRIDGE_MIME_TYPE, AppDialect, skybridge_uri
-from .frame import MCPFrame
+from .frame import MCPFrameHost
 from .server import HTTPAuth, MCPContextServer
+
+_RENAMED = {"MCPFrame": "MCPFrameHost"}  # 0.2.0; the old name goes in 0.3.0
+
+
+def __getattr__(name: str) -> Any:
+    return renamed(__name__, name, _RENAMED, globals())
+
 
 __all__ = [
     "SKYBRIDGE_MIME_TYPE",
     "AppDialect",
     "HTTPAuth",
     "MCPContextServer",
-    "MCPFrame",
+    "MCPFrameHost",
     "skybridge_uri",
 ]

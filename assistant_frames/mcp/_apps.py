@@ -4,7 +4,7 @@ What the SDK's ``mcp.server.apps`` does for its own servers, for a model context
 keep ``_meta.ui`` as declared and gain the legacy flat ``ui/resourceUri`` key that
 hosts still read; the context's UI resources are listed and read as
 ``text/html;profile=mcp-app`` with their ``_meta.ui``. And the other way, for
-``MCPFrame``: a server's ``ui://`` resources as :class:`UIResource` values.
+``MCPFrameHost``: a server's ``ui://`` resources as :class:`UIResource` values.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """What every user of an ``mcp`` ``Client`` here needs: every page of a listing, and a
 call's progress as :class:`~assistant_frames.ToolProgress` events.
 
-``MCPFrame`` (its own client) and the MCP Apps bridge's ``ClientServer`` (a client the
+``MCPFrameHost`` (its own client) and the MCP Apps bridge's ``ClientServer`` (a client the
 user holds) both list and call through these.
 """
 

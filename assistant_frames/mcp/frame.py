@@ -1,4 +1,4 @@
-"""``MCPFrame``: an MCP server used as a frame, i.e. as a :class:`ModelContextProvider`.
+"""``MCPFrameHost``: an MCP server used as a frame, i.e. as a :class:`ModelContextProvider`.
 
 The server's tools become tools of the context (its ``inputSchema`` as the parameters;
 its ``title``, ``icons``, ``annotations``, ``outputSchema`` and ``_meta`` kept exactly as
@@ -72,7 +72,7 @@ if TYPE_CHECKING:
     from mcp.shared.dispatcher import ProgressFnT
 
 
-__all__ = ["MCPFrame"]
+__all__ = ["MCPFrameHost"]
 
 logger = logging.getLogger("assistant_frames.mcp")
 
@@ -84,7 +84,7 @@ _EMPTY_CONTEXT = ModelContext()
 # The SDK's own HTTP client timeouts: a server may hold a response stream open.
 
 
-class MCPFrame:
+class MCPFrameHost:
     """A connection to one MCP server whose tools form a live :class:`ModelContext`.
 
     ``server`` is what to connect to:
@@ -180,9 +180,9 @@ class MCPFrame:
 
     # -- lifecycle -----------------------------------------------------------------------
 
-    async def __aenter__(self) -> MCPFrame:
+    async def __aenter__(self) -> MCPFrameHost:
         if self._state != "new":
-            raise RuntimeError("An MCPFrame can be entered only once")
+            raise RuntimeError("An MCPFrameHost can be entered only once")
         self._ended = anyio.Event()
         self._stale = anyio.Event()
         self._fetching = anyio.Lock()
@@ -336,7 +336,7 @@ class MCPFrame:
         for the likeness); it raises :class:`FrameDisconnected` once the server is gone.
         """
         if self._state == "new":
-            raise RuntimeError("Enter the MCPFrame (async with) before waiting for its context")
+            raise RuntimeError("Enter the MCPFrameHost (async with) before waiting for its context")
         if self._state != "connected":
             raise self._lost(f"The MCP frame {self.name} was closed")
         return self._context
@@ -767,7 +767,7 @@ class MCPFrame:
         return tool_from_mcp(spec, invoke)
 
     def __repr__(self) -> str:
-        return f"MCPFrame({self.name!r}, state={self._state!r})"
+        return f"MCPFrameHost({self.name!r}, state={self._state!r})"
 
 
 def _same(a: ModelContext, b: ModelContext) -> bool:

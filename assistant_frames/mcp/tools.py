@@ -1,6 +1,6 @@
 """MCP ``Tool`` listings as assistant-frames tools, and back.
 
-``MCPFrame`` (an MCP server's tools) and ``AppBridge`` (an MCP Apps view's own tools)
+``MCPFrameHost`` (an MCP server's tools) and ``AppBridge`` (an MCP Apps view's own tools)
 both turn a listed ``mcp_types.Tool`` into a :class:`~assistant_frames.Tool` whose calls
 go back to that peer; the apps layer lists a context's tools as typed ``mcp_types.Tool``.
 """

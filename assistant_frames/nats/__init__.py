@@ -7,23 +7,38 @@ this package unless asked to.
 
 from __future__ import annotations
 
+from typing import Any
+
+from .._deprecated import renamed
 from . import target_kind  # noqa: F401 - registers nats:// with connect() and Federation
 from .connection import NATSTarget, connect_nats, nats_client
 from .discovery import NATSDiscovery
 from .errors import NoResponders, ReplicaLost
 from .host import NATSFrameHost
-from .service import NATSFrameService
+from .service import NATSFrameProvider
 from .subjects import DEFAULT_PREFIX, FrameSubjects
-from .targets import NATSBus, NATSFrame, parse_nats_url
+from .targets import NATSBusTarget, NATSFrameTarget, parse_nats_url
+
+# 0.2.0: one noun per role (docs/concepts.md, Names); the old names go in 0.3.0.
+_RENAMED = {
+    "NATSBus": "NATSBusTarget",
+    "NATSFrame": "NATSFrameTarget",
+    "NATSFrameService": "NATSFrameProvider",
+}
+
+
+def __getattr__(name: str) -> Any:
+    return renamed(__name__, name, _RENAMED, globals())
+
 
 __all__ = [
     "DEFAULT_PREFIX",
     "FrameSubjects",
-    "NATSBus",
+    "NATSBusTarget",
     "NATSDiscovery",
-    "NATSFrame",
+    "NATSFrameTarget",
     "NATSFrameHost",
-    "NATSFrameService",
+    "NATSFrameProvider",
     "NATSTarget",
     "NoResponders",
     "ReplicaLost",

@@ -33,7 +33,7 @@ from ..registry.events import ToolEventCallback, ToolEventSubscribers
 from . import _wire
 from .connection import NATSTarget, nats_client
 from .subjects import DEFAULT_PREFIX, check_frame_name, check_prefix
-from .targets import NATSFrame
+from .targets import NATSFrameTarget
 
 __all__ = ["NATSDiscovery"]
 
@@ -216,7 +216,9 @@ class NATSDiscovery:
         for name in answered:
             self._absent.pop(name, None)
             if name not in self.federation:
-                target = NATSFrame(name, self._client_or_fail(), self.prefix, None, self.liveness)
+                target = NATSFrameTarget(
+                    name, self._client_or_fail(), self.prefix, None, self.liveness
+                )
                 self._joined[name] = anyio.current_time()
                 await self.federation.add(name, target, wait=False)
                 if self._events:

@@ -1,4 +1,4 @@
-"""``NATSFrameService``: one replica of a frame, served as a NATS service.
+"""``NATSFrameProvider``: one replica of a frame, served as a NATS service.
 
 The replica is an :class:`~assistant_frames.AssistantFrameProvider` serving one
 "connection" that stands for every host on the bus (:class:`_Route`): tool calls come
@@ -42,7 +42,7 @@ from ._route import Route, quietly
 from .connection import NATSTarget, nats_client
 from .subjects import DEFAULT_PREFIX, FrameSubjects
 
-__all__ = ["NATSFrameService"]
+__all__ = ["NATSFrameProvider"]
 
 logger = logging.getLogger("assistant_frames.nats")
 
@@ -327,7 +327,7 @@ def _safe_decode(payload: bytes) -> Any:
         return None
 
 
-class NATSFrameService:
+class NATSFrameProvider:
     """Serves ``provider`` (a registry, or any ``ModelContextProvider``) as the frame
     ``name`` on NATS: one replica. Run as many replicas of one name as you like, in
     this process or others; each call goes to exactly one of them.
@@ -391,7 +391,7 @@ class NATSFrameService:
         """How many calls this replica runs now."""
         return 0 if self._route is None else len(self._route.running)
 
-    async def __aenter__(self) -> NATSFrameService:
+    async def __aenter__(self) -> NATSFrameProvider:
         async with AsyncExitStack() as stack:
             client = await stack.enter_async_context(
                 nats_client(self._target, self._options, name=f"frame {self.name}")

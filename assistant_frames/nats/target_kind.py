@@ -1,8 +1,8 @@
 """The ``nats`` kind of target of :func:`~assistant_frames.connect` and ``Federation``.
 
 Registered with the federation when this package is imported (the federation imports it
-by name when it meets a ``nats://`` URL, and never otherwise): a :class:`NATSFrame` is
-reached through a :class:`~.host.NATSFrameHost`, a :class:`NATSBus` through a
+by name when it meets a ``nats://`` URL, and never otherwise): a :class:`NATSFrameTarget` is
+reached through a :class:`~.host.NATSFrameHost`, a :class:`NATSBusTarget` through a
 :class:`~.discovery.NATSDiscovery`.
 """
 
@@ -14,13 +14,15 @@ from ..federation.targets import FrameTarget, TargetHandler, register_target_kin
 from ..frames.connection import FrameConnection
 from .discovery import NATSDiscovery
 from .host import NATSFrameHost
-from .targets import SCHEMES, NATSBus, NATSFrame, resolve_nats_target
+from .targets import SCHEMES, NATSBusTarget, NATSFrameTarget, resolve_nats_target
 
 __all__ = ["NATS_TARGETS"]
 
 
-def _connection(target: NATSFrame | NATSBus, frame_target: FrameTarget) -> FrameConnection:
-    if isinstance(target, NATSFrame):
+def _connection(
+    target: NATSFrameTarget | NATSBusTarget, frame_target: FrameTarget
+) -> FrameConnection:
+    if isinstance(target, NATSFrameTarget):
         return NATSFrameHost(
             target.name,
             nats=target.nats,
@@ -42,7 +44,7 @@ def _connection(target: NATSFrame | NATSBus, frame_target: FrameTarget) -> Frame
 
 
 def _accepts(target: Any) -> bool:
-    return isinstance(target, (NATSFrame, NATSBus))
+    return isinstance(target, (NATSFrameTarget, NATSBusTarget))
 
 
 NATS_TARGETS = TargetHandler(
@@ -52,6 +54,6 @@ NATS_TARGETS = TargetHandler(
     resolve=resolve_nats_target,
     connection=_connection,
 )
-"""``nats://`` (and ``tls://``) URLs, :class:`NATSFrame` and :class:`NATSBus`."""
+"""``nats://`` (and ``tls://``) URLs, :class:`NATSFrameTarget` and :class:`NATSBusTarget`."""
 
 register_target_kind(NATS_TARGETS)

@@ -4,7 +4,7 @@
 ``nats://HOST:PORT`` is every frame on the bus (a :class:`~.discovery.NATSDiscovery`).
 ``?prefix=acme.frames`` picks a tenant's prefix; credentials in the URL
 (``nats://user:password@host:4222``) and ``tls://`` go to ``nats-py`` as they are.
-:class:`NATSFrame` is the same as an object, to share one connected client.
+:class:`NATSFrameTarget` is the same as an object, to share one connected client.
 """
 
 from __future__ import annotations
@@ -18,14 +18,14 @@ from .._text import without_credentials
 from .connection import NATSTarget
 from .subjects import DEFAULT_PREFIX, check_frame_name, check_prefix
 
-__all__ = ["NATSFrame", "NATSBus", "parse_nats_url", "resolve_nats_target"]
+__all__ = ["NATSFrameTarget", "NATSBusTarget", "parse_nats_url", "resolve_nats_target"]
 
 SCHEMES = ("nats://", "tls://")
 
 
 @dataclass(frozen=True)
-class NATSFrame:
-    """The frame ``name`` on NATS, as a target (``connect(NATSFrame(...))``)."""
+class NATSFrameTarget:
+    """The frame ``name`` on NATS, as a target (``connect(NATSFrameTarget(...))``)."""
 
     name: str
     nats: NATSTarget
@@ -38,11 +38,11 @@ class NATSFrame:
         check_prefix(self.prefix)
 
     def __repr__(self) -> str:
-        return f"NATSFrame({self.name!r}, nats={_shown(self.nats)}, prefix={self.prefix!r})"
+        return f"NATSFrameTarget({self.name!r}, nats={_shown(self.nats)}, prefix={self.prefix!r})"
 
 
 @dataclass(frozen=True)
-class NATSBus:
+class NATSBusTarget:
     """Every frame under ``prefix`` on NATS, as a target (discovered)."""
 
     nats: NATSTarget
@@ -54,7 +54,7 @@ class NATSBus:
         check_prefix(self.prefix)
 
     def __repr__(self) -> str:
-        return f"NATSBus(nats={_shown(self.nats)}, prefix={self.prefix!r})"
+        return f"NATSBusTarget(nats={_shown(self.nats)}, prefix={self.prefix!r})"
 
 
 def _shown(target: NATSTarget) -> str:
@@ -66,7 +66,9 @@ def _shown(target: NATSTarget) -> str:
     return f"<{type(target).__name__}>"
 
 
-def parse_nats_url(url: str, options: Mapping[str, Any] | None = None) -> NATSFrame | NATSBus:
+def parse_nats_url(
+    url: str, options: Mapping[str, Any] | None = None
+) -> NATSFrameTarget | NATSBusTarget:
     """The target a ``nats://`` (or ``tls://``) URL names; ``ValueError`` if it names none."""
     parts = urlsplit(url)
     # Errors name the URL, never its credentials.
@@ -81,15 +83,18 @@ def parse_nats_url(url: str, options: Mapping[str, Any] | None = None) -> NATSFr
     server = urlunsplit((parts.scheme, parts.netloc, "", "", ""))
     name = parts.path.strip("/")
     if not name:
-        return NATSBus(server, prefix, options)
+        return NATSBusTarget(server, prefix, options)
     if "/" in name:
         raise ValueError(f"A NATS URL names one frame (nats://HOST:PORT/FRAME), not {shown!r}")
-    return NATSFrame(name, server, prefix, options)
+    return NATSFrameTarget(name, server, prefix, options)
 
 
 def resolve_nats_target(
-    target: str | NATSFrame | NATSBus, *, mcp: bool | None = None, token: str | None = None
-) -> tuple[NATSFrame | NATSBus, str]:
+    target: str | NATSFrameTarget | NATSBusTarget,
+    *,
+    mcp: bool | None = None,
+    token: str | None = None,
+) -> tuple[NATSFrameTarget | NATSBusTarget, str]:
     """A ``nats://`` URL or a NATS target object as the target it names, and its
     description (for :class:`~assistant_frames.FrameTarget`); ``token`` is the NATS token
     of a URL."""
@@ -102,6 +107,6 @@ def resolve_nats_target(
     else:
         resolved = target
         shown = f"{type(target).__name__}"
-    if isinstance(resolved, NATSFrame):
+    if isinstance(resolved, NATSFrameTarget):
         return resolved, f"frame {resolved.name!r} on NATS ({shown})"
     return resolved, f"the frames on NATS ({shown})"

@@ -3,7 +3,7 @@
 The view side here is written by hand, message by message, so every test says exactly
 what crosses the wire; the Python ``App`` and the real ext-apps ``App`` (in Chromium)
 are tested against the bridge elsewhere. The server an app came from is a real ``mcp``
-``MCPServer`` in this process, reached through an ``MCPFrame``.
+``MCPServer`` in this process, reached through an ``MCPFrameHost``.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from assistant_frames import (
     ToolCallTimeout,
 )
 from assistant_frames.apps import AppBridge, AppRequestError, AppTimeout, protocol
-from assistant_frames.mcp import MCPFrame
+from assistant_frames.mcp import MCPFrameHost
 from assistant_frames.transports import memory_pair
 
 from helpers import wait_until
@@ -461,7 +461,7 @@ async def test_a_pending_view_tool_call_fails_at_once_when_the_view_goes() -> No
 async def with_server(**options: Any) -> AsyncIterator[tuple[AppBridge, RawView, MCPServer]]:
     server = app_server()
     async with (
-        MCPFrame(server, name="weather") as frame,
+        MCPFrameHost(server, name="weather") as frame,
         pair(server=frame, **options) as (
             bridge,
             view,

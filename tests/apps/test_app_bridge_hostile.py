@@ -31,7 +31,7 @@ from assistant_frames import (
     to_openai_chat_tools,
 )
 from assistant_frames.apps import AppBridge, protocol
-from assistant_frames.mcp import MCPFrame
+from assistant_frames.mcp import MCPFrameHost
 from assistant_frames.transports import memory_pair
 
 from helpers import wait_until
@@ -424,7 +424,7 @@ async def test_a_malformed_visibility_keeps_the_tool_from_every_view() -> None:
         ran.append("delete_everything")
         return "deleted"
 
-    async with MCPFrame(server, name="s") as frame, pair(server=frame) as (_bridge, view):
+    async with MCPFrameHost(server, name="s") as frame, pair(server=frame) as (_bridge, view):
         await view.initialize()
         listed = await view.request("tools/list")
         assert [tool["name"] for tool in listed["result"]["tools"]] == []
@@ -469,7 +469,7 @@ async def test_the_server_killed_mid_call_answers_the_view_promptly(tmp_path: Pa
     host_side, view_side = memory_pair()
     view = RawView(view_side)
     async with (
-        MCPFrame(command, name="mortal", cwd=tmp_path, timeout=WAIT) as frame,
+        MCPFrameHost(command, name="mortal", cwd=tmp_path, timeout=WAIT) as frame,
         AppBridge(host_side, name="view", server=frame) as bridge,
     ):
         parent.add_provider(bridge)

@@ -303,7 +303,7 @@ async def test_a_client_closed_under_a_call_answers_the_view(mode: str) -> None:
         assert answer.is_error, answer
         assert isinstance(answer.content[0], mcp.TextContent)
         text = answer.content[0].text
-        if mode == "legacy":  # the client's streams end: said at once, as a gone MCPFrame's
+        if mode == "legacy":  # the client's streams end: said at once, as a gone MCPFrameHost's
             assert "The app's MCP server went away" in text
             assert took < 1.0
         else:

@@ -1,7 +1,7 @@
 """``AppPage`` without a browser: its HTTP answers and WebSockets, driven by a Python view.
 
 The app is ``examples/weather_app.py`` (served by ``MCPContextServer``, consumed by an
-``MCPFrame``). The page's control WebSocket is driven as the page's script drives it, and
+``MCPFrameHost``). The page's control WebSocket is driven as the page's script drives it, and
 the view's side is a Python :class:`~assistant_frames.apps.App` on the view's WebSocket:
 real sockets on 127.0.0.1, asyncio and trio.
 """
@@ -25,7 +25,7 @@ from assistant_frames import HandshakeRejected
 from assistant_frames.apps import App, LinkPolicy, build_csp, protocol
 from assistant_frames.apps.page import AppPage
 from assistant_frames.browser import app_page_files, relay_source
-from assistant_frames.mcp import MCPContextServer, MCPFrame
+from assistant_frames.mcp import MCPContextServer, MCPFrameHost
 from assistant_frames.transports import WebSocketTransport, connect_websocket
 
 from helpers import http_get
@@ -42,7 +42,7 @@ async def weather_page(**options: Any) -> AsyncIterator[AppPage]:
     server: MCPContextServer = example["server"]
     async with (
         server.running(),
-        MCPFrame(server.server, timeout=WAIT) as frame,
+        MCPFrameHost(server.server, timeout=WAIT) as frame,
         AppPage(frame, timeout=WAIT, init_timeout=WAIT, **options) as page,
     ):
         yield page
@@ -259,7 +259,7 @@ async def test_a_view_that_cannot_be_shown_shows_the_tool_result_text() -> None:
         return "<p>notes</p>"
 
     async with (
-        MCPFrame(server, name="notes", timeout=WAIT) as frame,
+        MCPFrameHost(server, name="notes", timeout=WAIT) as frame,
         AppPage(frame, timeout=WAIT) as page,
         connect_websocket(ws_url(page, "/page"), token=page.token) as control,
     ):

@@ -1,6 +1,6 @@
 """``AppView``: a host's whole view of one app item, over real parts.
 
-The app's server is a real ``mcp`` ``MCPServer`` in this process behind an ``MCPFrame``
+The app's server is a real ``mcp`` ``MCPServer`` in this process behind an ``MCPFrameHost``
 (subclassed only to serve the malformed ``resources/read`` results a bad server sends);
 the view is the Python ``App`` over a ``memory_pair``, or a silent raw end for a view
 that never initializes. The CSP builder is checked against the MCP Apps spec's own text.
@@ -32,7 +32,7 @@ from assistant_frames.apps import (
     choose_display_mode,
     protocol,
 )
-from assistant_frames.mcp import MCPFrame
+from assistant_frames.mcp import MCPFrameHost
 from assistant_frames.transports import memory_pair
 
 WAIT = 5.0
@@ -129,7 +129,7 @@ async def served(
                 await view.close()
 
 
-def frame_view(frame: MCPFrame, **options: Any) -> AppView:
+def frame_view(frame: MCPFrameHost, **options: Any) -> AppView:
     options.setdefault("title", "Weather")
     options.setdefault("app_id", "weather-1")
     options.setdefault("resource_uri", VIEW_URI)
@@ -284,7 +284,7 @@ def test_the_host_context_is_built_once_with_every_key() -> None:
 
 @pytest.mark.anyio
 async def test_resolving_reads_the_resource_and_its_sandbox() -> None:
-    async with MCPFrame(app_server(), name="weather") as frame:
+    async with MCPFrameHost(app_server(), name="weather") as frame:
         view = frame_view(frame)
         assert view.state == "resolving"
         resource = await view.resolve()
@@ -330,7 +330,7 @@ async def test_the_view_is_told_the_sandbox_it_is_granted() -> None:
 @pytest.mark.anyio
 async def test_prefetched_html_skips_resources_read() -> None:
     server = app_server()
-    async with MCPFrame(server, name="weather") as frame:
+    async with MCPFrameHost(server, name="weather") as frame:
         reads_before = server.calls.count("read")  # type: ignore[attr-defined]
         csp = {"csp": {"resourceDomains": ["https://cdn.example.com"]}}
         view = frame_view(frame, html=HTML, resource_meta=csp)
@@ -357,7 +357,7 @@ async def test_prefetched_html_skips_resources_read() -> None:
     ],
 )
 async def test_a_bad_resource_is_the_error_state_with_the_fallback_text(uri: str, why: str) -> None:
-    async with MCPFrame(app_server(), name="weather") as frame:
+    async with MCPFrameHost(app_server(), name="weather") as frame:
         view = frame_view(frame, resource_uri=uri, fallback_text="Sunny in Oslo (no view)")
         assert await view.resolve() is None
         assert view.state == "error"
@@ -392,7 +392,7 @@ async def test_prefetched_html_with_a_widening_csp_is_the_error_state() -> None:
 async def test_a_tool_view_gets_its_context_input_and_result_then_is_torn_down() -> None:
     server = app_server()
     states: list[str] = []
-    async with MCPFrame(server, name="weather") as frame:
+    async with MCPFrameHost(server, name="weather") as frame:
         view = frame_view(
             frame,
             tool_name="forecast",
@@ -554,7 +554,7 @@ async def test_the_hosts_mode_change_before_the_view_connects_is_where_it_starts
 
 @pytest.mark.anyio
 async def test_a_closed_view_stays_closed() -> None:
-    async with MCPFrame(app_server(), name="weather") as frame:
+    async with MCPFrameHost(app_server(), name="weather") as frame:
         view = frame_view(frame, resource_uri="ui://weather/missing.html")
         await view.close()
         assert await view.resolve() is None  # nothing is read for a closed view
@@ -646,7 +646,10 @@ async def test_messages_and_model_context_go_to_the_host() -> None:
 @pytest.mark.anyio
 async def test_a_view_calls_its_own_servers_tools_never_another_servers() -> None:
     weather, other = app_server("weather"), app_server("other")
-    async with MCPFrame(weather, name="weather") as one, MCPFrame(other, name="other") as two:
+    async with (
+        MCPFrameHost(weather, name="weather") as one,
+        MCPFrameHost(other, name="other") as two,
+    ):
         # What the frames read of their UI resources on entering is not the views' doing.
         weather.calls.clear()  # type: ignore[attr-defined]
         other.calls.clear()  # type: ignore[attr-defined]

@@ -2,7 +2,7 @@
 
 Checked against code no one here wrote: the ``mcp`` SDK's own ``mcp.server.apps`` serves
 the same app from an ``MCPServer`` on one side, ``MCPContextServer`` serves it from a
-registry on the other, and both are listed by the SDK's ``mcp.Client`` and by ``MCPFrame``;
+registry on the other, and both are listed by the SDK's ``mcp.Client`` and by ``MCPFrameHost``;
 what we emit validates against the ext-apps JSON Schema (``schema.json`` of the npm
 package). Frames carry the UI across ``memory_pair()``.
 """
@@ -39,7 +39,7 @@ from assistant_frames import (
     to_openai_chat_tools,
 )
 from assistant_frames.frames import protocol
-from assistant_frames.mcp import MCPContextServer, MCPFrame
+from assistant_frames.mcp import MCPContextServer, MCPFrameHost
 
 from helpers import installed, wait_until
 
@@ -154,9 +154,9 @@ async def test_the_sdk_and_our_server_give_the_same_listings(mode: str) -> None:
 async def test_mcp_frames_keep_the_same_ui_of_either_server() -> None:
     ours = MCPContextServer(registry_app())
     with anyio.fail_after(WAIT):
-        async with ours.running(), MCPFrame(ours.server) as frame:
+        async with ours.running(), MCPFrameHost(ours.server) as frame:
             our_context = await frame.wait_for_context(WAIT)
-        async with MCPFrame(sdk_app()) as frame:
+        async with MCPFrameHost(sdk_app()) as frame:
             sdk_context = await frame.wait_for_context(WAIT)
     assert our_context.ui_resources == sdk_context.ui_resources
     resource = our_context.ui_resources[URI]
@@ -186,7 +186,7 @@ async def test_ui_resource_changes_are_announced_and_followed() -> None:
         async with (
             ours.running(),
             Client(ours.server, mode="legacy", message_handler=on_message) as client,
-            MCPFrame(ours.server) as frame,  # 2026-07-28: follows subscriptions/listen
+            MCPFrameHost(ours.server) as frame,  # 2026-07-28: follows subscriptions/listen
         ):
             await client.list_resources()  # the session is followed once initialized
             await frame.wait_for_context(WAIT)
@@ -260,7 +260,7 @@ async def test_the_view_gets_meta_and_the_model_does_not(mode: str) -> None:
         async with ours.running(), Client(ours.server, mode=mode) as client:
             result = await client.call_tool("forecast", {"city": "Paris"})
             refreshed = await client.call_tool("refresh", {"city": "Paris"})  # app-only
-        async with ours.running(), MCPFrame(ours.server) as frame:
+        async with ours.running(), MCPFrameHost(ours.server) as frame:
             through_frame = await frame.call_tool("forecast", {"city": "Oslo"})
     # What a view receives (the host passes the whole result on): all three tiers.
     assert [block.text for block in result.content] == ["Sunny in Paris"]  # type: ignore[union-attr]
@@ -426,7 +426,7 @@ async def test_an_mcp_frame_leaves_out_a_resource_that_is_not_an_app(
         return b"\xff\xfe not utf-8"
 
     with anyio.fail_after(WAIT):
-        async with MCPFrame(server) as frame:
+        async with MCPFrameHost(server) as frame:
             context = await frame.wait_for_context(WAIT)
     assert list(context.ui_resources) == [URI]
     assert "ui://weather/plain left out" in caplog.text
@@ -442,7 +442,7 @@ async def test_the_example_serves_its_app_over_stdio() -> None:
     with anyio.fail_after(30):
         # The example imports this checkout (a script's own directory is its sys.path[0]).
         env = {"PYTHONPATH": str(ROOT)}
-        async with MCPFrame([sys.executable, str(EXAMPLE)], env=env, timeout=WAIT) as frame:
+        async with MCPFrameHost([sys.executable, str(EXAMPLE)], env=env, timeout=WAIT) as frame:
             context = await frame.wait_for_context(WAIT)
             assert context.tools["forecast"].ui == ToolUI("ui://weather/view")
             assert context.tools["refresh"].ui == ToolUI("ui://weather/view", ["app"])

@@ -26,7 +26,7 @@ from assistant_frames.mcp import (
     SKYBRIDGE_MIME_TYPE,
     AppDialect,
     MCPContextServer,
-    MCPFrame,
+    MCPFrameHost,
     skybridge_uri,
 )
 
@@ -245,7 +245,7 @@ async def test_mcp_apps_parts_still_validate_against_the_ext_apps_schema(
 async def test_an_mcp_frame_keeps_the_ui_and_skips_the_skybridge_variant() -> None:
     server = MCPContextServer(board_app())
     with anyio.fail_after(WAIT):
-        async with server.running(), MCPFrame(server.server) as frame:
+        async with server.running(), MCPFrameHost(server.server) as frame:
             context = await frame.wait_for_context(WAIT)
             # Served on by a registry over the frame, the metadata comes out the same.
             parent = ModelContextRegistry()

@@ -492,12 +492,12 @@ async def test_the_app_page_works_mounted_under_a_prefix() -> None:
     pytest.importorskip("mcp")
     from assistant_frames.apps import App
     from assistant_frames.apps.page import AppPage
-    from assistant_frames.mcp import MCPFrame
+    from assistant_frames.mcp import MCPFrameHost
 
     example = runpy.run_path(str(ROOT / "examples" / "weather_app.py"))
     async with (
         example["server"].running(),
-        MCPFrame(example["server"].server, timeout=WAIT) as frame,
+        MCPFrameHost(example["server"].server, timeout=WAIT) as frame,
         AppPage(frame, port=None, timeout=WAIT, init_timeout=WAIT) as page,
     ):
         with pytest.raises(RuntimeError, match="no server of its own"):

@@ -39,7 +39,7 @@ from mcp.server.mcpserver import MCPServer
 
 from assistant_frames.apps import DEFAULT_CSP, LinkPolicy, protocol
 from assistant_frames.apps.page import AppPage
-from assistant_frames.mcp import MCPContextServer, MCPFrame
+from assistant_frames.mcp import MCPContextServer, MCPFrameHost
 from assistant_frames.transports import HttpRequest, HttpResponse, websocket_server
 
 from browser_support import BrowserPage
@@ -225,7 +225,7 @@ async def weather_page() -> AsyncIterator[AppPage]:
     server: MCPContextServer = example["server"]
     async with (
         server.running(),
-        MCPFrame(server.server, timeout=WAIT) as frame,
+        MCPFrameHost(server.server, timeout=WAIT) as frame,
         AppPage(frame, title="weather", timeout=WAIT, init_timeout=WAIT) as app,
     ):
         yield app
@@ -326,7 +326,9 @@ async def test_a_real_app_view_modes_csp_links_and_teardown(
 ) -> None:
     links = LinkPolicy(allow=["https://docs.example.com/"])
     async with (
-        MCPFrame(probe_server(bundles["/app-view-page.js"]), name="probe", timeout=WAIT) as frame,
+        MCPFrameHost(
+            probe_server(bundles["/app-view-page.js"]), name="probe", timeout=WAIT
+        ) as frame,
         AppPage(frame, link_policy=links, timeout=WAIT, init_timeout=WAIT) as app,
         undeclared_origin() as (elsewhere, asked),
     ):
@@ -459,7 +461,7 @@ async def test_pip_is_the_corner_tile(page: BrowserPage) -> None:
         return TILE_VIEW
 
     async with (
-        MCPFrame(server, name="tile", timeout=WAIT) as frame,
+        MCPFrameHost(server, name="tile", timeout=WAIT) as frame,
         AppPage(frame, timeout=WAIT, init_timeout=WAIT) as app,
     ):
         await open_page(page, app)
@@ -517,7 +519,7 @@ async def test_a_view_that_cannot_be_shown_says_why_beside_the_tool_result(
         return "<!doctype html><p>never served</p>"
 
     async with (
-        MCPFrame(server, name="broken", timeout=WAIT) as frame,
+        MCPFrameHost(server, name="broken", timeout=WAIT) as frame,
         AppPage(frame, timeout=WAIT, init_timeout=1.0) as app,
     ):
         await open_page(page, app)

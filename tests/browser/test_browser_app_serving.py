@@ -1,6 +1,6 @@
 """The author-side example (``examples/weather_app.py``) rendered in Chromium.
 
-Its registry is served by ``MCPContextServer``; an ``MCPFrame`` consumes it, so the view's
+Its registry is served by ``MCPContextServer``; an ``MCPFrameHost`` consumes it, so the view's
 HTML is what the server's ``resources/read`` gave. A Python ``AppBridge`` hosts the view
 behind the shipped parent relay (the view on another origin, as in the bridge tests):
 the view initializes, shows the model's call result, calls the app-only ``refresh`` tool
@@ -22,7 +22,7 @@ pytest.importorskip("mcp")
 
 from assistant_frames.apps.protocol import HostContext
 from assistant_frames.browser import relay_files
-from assistant_frames.mcp import MCPContextServer, MCPFrame
+from assistant_frames.mcp import MCPContextServer, MCPFrameHost
 from assistant_frames.transports import websocket_server
 
 from browser_support import BrowserPage
@@ -45,11 +45,11 @@ URI = "ui://weather/view"
 
 
 @asynccontextmanager
-async def served_example() -> AsyncIterator[MCPFrame]:
-    """The example's server, consumed by an MCPFrame."""
+async def served_example() -> AsyncIterator[MCPFrameHost]:
+    """The example's server, consumed by an MCPFrameHost."""
     example = runpy.run_path(str(EXAMPLE))  # not __main__: nothing is served on stdio
     server: MCPContextServer = example["server"]
-    async with server.running(), MCPFrame(server.server, timeout=WAIT) as frame:
+    async with server.running(), MCPFrameHost(server.server, timeout=WAIT) as frame:
         yield frame
 
 

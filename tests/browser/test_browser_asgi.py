@@ -215,11 +215,11 @@ async def fetch_json(url: str) -> tuple[int, Any]:
 async def test_the_apps_page_mounted_under_a_prefix_shows_a_view(page: BrowserPage) -> None:
     pytest.importorskip("mcp")
     from assistant_frames.apps.page import AppPage
-    from assistant_frames.mcp import MCPFrame
+    from assistant_frames.mcp import MCPFrameHost
 
     example = runpy.run_path(str(ROOT / "examples" / "weather_app.py"))
     server = example["server"]
-    frame = MCPFrame(server.server, timeout=WAIT)
+    frame = MCPFrameHost(server.server, timeout=WAIT)
     app_page = AppPage(frame, port=None, timeout=WAIT, init_timeout=WAIT)
     mounted = app_page_app(app_page)
 

@@ -22,7 +22,7 @@ from mcp.server.mcpserver import MCPServer
 
 from assistant_frames.apps import AppBridge
 from assistant_frames.browser import relay_files
-from assistant_frames.mcp import MCPFrame
+from assistant_frames.mcp import MCPFrameHost
 from assistant_frames.transports import WebSocketServer, websocket_server
 from assistant_frames.widgets import WidgetState, WidgetStateKeeper, WidgetStateStore
 
@@ -108,9 +108,9 @@ async def view_wait(page: BrowserPage, origin: str, expression: str, timeout: fl
 
 @dataclass
 class Weather:
-    """A real MCP server (the ``mcp`` SDK's ``MCPServer``) in an entered ``MCPFrame``."""
+    """A real MCP server (the ``mcp`` SDK's ``MCPServer``) in an entered ``MCPFrameHost``."""
 
-    frame: MCPFrame
+    frame: MCPFrameHost
     calls: list[str]
 
 
@@ -131,7 +131,7 @@ async def weather_server() -> AsyncIterator[Weather]:
         calls.append("secret")
         return "classified"
 
-    async with MCPFrame(server, timeout=WAIT) as frame:
+    async with MCPFrameHost(server, timeout=WAIT) as frame:
         yield Weather(frame, calls)
 
 

@@ -98,7 +98,7 @@ def test_a_nats_url_refused_never_shows_its_credentials(frame_dir: Path, url: st
 def test_nats_targets_never_show_credentials() -> None:
     """Where a target is shown: its repr, a federation member's name, and errors."""
     from assistant_frames.federation.targets import FrameTarget
-    from assistant_frames.nats import NATSFrame
+    from assistant_frames.nats import NATSFrameTarget
     from assistant_frames.nats.targets import parse_nats_url
 
     url = "nats://user:s3cret-pw@127.0.0.1:4222/calc"
@@ -106,7 +106,9 @@ def test_nats_targets_never_show_credentials() -> None:
         repr(parse_nats_url(url)),
         repr(parse_nats_url("tls://s3cret-pw@127.0.0.1:4222")),
         repr(
-            NATSFrame("calc", [url, "nats://127.0.0.1:4223"], nats_options={"token": "s3cret-pw"})
+            NATSFrameTarget(
+                "calc", [url, "nats://127.0.0.1:4223"], nats_options={"token": "s3cret-pw"}
+            )
         ),
         FrameTarget(url).name,
     ]

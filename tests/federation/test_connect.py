@@ -119,11 +119,11 @@ async def test_a_python_script_runs_with_this_interpreter(tmp_path: Path) -> Non
 
 
 async def test_an_mcp_server_command() -> None:
-    from assistant_frames.mcp import MCPFrame
+    from assistant_frames.mcp import MCPFrameHost
 
     with anyio.fail_after(WAIT):
         async with connect(shlex.join(MCP_SERVER), mcp=True) as connection:
-            assert isinstance(connection, MCPFrame)
+            assert isinstance(connection, MCPFrameHost)
             assert set(connection.get_model_context().tools) == {"fibonacci", "slow_report"}
             assert await connection.call_tool("fibonacci", {"n": 12}) == 144
 
@@ -151,13 +151,13 @@ async def http_served(registry: ModelContextRegistry, **options: Any) -> AsyncIt
 
 @pytest.mark.parametrize("anyio_backend", ["asyncio"])  # run_http is uvicorn's: asyncio
 async def test_an_mcp_server_url() -> None:
-    from assistant_frames.mcp import MCPFrame
+    from assistant_frames.mcp import MCPFrameHost
 
     async with http_served(calculator()) as url:
         with anyio.fail_after(WAIT):
             # The rule: an http(s):// URL is an MCP server, no flag needed.
             async with connect(url) as connection:
-                assert isinstance(connection, MCPFrame)
+                assert isinstance(connection, MCPFrameHost)
                 assert await connection.call_tool("add", {"a": 20, "b": 22}) == 42
 
 

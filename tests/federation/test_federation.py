@@ -191,7 +191,7 @@ async def test_closing_goes_member_by_member_the_last_added_first(worker: list[s
 
 
 async def test_an_mcp_server_member_joins_without_a_tool_change() -> None:
-    # An MCPFrame holds its tools once entered and may never announce a change: the
+    # An MCPFrameHost holds its tools once entered and may never announce a change: the
     # reconnecting member must still tell the parent registry that they arrived.
     command = [sys.executable, "-m", "assistant_frames", "serve"]
     command += ["--mcp-stdio", "assistant_frames._demo_worker:registry"]

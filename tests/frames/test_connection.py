@@ -1,4 +1,4 @@
-"""One connection interface: AssistantFrameHost, MCPFrame and ReconnectingHost alike."""
+"""One connection interface: AssistantFrameHost, MCPFrameHost and ReconnectingHost alike."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from assistant_frames import (
     ReconnectingHost,
     memory_pair,
 )
-from assistant_frames.mcp import MCPFrame
+from assistant_frames.mcp import MCPFrameHost
 from assistant_frames.transports import MemoryTransport
 
 from helpers import calculator
@@ -41,8 +41,8 @@ def mcp_server() -> MCPServer:
 async def test_every_connection_kind_is_a_frame_connection() -> None:
     host_end, _ = memory_pair()
     assert isinstance(AssistantFrameHost(host_end), FrameConnection)
-    assert isinstance(MCPFrame(mcp_server()), FrameConnection)
-    assert isinstance(ReconnectingHost(lambda: MCPFrame(mcp_server())), FrameConnection)
+    assert isinstance(MCPFrameHost(mcp_server()), FrameConnection)
+    assert isinstance(ReconnectingHost(lambda: MCPFrameHost(mcp_server())), FrameConnection)
     assert not isinstance(host_end, FrameConnection)  # a transport is not a connection
 
 
@@ -76,16 +76,16 @@ async def test_a_frame_host_through_the_interface() -> None:
 
 async def test_an_mcp_frame_through_the_interface() -> None:
     with anyio.fail_after(10):
-        await _exercise(MCPFrame(mcp_server()), "double", {"n": 21}, {"result": 42})
+        await _exercise(MCPFrameHost(mcp_server()), "double", {"n": 21}, {"result": 42})
 
 
 async def test_reconnecting_wraps_a_connection_factory_not_only_transports() -> None:
-    """ReconnectingHost over MCPFrame: the connector yields a connection, not a stream."""
-    opened: list[MCPFrame] = []
+    """ReconnectingHost over MCPFrameHost: the connector yields a connection, not a stream."""
+    opened: list[MCPFrameHost] = []
 
     @asynccontextmanager
-    async def connect() -> AsyncIterator[MCPFrame]:
-        async with MCPFrame(mcp_server()) as frame:
+    async def connect() -> AsyncIterator[MCPFrameHost]:
+        async with MCPFrameHost(mcp_server()) as frame:
             opened.append(frame)
             yield frame
 

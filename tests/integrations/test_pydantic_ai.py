@@ -231,14 +231,14 @@ async def test_timeouts_and_lost_frames_are_retry_prompts(error: Exception, mess
 
 async def test_mcp_frame() -> None:
     pytest.importorskip("mcp")
-    from assistant_frames.mcp import MCPContextServer, MCPFrame
+    from assistant_frames.mcp import MCPContextServer, MCPFrameHost
 
     registry = ModelContextRegistry()
     registry.add_instruction("Shout when asked.")
     registry.add_tool("shout", lambda text: text.upper() + "!", description="Shout a text.")
     server = MCPContextServer(registry, name="shouter")
     model, seen = scripted(call("shout", text="hi"), echo_result)
-    async with server.running(), MCPFrame(server.server) as frame:
+    async with server.running(), MCPFrameHost(server.server) as frame:
         result = await Agent(model, toolsets=[ContextToolset(frame)]).run("Shout hi.")
     assert result.output == "success: HI!"
     assert tool_names(seen[0]) == ["shout"]

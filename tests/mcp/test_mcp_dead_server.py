@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 from assistant_frames import ConnectError, FrameDisconnected
-from assistant_frames.mcp import MCPFrame
+from assistant_frames.mcp import MCPFrameHost
 
 from helpers import wait_until
 
@@ -81,7 +81,7 @@ def assert_says_why(error: FrameDisconnected | ConnectError, code: int, stderr: 
 
 
 async def test_a_server_that_exits_mid_call(server: list[str]) -> None:
-    async with MCPFrame(server, name="mortal", timeout=WAIT) as frame:
+    async with MCPFrameHost(server, name="mortal", timeout=WAIT) as frame:
         started = time.monotonic()
         with anyio.fail_after(WAIT), pytest.raises(FrameDisconnected) as pending:
             await frame.call_tool("crash", {"code": 7})
@@ -103,7 +103,7 @@ async def test_a_server_that_exits_mid_call(server: list[str]) -> None:
 
 async def test_a_server_killed_mid_call(server: list[str], tmp_path: Path) -> None:
     started = tmp_path / "started"
-    async with MCPFrame(server, cwd=tmp_path, timeout=WAIT) as frame:
+    async with MCPFrameHost(server, cwd=tmp_path, timeout=WAIT) as frame:
         pid = (await frame.call_tool("pid"))["result"]  # MCPServer wraps an int
         failure: list[FrameDisconnected] = []
 
@@ -127,7 +127,7 @@ async def test_a_server_killed_mid_call(server: list[str], tmp_path: Path) -> No
 
 
 async def test_a_server_that_exits_before_answering(server: list[str]) -> None:
-    frame = MCPFrame(server, name="`broken`", env={"CRASH_AT_START": "1"})
+    frame = MCPFrameHost(server, name="`broken`", env={"CRASH_AT_START": "1"})
     with anyio.fail_after(WAIT), pytest.raises(ConnectError) as info:
         async with frame:
             pytest.fail("entered")
@@ -141,7 +141,7 @@ async def test_a_server_that_exits_before_answering(server: list[str]) -> None:
 async def test_a_command_that_is_not_a_server(tmp_path: Path) -> None:
     code = "import sys; print('usage: nothing here', file=sys.stderr); sys.exit(2)"
     with anyio.fail_after(WAIT), pytest.raises(ConnectError) as info:
-        async with MCPFrame([sys.executable, "-c", code]):
+        async with MCPFrameHost([sys.executable, "-c", code]):
             pytest.fail("entered")
     assert_says_why(info.value, 2, "usage: nothing here")
 
@@ -199,7 +199,7 @@ async def test_what_a_wrapper_started_goes_with_the_server(
     (tmp_path / "wrapper.py").write_text(WRAPPER, encoding="utf-8")
     command = [sys.executable, str(tmp_path / "wrapper.py"), server[1]]
     with anyio.fail_after(WAIT):
-        async with MCPFrame(command, name="wrapped", timeout=WAIT, cwd=tmp_path) as frame:
+        async with MCPFrameHost(command, name="wrapped", timeout=WAIT, cwd=tmp_path) as frame:
             assert await frame.call_tool("pid")
             pid_file = tmp_path / "helper.pid"
             await wait_until(lambda: pid_file.exists() and pid_file.read_text() != "", WAIT)

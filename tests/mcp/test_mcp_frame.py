@@ -1,4 +1,4 @@
-"""``MCPFrame`` against real MCP servers, on both protocol eras and both anyio backends.
+"""``MCPFrameHost`` against real MCP servers, on both protocol eras and both anyio backends.
 
 The servers: ``MCPContextServer`` serving the registry of ``SERVED`` in this process, and
 the same module written into ``tmp_path`` as ``mod.py`` and served by ``python -m
@@ -41,7 +41,7 @@ from assistant_frames import (
     ToolCallError,
     ToolCallTimeout,
 )
-from assistant_frames.mcp import MCPContextServer, MCPFrame
+from assistant_frames.mcp import MCPContextServer, MCPFrameHost
 
 from helpers import free_port, wait_until
 
@@ -50,7 +50,7 @@ pytestmark = pytest.mark.anyio
 WAIT = 10.0  # bound of every wait that should succeed
 GONE_WITHIN = 2.0  # a dead server is noticed, and its pending calls fail, within this
 QUIET = 0.3  # how long negative checks watch for something that must not happen
-INSTRUCTIONS = "Served for the MCPFrame tests."
+INSTRUCTIONS = "Served for the MCPFrameHost tests."
 ENV = {"MCPFRAME_TEST": "from the frame"}  # given to the served subprocesses
 MODES = pytest.mark.parametrize("mode", ["legacy", "auto"])
 
@@ -205,10 +205,10 @@ def mod_dir(tmp_path: Path) -> Path:
 
 
 @asynccontextmanager
-async def in_process(module: ModuleType, **options: Any) -> AsyncIterator[MCPFrame]:
-    """An ``MCPFrame`` on an in-process ``MCPContextServer`` serving ``module.registry``."""
+async def in_process(module: ModuleType, **options: Any) -> AsyncIterator[MCPFrameHost]:
+    """An ``MCPFrameHost`` on an in-process ``MCPContextServer`` serving ``module.registry``."""
     server = MCPContextServer(module.registry, name="served")
-    async with server.running(), MCPFrame(server.server, **options) as frame:
+    async with server.running(), MCPFrameHost(server.server, **options) as frame:
         yield frame
 
 
@@ -247,21 +247,21 @@ async def http_server(command: list[str], cwd: Path) -> AsyncIterator[tuple[str,
 @asynccontextmanager
 async def over_the_wire(
     kind: str, cwd: Path, **options: Any
-) -> AsyncIterator[tuple[MCPFrame, int]]:
-    """An ``MCPFrame`` on ``SERVED`` served in a subprocess over ``kind``; and its pid."""
+) -> AsyncIterator[tuple[MCPFrameHost, int]]:
+    """An ``MCPFrameHost`` on ``SERVED`` served in a subprocess over ``kind``; and its pid."""
     if kind == "stdio":
-        async with MCPFrame(serve_command("--mcp-stdio"), cwd=cwd, env=ENV, **options) as frame:
+        async with MCPFrameHost(serve_command("--mcp-stdio"), cwd=cwd, env=ENV, **options) as frame:
             pid = int((await frame.call_tool("whoami")).split()[0])
             yield frame, pid
         return
     async with (
         http_server(serve_command("--mcp-http", "127.0.0.1:0"), cwd) as (url, pid),
-        MCPFrame(url, **options) as frame,
+        MCPFrameHost(url, **options) as frame,
     ):
         yield frame, pid
 
 
-async def assert_gone(frame: MCPFrame, *notified: Notified) -> None:
+async def assert_gone(frame: MCPFrameHost, *notified: Notified) -> None:
     """The frame has noticed its server went away, and behaves so."""
     with anyio.fail_after(GONE_WITHIN):
         await frame.wait_disconnected()
@@ -295,16 +295,16 @@ async def assert_gone(frame: MCPFrame, *notified: Notified) -> None:
 )
 def test_invalid_arguments(server: Any, options: dict[str, Any], error: type[Exception]) -> None:
     with pytest.raises(error):
-        MCPFrame(server, **options)
+        MCPFrameHost(server, **options)
 
 
 def test_a_new_frame_is_not_connected() -> None:
-    frame = MCPFrame(["some-server", "--flag"], timeout=None, keepalive=None)
+    frame = MCPFrameHost(["some-server", "--flag"], timeout=None, keepalive=None)
     assert frame.state == "new"
     assert not frame.connected
     assert dict(frame.get_model_context().tools) == {}
     assert "some-server" in frame.name
-    assert MCPFrame("http://127.0.0.1:1/mcp", name="named").name == "named"
+    assert MCPFrameHost("http://127.0.0.1:1/mcp", name="named").name == "named"
 
 
 # -- in-process: context, results, errors --------------------------------------------------
@@ -424,7 +424,7 @@ def lowlevel_server() -> Server[Any]:
 @MODES
 async def test_result_mapping_and_paged_tool_list(mode: str) -> None:
     image = {"type": "image", "data": "aGk=", "mimeType": "image/png"}
-    async with MCPFrame(lowlevel_server(), mode=mode) as frame:
+    async with MCPFrameHost(lowlevel_server(), mode=mode) as frame:
         assert set(frame.get_model_context().tools) == set(RESULTS)  # all four pages
         assert frame.get_model_context().system is None
         outcomes: dict[str, Any] = {}
@@ -492,7 +492,7 @@ async def test_closing_fails_pending_calls_at_once(mode: str, served: ModuleType
     server = MCPContextServer(served.registry)
     outcome: list[Any] = []
     async with server.running():
-        frame = MCPFrame(server.server, mode=mode)
+        frame = MCPFrameHost(server.server, mode=mode)
 
         async def caller() -> None:
             try:
@@ -520,7 +520,7 @@ async def test_closing_fails_pending_calls_at_once(mode: str, served: ModuleType
 async def test_a_frame_is_entered_once(served: ModuleType) -> None:
     server = MCPContextServer(served.registry)
     async with server.running():
-        frame = MCPFrame(server.server)
+        frame = MCPFrameHost(server.server)
         async with frame:
             with pytest.raises(RuntimeError):
                 await frame.__aenter__()
@@ -582,7 +582,7 @@ async def test_a_change_right_after_the_first_listing_is_not_lost() -> None:
         )
 
     server = Server("racy", on_list_tools=list_tools, on_subscriptions_listen=ListenHandler(bus))
-    async with MCPFrame(server, mode="auto") as frame:
+    async with MCPFrameHost(server, mode="auto") as frame:
         assert frame.client.server_capabilities.tools == types.ToolsCapability(list_changed=True)
         with suppress(TimeoutError):
             await wait_until(lambda: "second" in frame.get_model_context().tools, timeout=1.0)
@@ -605,8 +605,8 @@ async def test_poll_interval_follows_a_server_that_does_not_announce(
         return len(text.split())
 
     async with (
-        MCPFrame(server, mode=mode, poll_interval=0.05) as polling,
-        MCPFrame(server, mode=mode) as still,
+        MCPFrameHost(server, mode=mode, poll_interval=0.05) as polling,
+        MCPFrameHost(server, mode=mode) as still,
     ):
         assert polling.get_model_context().system == "The SDK's server."
         tool = polling.get_model_context().tools["count_words"]
@@ -684,7 +684,7 @@ async def test_http_server_killed_between_calls(mode: str, mod_dir: Path) -> Non
 
 async def test_leaving_after_the_http_server_died(mod_dir: Path) -> None:
     async with http_server(serve_command("--mcp-http", "127.0.0.1:0"), mod_dir) as (url, _):
-        async with MCPFrame(url) as frame:
+        async with MCPFrameHost(url) as frame:
             with pytest.raises(FrameDisconnected):
                 await frame.call_tool("die")
         assert frame.state == "closed"
@@ -697,7 +697,7 @@ async def test_modern_http_server_without_list_changed_stays_connected(
     (tmp_path / "plain.py").write_text(PLAIN, encoding="utf-8")
     async with (
         http_server([sys.executable, "plain.py"], tmp_path) as (url, _),
-        MCPFrame(url, mode=mode, keepalive=0.1) as frame,
+        MCPFrameHost(url, mode=mode, keepalive=0.1) as frame,
     ):
         assert frame.client.server_capabilities.tools == types.ToolsCapability(list_changed=False)
         with anyio.move_on_after(5 * 0.1):
@@ -712,11 +712,11 @@ async def test_leaving_stops_the_subprocess(form: str, mod_dir: Path) -> None:
         command=sys.executable, args=serve_command("--mcp-stdio")[1:], cwd=mod_dir
     )
     if form == "transport":  # left by the end of the block
-        async with MCPFrame(stdio_client(params)) as frame:
+        async with MCPFrameHost(stdio_client(params)) as frame:
             pid = int((await frame.call_tool("whoami")).split()[0])
             assert alive(pid)
     else:  # left by aclose()
-        frame = MCPFrame(params)
+        frame = MCPFrameHost(params)
         await frame.__aenter__()
         try:
             pid = int((await frame.call_tool("whoami")).split()[0])
@@ -734,19 +734,19 @@ async def test_leaving_stops_the_subprocess(form: str, mod_dir: Path) -> None:
 
 async def test_nonexistent_command(tmp_path: Path) -> None:
     with anyio.fail_after(WAIT), pytest.raises(ConnectError):
-        async with MCPFrame([str(tmp_path / "no-such-server")]):
+        async with MCPFrameHost([str(tmp_path / "no-such-server")]):
             pytest.fail("entered")
 
 
 async def test_refused_port() -> None:
     with anyio.fail_after(WAIT), pytest.raises(ConnectError):
-        async with MCPFrame(f"http://127.0.0.1:{free_port()}/mcp"):
+        async with MCPFrameHost(f"http://127.0.0.1:{free_port()}/mcp"):
             pytest.fail("entered")
 
 
 async def test_command_that_exits_at_once() -> None:
     with anyio.fail_after(WAIT), pytest.raises(ConnectError):
-        async with MCPFrame([sys.executable, "-c", "pass"]):
+        async with MCPFrameHost([sys.executable, "-c", "pass"]):
             pytest.fail("entered")
 
 
@@ -756,7 +756,7 @@ async def test_connect_timeout_stops_a_server_that_never_answers(tmp_path: Path)
     command = f"{shlex.quote(sys.executable)} -c {shlex.quote(code)}"  # a shell-style string
     started = time.monotonic()
     with anyio.fail_after(WAIT), pytest.raises(ConnectError, match="no answer within 1 s"):
-        async with MCPFrame(command, cwd=tmp_path, connect_timeout=1):
+        async with MCPFrameHost(command, cwd=tmp_path, connect_timeout=1):
             pytest.fail("entered")
     assert time.monotonic() - started < 1 + GONE_WITHIN
     assert not alive(int((tmp_path / "pid").read_text()))
@@ -770,7 +770,7 @@ async def test_a_server_that_cannot_list_its_tools(mode: str) -> None:
         raise RuntimeError("the tool catalogue is down")
 
     server = Server("broken", on_list_tools=list_tools)
-    frame = MCPFrame(server, mode=mode)
+    frame = MCPFrameHost(server, mode=mode)
     with anyio.fail_after(WAIT), pytest.raises(ConnectError, match="Cannot list the tools"):
         async with frame:
             pytest.fail("entered")
@@ -791,7 +791,7 @@ async def test_a_result_that_breaks_its_output_schema(mode: str) -> None:
         return types.CallToolResult(content=[], structured_content={"n": "many"})
 
     server = Server("liar", on_list_tools=list_tools, on_call_tool=call_tool)
-    async with MCPFrame(server, mode=mode) as frame:
+    async with MCPFrameHost(server, mode=mode) as frame:
         with pytest.raises(ToolCallError, match='invalid result for tool "count"'):
             await frame.call_tool("count", {})
         assert frame.connected

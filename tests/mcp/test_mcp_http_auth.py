@@ -1,7 +1,7 @@
 """``MCPContextServer`` over HTTP with a bearer token or an auth hook, on 127.0.0.1.
 
 Clients: raw HTTP (``httpx2``, which the ``mcp`` SDK uses), the official ``mcp.Client``
-with headers, and ``MCPFrame(url, token=/headers=)``. The in-process server runs on uvicorn
+with headers, and ``MCPFrameHost(url, token=/headers=)``. The in-process server runs on uvicorn
 (asyncio only); ``serve --mcp-http --token`` in a subprocess serves clients on both
 backends, and the CLI's ``inspect --mcp URL --token`` is one of them. Every wait is bounded.
 """
@@ -29,7 +29,7 @@ from starlette.requests import HTTPConnection
 
 from assistant_frames import HandshakeRejected, ModelContextRegistry
 from assistant_frames.frames import ReconnectingHost
-from assistant_frames.mcp import MCPContextServer, MCPFrame
+from assistant_frames.mcp import MCPContextServer, MCPFrameHost
 
 pytestmark = pytest.mark.anyio
 ASYNCIO = pytest.mark.parametrize("anyio_backend", ["asyncio"])  # uvicorn in this process
@@ -142,7 +142,7 @@ async def test_a_token_with_the_official_client() -> None:
 async def test_a_token_with_mcp_frame() -> None:
     async with served(token=TOKEN) as url:
         for options in ({}, {"token": "wrong"}):
-            frame = MCPFrame(url, **options)
+            frame = MCPFrameHost(url, **options)
             with anyio.fail_after(WAIT), pytest.raises(HandshakeRejected) as refused:
                 async with frame:
                     pytest.fail("entered")
@@ -155,7 +155,7 @@ async def test_a_token_with_mcp_frame() -> None:
         bearer = {"Authorization": f"Bearer {TOKEN}"}
         for options in ({"token": TOKEN}, {"headers": bearer}):
             with anyio.fail_after(WAIT):
-                async with MCPFrame(url, **options) as frame:
+                async with MCPFrameHost(url, **options) as frame:
                     assert set(frame.get_model_context().tools) == {"echo"}
                     assert await frame.call_tool("echo", {"text": "through"}) == "through"
 
@@ -163,7 +163,7 @@ async def test_a_token_with_mcp_frame() -> None:
 @ASYNCIO
 async def test_a_refused_token_stops_reconnecting() -> None:
     async with served(token=TOKEN) as url:
-        host = ReconnectingHost(lambda: MCPFrame(url, token="wrong"), initial_delay=0.01)
+        host = ReconnectingHost(lambda: MCPFrameHost(url, token="wrong"), initial_delay=0.01)
         async with host:
             with anyio.fail_after(WAIT):
                 await host.wait_disconnected()
@@ -172,7 +172,7 @@ async def test_a_refused_token_stops_reconnecting() -> None:
 
 def test_token_and_headers_are_for_urls() -> None:
     with pytest.raises(ValueError, match="for an http"):
-        MCPFrame([sys.executable, "-c", "pass"], token="t")
+        MCPFrameHost([sys.executable, "-c", "pass"], token="t")
 
 
 # -- an auth hook -----------------------------------------------------------------------------
@@ -195,10 +195,10 @@ async def test_an_auth_hook(kind: str) -> None:
         assert (await post_initialize(url, {"X-Api-Key": "nope"})).status_code == 401
         assert seen == ["127.0.0.1"]  # the hook saw the request
         with anyio.fail_after(WAIT), pytest.raises(HandshakeRejected):
-            async with MCPFrame(url):
+            async with MCPFrameHost(url):
                 pytest.fail("entered")
         with anyio.fail_after(WAIT):
-            async with MCPFrame(url, headers={"X-Api-Key": "k-123"}) as frame:
+            async with MCPFrameHost(url, headers={"X-Api-Key": "k-123"}) as frame:
                 assert await frame.call_tool("echo", {"text": "hooked"}) == "hooked"
             async with official_client(url, {"X-Api-Key": "k-123"}) as client:
                 assert [tool.name for tool in (await client.list_tools()).tools] == ["echo"]
@@ -260,10 +260,10 @@ async def test_serve_mcp_http_with_a_token(tmp_path: Path) -> None:
     async with cli_server(tmp_path, "--token", TOKEN) as (url, said):
         assert "a bearer token is required" in said
         with anyio.fail_after(WAIT), pytest.raises(HandshakeRejected):
-            async with MCPFrame(url):
+            async with MCPFrameHost(url):
                 pytest.fail("entered")
         with anyio.fail_after(WAIT):
-            async with MCPFrame(url, token=TOKEN) as frame:
+            async with MCPFrameHost(url, token=TOKEN) as frame:
                 assert await frame.call_tool("echo", {"text": "cli"}) == "cli"
 
         def inspect(*options: str) -> subprocess.CompletedProcess[str]:

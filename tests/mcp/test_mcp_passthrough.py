@@ -9,11 +9,11 @@ namespaced. Compared field by field with the official ``mcp`` client:
   ``tests/mcp_declared_server.py`` (the SDK's own server, declaring a top-level title and
   a different ``annotations.title``, icons, ``_meta``, an output schema, empty
   annotations...), each a real subprocess;
-- through two chains: ``serve --mcp-stdio --mcp NAME=SERVER`` (MCPFrame -> registry ->
+- through two chains: ``serve --mcp-stdio --mcp NAME=SERVER`` (MCPFrameHost -> registry ->
   MCPContextServer), and ``serve --mcp-stdio --frame wire=WORKER`` where the worker is
   ``serve --stdio --mcp NAME=SERVER`` (the same, with the frame wire and an
   AssistantFrameHost between them);
-- and the other way: a Python tool served by MCPContextServer, read back by MCPFrame.
+- and the other way: a Python tool served by MCPContextServer, read back by MCPFrameHost.
 
 ``execution`` (task support, 2025-11-25) is the one field not passed on: it says how the
 *server* runs calls, and calls through assistant-frames are never tasks.
@@ -50,7 +50,7 @@ try:
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    from assistant_frames.mcp import MCPContextServer, MCPFrame
+    from assistant_frames.mcp import MCPContextServer, MCPFrameHost
 except ImportError as exc:  # pragma: no cover - depends on the environment
     pytest.skip(f"MCP pass-through tests skipped: {exc}", allow_module_level=True)
 
@@ -191,7 +191,7 @@ async def test_mcp_servers_tools_pass_through_serve_exactly(
         assert all(name.startswith(namespaces) for name in through[chain]), chain
 
 
-# -- a Python tool, served by MCPContextServer and read back by MCPFrame --------------------------
+# -- a Python tool, served by MCPContextServer and read back by MCPFrameHost -------------------
 
 
 def declared_registry() -> ModelContextRegistry:
@@ -237,7 +237,7 @@ def descriptive(tool: Tool) -> dict[str, Any]:
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 async def test_a_python_tool_comes_back_through_mcp_exactly(mode: str) -> None:
-    """registry -> frame wire -> host -> MCPContextServer -> MCPFrame, and the tool
+    """registry -> frame wire -> host -> MCPContextServer -> MCPFrameHost, and the tool
     arrives as the registry declared it."""
     registry = declared_registry()
     sent = registry.get_model_context().tools
@@ -253,7 +253,7 @@ async def test_a_python_tool_comes_back_through_mcp_exactly(mode: str) -> None:
                     name: descriptive(tool) for name, tool in sent.items()
                 }
                 server = MCPContextServer(host)
-                async with server.running(), MCPFrame(server.server, mode=mode) as frame:
+                async with server.running(), MCPFrameHost(server.server, mode=mode) as frame:
                     received = frame.get_model_context().tools
                     assert received.keys() == sent.keys()
                     for name, tool in sent.items():

@@ -1,8 +1,8 @@
 """MCP interop with peers we did not write, each a real subprocess.
 
-- ``mcp-server-time`` (PyPI, pinned in the ``test`` extra): consumed by ``MCPFrame``.
+- ``mcp-server-time`` (PyPI, pinned in the ``test`` extra): consumed by ``MCPFrameHost``.
 - ``@modelcontextprotocol/server-everything`` (npm, pinned in ``tests/mcp_peers``):
-  consumed by ``MCPFrame`` over stdio and Streamable HTTP.
+  consumed by ``MCPFrameHost`` over stdio and Streamable HTTP.
 - The MCP Inspector CLI (npm, same place): a client we did not write, against
   ``python -m assistant_frames serve --mcp-stdio`` and ``--mcp-http``.
 - The official ``mcp.Client``, against a ``serve --mcp`` federation of the two servers.
@@ -50,7 +50,7 @@ try:
     from mcp.client.stdio import stdio_client
     from mcp.shared.exceptions import MCPError
 
-    from assistant_frames.mcp import MCPFrame
+    from assistant_frames.mcp import MCPFrameHost
 except ImportError as exc:  # pragma: no cover - depends on the environment
     if peers_required():
         raise
@@ -64,7 +64,7 @@ INSPECTOR_JS = NODE_MODULES / "inspector" / "clients" / "launcher" / "build" / "
 TIME_SCRIPT = Path(sys.executable).parent / "mcp-server-time"
 TIMEOUT = 15.0  # every bounded wait; the peers need well under 3 s
 MARKER_VAR = "ASSISTANT_FRAMES_PEER_MARKER"
-MODES = ["auto", "legacy"]  # of MCPFrame and mcp.Client; auto negotiates 2026-07-28 if it can
+MODES = ["auto", "legacy"]  # of MCPFrameHost and mcp.Client; auto negotiates 2026-07-28 if it can
 
 
 # -- the peers ---------------------------------------------------------------------------------
@@ -123,7 +123,9 @@ def kill_peer(marker: str) -> None:
 @pytest.mark.parametrize("mode", MODES)
 async def test_time_server_as_a_frame(time_server: list[str], mode: str) -> None:
     marker = uuid.uuid4().hex
-    frame = MCPFrame(time_server, name="time", mode=mode, timeout=TIMEOUT, env={MARKER_VAR: marker})
+    frame = MCPFrameHost(
+        time_server, name="time", mode=mode, timeout=TIMEOUT, env={MARKER_VAR: marker}
+    )
     parent = ModelContextRegistry()
     async with frame:
         assert frame.protocol_version == ("2026-07-28" if mode == "auto" else "2025-11-25")
@@ -168,7 +170,7 @@ async def test_time_server_as_a_frame(time_server: list[str], mode: str) -> None
 
 async def test_time_server_killed_mid_session(time_server: list[str]) -> None:
     marker = uuid.uuid4().hex
-    frame = MCPFrame(time_server, name="time", timeout=TIMEOUT, env={MARKER_VAR: marker})
+    frame = MCPFrameHost(time_server, name="time", timeout=TIMEOUT, env={MARKER_VAR: marker})
     parent = ModelContextRegistry()
     parent.add_provider(frame, namespace="time")
     seen: list[list[str]] = []
@@ -191,7 +193,7 @@ async def test_time_server_killed_mid_session(time_server: list[str]) -> None:
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_everything_server_over_stdio(everything: list[str], mode: str) -> None:
-    frame = MCPFrame(everything, name="every", mode=mode, timeout=TIMEOUT)
+    frame = MCPFrameHost(everything, name="every", mode=mode, timeout=TIMEOUT)
     # The server registers simulate-research-query when the client's
     # notifications/initialized arrives, and sends notifications/tools/list_changed. It
     # registers it at once, so the frame's first listing already has it; hiding it from that
@@ -247,7 +249,7 @@ async def test_everything_server_over_http(node: str, tmp_path: Path) -> None:
         ready = f"MCP Streamable HTTP Server listening on port {port}"
         await wait_until(lambda: ready in log.read_text() or process.returncode is not None)
         assert process.returncode is None, log.read_text()
-        async with MCPFrame(f"http://127.0.0.1:{port}/mcp", timeout=TIMEOUT) as frame:
+        async with MCPFrameHost(f"http://127.0.0.1:{port}/mcp", timeout=TIMEOUT) as frame:
             assert "echo" in frame.get_model_context().tools
             assert await frame.call_tool("echo", {"message": "over http"}) == "Echo: over http"
             with pytest.raises(ToolCallError, match="Tool nope not found"):
@@ -265,9 +267,9 @@ async def test_everything_server_over_http(node: str, tmp_path: Path) -> None:
 async def test_everything_servers_progress_reaches_the_caller(
     everything: list[str], mode: str
 ) -> None:
-    """trigger-long-running-operation's notifications/progress, through MCPFrame and a
+    """trigger-long-running-operation's notifications/progress, through MCPFrameHost and a
     parent registry, arrive as ToolProgress; its simulated logs reach subscribers."""
-    frame = MCPFrame(everything, name="every", mode=mode, timeout=TIMEOUT)
+    frame = MCPFrameHost(everything, name="every", mode=mode, timeout=TIMEOUT)
     parent = ModelContextRegistry()
     parent.add_provider(frame, namespace="every")
     events: list[ToolEvent] = []

@@ -1,4 +1,4 @@
-"""``MCPFrame``'s resources and prompts, against real servers.
+"""``MCPFrameHost``'s resources and prompts, against real servers.
 
 - The ``mcp`` SDK's ``MCPServer`` in this process (``library()``), on both protocol eras
   (``legacy``: list-changed notifications; ``auto``: 2026-07-28 ``subscriptions/listen``)
@@ -30,7 +30,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from assistant_frames import FrameDisconnected, ModelContextRegistry
-from assistant_frames.mcp import MCPFrame
+from assistant_frames.mcp import MCPFrameHost
 
 from helpers import installed, wait_until
 
@@ -88,7 +88,7 @@ class Counter:
 
 @MODES
 async def test_resources_and_prompts(mode: str) -> None:
-    async with MCPFrame(library(), mode=mode, timeout=WAIT) as frame:
+    async with MCPFrameHost(library(), mode=mode, timeout=WAIT) as frame:
         # Not in the model context unless asked.
         assert set(frame.get_model_context().tools) == {"add_note", "add_prompt"}
 
@@ -121,7 +121,7 @@ async def test_resources_and_prompts(mode: str) -> None:
 @MODES
 async def test_listings_are_cached_until_the_server_says_they_changed(mode: str) -> None:
     server = library()
-    async with MCPFrame(server, mode=mode, timeout=WAIT) as frame:
+    async with MCPFrameHost(server, mode=mode, timeout=WAIT) as frame:
         resources_changed, prompts_changed, tools_changed = Counter(), Counter(), Counter()
         frame.subscribe_resources(resources_changed)
         frame.subscribe_prompts(prompts_changed)
@@ -159,7 +159,7 @@ async def test_listings_are_cached_until_the_server_says_they_changed(mode: str)
 
 @MODES
 async def test_the_read_resource_tool_is_opt_in(mode: str) -> None:
-    async with MCPFrame(library(), mode=mode, resource_tool=True, timeout=WAIT) as frame:
+    async with MCPFrameHost(library(), mode=mode, resource_tool=True, timeout=WAIT) as frame:
         parent = ModelContextRegistry()
         parent.add_provider(frame, namespace="lib")
         context = parent.get_model_context()
@@ -191,7 +191,7 @@ async def test_a_server_without_resources_or_prompts(mode: str) -> None:
         return types.ListToolsResult(tools=[])
 
     bare = Server("bare", on_list_tools=list_tools)
-    async with MCPFrame(bare, mode=mode, resource_tool=True) as frame:
+    async with MCPFrameHost(bare, mode=mode, resource_tool=True) as frame:
         assert frame.client.server_capabilities.resources is None
         assert await frame.list_resources() == []
         assert await frame.list_resource_templates() == []
@@ -217,7 +217,7 @@ def everything() -> list[str]:
 
 
 async def test_everything_server_resources_and_prompts(everything: list[str]) -> None:
-    async with MCPFrame(everything, name="every", timeout=WAIT, resource_tool=True) as frame:
+    async with MCPFrameHost(everything, name="every", timeout=WAIT, resource_tool=True) as frame:
         uris = [r.uri for r in await frame.list_resources()]
         assert any(uri.startswith("demo://resource/static/document/") for uri in uris)
         templates = {t.uri_template for t in await frame.list_resource_templates()}

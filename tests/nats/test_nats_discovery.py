@@ -1,6 +1,6 @@
 """``NATSDiscovery`` against the real ``nats-server``: frames join and leave a parent live.
 
-Frames are ``NATSFrameService`` replicas in this process, each on its own NATS
+Frames are ``NATSFrameProvider`` replicas in this process, each on its own NATS
 connection, found through the NATS service API as the discovery runs its rounds.
 asyncio only: ``nats-py`` runs on asyncio.
 """
@@ -23,7 +23,7 @@ from assistant_frames import (
     ToolProgress,
     connect,
 )
-from assistant_frames.nats import NATSDiscovery, NATSFrameService, nats_client
+from assistant_frames.nats import NATSDiscovery, NATSFrameProvider, nats_client
 
 from helpers import wait_until
 from nats_support import NATSServer, nats_server
@@ -60,13 +60,13 @@ async def test_frames_started_after_the_parent_join_and_leave(nats_server: NATSS
     async with NATSDiscovery(nats=url, **FAST) as bus:
         assert bus.frames == []
         assert tools(bus) == []
-        async with NATSFrameService(frame("a"), "a", nats=url):
+        async with NATSFrameProvider(frame("a"), "a", nats=url):
             started = time.perf_counter()
             await bus.wait_for("a", timeout=10)
             assert time.perf_counter() - started < 5  # a few rounds, not a restart
             assert tools(bus) == ["a_hello"]
             assert await bus.call_tool("a_hello", {"who": "you"}) == "a greets you"
-            async with NATSFrameService(frame("b"), "b", nats=url):
+            async with NATSFrameProvider(frame("b"), "b", nats=url):
                 await bus.wait_for("b", timeout=10)
                 assert tools(bus) == ["a_hello", "b_hello"]
             # b stopped: after `missed` silent rounds it leaves, its tools with it.
@@ -80,12 +80,12 @@ async def test_replicas_are_one_frame_and_the_frame_stays_while_one_is_up(
 ) -> None:
     url = nats_server.url
     async with (
-        NATSFrameService(frame("calc"), "calc", nats=url),
+        NATSFrameProvider(frame("calc"), "calc", nats=url),
         NATSDiscovery(nats=url, **FAST) as bus,
     ):
         assert bus.frames == ["calc"]  # found on entering, context there
         assert tools(bus) == ["calc_hello"]
-        async with NATSFrameService(frame("calc"), "calc", nats=url):  # the same tools
+        async with NATSFrameProvider(frame("calc"), "calc", nats=url):  # the same tools
             await bus.discover()
             assert bus.frames == ["calc"]  # two replicas, one frame
         for _ in range(FAST["missed"] + 1):  # the second replica went; one is left
@@ -109,9 +109,9 @@ async def test_another_tenant_and_other_services_are_invisible(nats_server: NATS
         spoiler = await client.subscribe("$SRV.INFO", cb=junk)
         try:
             async with (
-                NATSFrameService(frame("notes"), "notes", nats=url, prefix="acme.frames"),
-                NATSFrameService(frame("notes"), "notes", nats=url, prefix="globex.frames"),
-                NATSFrameService(frame("ledger"), "ledger", nats=url, prefix="globex.frames"),
+                NATSFrameProvider(frame("notes"), "notes", nats=url, prefix="acme.frames"),
+                NATSFrameProvider(frame("notes"), "notes", nats=url, prefix="globex.frames"),
+                NATSFrameProvider(frame("ledger"), "ledger", nats=url, prefix="globex.frames"),
                 NATSDiscovery(nats=url, prefix="acme.frames", **FAST) as acme,
             ):
                 assert acme.frames == ["notes"]
@@ -126,7 +126,7 @@ async def test_another_tenant_and_other_services_are_invisible(nats_server: NATS
 
 async def test_connect_to_the_bus_and_to_one_frame(nats_server: NATSServer) -> None:
     url = nats_server.url
-    async with NATSFrameService(frame("x"), "x", nats=url):
+    async with NATSFrameProvider(frame("x"), "x", nats=url):
         async with connect(url) as bus:
             assert sorted(bus.get_model_context().tools) == ["x_hello"]
             assert await bus.call_tool("x_hello", {"who": "bus"}) == "x greets bus"
@@ -139,7 +139,7 @@ async def test_connect_to_the_bus_and_to_one_frame(nats_server: NATSServer) -> N
 async def test_discovery_rides_out_a_server_restart(nats_server: NATSServer) -> None:
     url = nats_server.url
     async with (
-        NATSFrameService(frame("r"), "r", nats=url),
+        NATSFrameProvider(frame("r"), "r", nats=url),
         NATSDiscovery(nats=url, interval=0.2, window=0.1, missed=2) as bus,
     ):
         assert bus.frames == ["r"]
@@ -174,8 +174,8 @@ async def test_a_call_goes_to_the_frame_whose_namespace_it_is(nats_server: NATSS
     """Frames "a" and "a_b" both prefix "a_b_hello": it is a_b's hello."""
     url = nats_server.url
     async with (
-        NATSFrameService(frame("a"), "a", nats=url),
-        NATSFrameService(frame("a_b"), "a_b", nats=url),
+        NATSFrameProvider(frame("a"), "a", nats=url),
+        NATSFrameProvider(frame("a_b"), "a_b", nats=url),
         NATSDiscovery(nats=url, **FAST) as bus,
     ):
         await bus.wait_for("a", "a_b", timeout=10)
@@ -201,14 +201,14 @@ async def test_tool_events_of_every_frame_reach_a_subscriber_of_the_bus(
 
     events: list[ToolEvent] = []
     async with (
-        NATSFrameService(counting, "counter", nats=url),
+        NATSFrameProvider(counting, "counter", nats=url),
         NATSDiscovery(nats=url, **FAST) as bus,
     ):
         unsubscribe = bus.subscribe_tool_events(events.append)
         assert await bus.call_tool("counter_count", {"n": 3}) == "counted to 3"
         progress = [e for e in events if isinstance(e, ToolProgress)]
         assert [(e.progress, e.total) for e in progress][-1] == (3, 3)
-        async with NATSFrameService(frame("late"), "late", nats=url):  # joins while listened
+        async with NATSFrameProvider(frame("late"), "late", nats=url):  # joins while listened
             await bus.wait_for("late", timeout=10)
             assert "late" in bus._forwarding
         unsubscribe()
@@ -221,7 +221,7 @@ async def test_tool_events_of_every_frame_reach_a_subscriber_of_the_bus(
 async def test_a_federation_takes_nats_urls(nats_server: NATSServer) -> None:
     url = nats_server.url
     async with (
-        NATSFrameService(frame("calc"), "calc", nats=url),
+        NATSFrameProvider(frame("calc"), "calc", nats=url),
         Federation() as federation,
     ):
         await federation.add("one", f"{url}/calc")  # one frame
@@ -244,7 +244,7 @@ async def test_a_federation_member_joins_when_its_frame_starts_later(
         # Between attempts it is "reconnecting"; an attempt under way may show otherwise.
         await wait_until(lambda: federation.status("later").state == "reconnecting", timeout=5)
         assert federation.get_model_context().tools == {}
-        async with NATSFrameService(frame("calc"), "calc", nats=url):
+        async with NATSFrameProvider(frame("calc"), "calc", nats=url):
             await wait_until(lambda: "later_hello" in federation.get_model_context().tools, 10)
             assert federation.status("later").state == "connected"
             assert await federation.call_tool("later_hello", {"who": "h"}) == "calc greets h"
@@ -255,7 +255,7 @@ async def test_leaving_in_a_cancelled_scope_still_closes_every_client(
 ) -> None:
     """A task group cancelling its discovery (or a client) must not leave clients open."""
     url = nats_server.url
-    async with NATSFrameService(frame("a"), "a", nats=url):
+    async with NATSFrameProvider(frame("a"), "a", nats=url):
         with anyio.fail_after(15):
             with anyio.CancelScope() as scope:
                 async with nats_client(url) as client:
@@ -288,11 +288,11 @@ async def test_a_name_two_frames_make_calls_the_tool_the_registry_shows(
 
     with anyio.fail_after(20):
         async with (
-            NATSFrameService(first, "a", nats=url),
+            NATSFrameProvider(first, "a", nats=url),
             NATSDiscovery(nats=url, **FAST) as bus,
         ):
             await bus.wait_for("a", timeout=10)
-            async with NATSFrameService(frame("a_b"), "a_b", nats=url):
+            async with NATSFrameProvider(frame("a_b"), "a_b", nats=url):
                 await bus.wait_for("a_b", timeout=10)
                 shown = bus.get_model_context().tools["a_b_hello"]
                 assert shown.description == "Frame a's b_hello."  # the first frame's
@@ -307,7 +307,7 @@ async def test_a_client_closed_for_good_ends_the_discovery(nats_server: NATSServ
     it is no longer connected, and whoever waits for it to end (a Federation) hears so."""
     url = nats_server.url
     async with (
-        NATSFrameService(frame("a"), "a", nats=url),
+        NATSFrameProvider(frame("a"), "a", nats=url),
         nats_client(url) as client,
         NATSDiscovery(nats=client, **FAST) as bus,
     ):
@@ -328,7 +328,7 @@ async def test_rounds_at_once_agree_on_frames_joining_and_leaving(nats_server: N
         for _ in range(3):
             async with AsyncExitStack() as frames:
                 for name in names:
-                    await frames.enter_async_context(NATSFrameService(frame(name), name, nats=url))
+                    await frames.enter_async_context(NATSFrameProvider(frame(name), name, nats=url))
                 with anyio.fail_after(10):
                     async with anyio.create_task_group() as group:
                         for _ in range(4):

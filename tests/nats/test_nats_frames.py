@@ -1,6 +1,6 @@
 """Frames as NATS services, against the real ``nats-server`` (no mocks).
 
-Replicas run in this process (``NATSFrameService``) or in subprocesses
+Replicas run in this process (``NATSFrameProvider``) or in subprocesses
 (``nats_replica.py``); hosts are ``NATSFrameHost``. ``nats-py`` runs on asyncio only, so
 every test here does, except the one proving the rest of the library needs neither
 ``nats`` nor asyncio.
@@ -49,7 +49,7 @@ nats = pytest.importorskip("nats")
 from assistant_frames.nats import (  # noqa: E402  (needs the nats extra, checked just above)
     NATSDiscovery,
     NATSFrameHost,
-    NATSFrameService,
+    NATSFrameProvider,
     NoResponders,
     ReplicaLost,
     connect_nats,
@@ -71,7 +71,7 @@ def anyio_backend() -> str:
 
 def service(registry: ModelContextRegistry, url: str, name: str = "calc", **kw: Any) -> Any:
     kw.setdefault("heartbeat", HEARTBEAT)
-    return NATSFrameService(registry, name, nats=url, **kw)
+    return NATSFrameProvider(registry, name, nats=url, **kw)
 
 
 @asynccontextmanager
@@ -85,7 +85,7 @@ async def host_of(url: str, name: str = "calc", **kw: Any) -> AsyncIterator[NATS
 
 
 @asynccontextmanager
-async def leavable(replica: NATSFrameService) -> AsyncIterator[Callable[[], Awaitable[None]]]:
+async def leavable(replica: NATSFrameProvider) -> AsyncIterator[Callable[[], Awaitable[None]]]:
     """Serve ``replica`` in a task of its own; yield ``leave()``, which stops it (and waits).
 
     In a task of its own, the replica can stop while hosts entered after it stay.
@@ -658,7 +658,7 @@ async def test_bad_messages_on_our_subjects_are_ignored_or_refused(
 @asynccontextmanager
 async def held_call(
     url: str,
-) -> AsyncIterator[tuple[NATSFrameService, NATSFrameHost, Any, Gate, Outcome, Any]]:
+) -> AsyncIterator[tuple[NATSFrameProvider, NATSFrameHost, Any, Gate, Outcome, Any]]:
     """A replica, its host, a raw client, and a ``hold`` call the gate keeps running:
     yields ``(replica, host, raw, gate, held, seen)``, ``seen`` being the call's message
     as a stranger on the bus saw it (not in the queue group: a copy)."""
@@ -757,13 +757,13 @@ async def test_a_replica_reports_a_later_one_with_other_tools_with_no_host_aroun
     bigger = calculator_with_extra()
 
     url = nats_server.url
-    async with NATSFrameService(calculator(), "calc", nats=url, heartbeat=HEARTBEAT) as first:
-        async with NATSFrameService(calculator(), "calc", nats=url) as same:
+    async with NATSFrameProvider(calculator(), "calc", nats=url, heartbeat=HEARTBEAT) as first:
+        async with NATSFrameProvider(calculator(), "calc", nats=url) as same:
             await anyio.sleep(0.3)  # it published its (equal) tools on starting
             assert first.mismatches == {}
             assert same.replica not in first.mismatches
             assert same.mismatches == {}  # it asked the running replica on starting
-        async with NATSFrameService(bigger, "calc", nats=url) as other:
+        async with NATSFrameProvider(bigger, "calc", nats=url) as other:
             await wait_until(lambda: other.replica in first.mismatches, timeout=5)
             assert "extra" in first.mismatches[other.replica]
             assert "publishes other tools" in caplog.text
@@ -781,8 +781,8 @@ async def test_a_host_joining_after_mismatched_replicas_reports_them_at_once(
     url = nats_server.url
     with anyio.fail_after(20):
         async with (
-            NATSFrameService(calculator(), "calc", nats=url) as one,
-            NATSFrameService(bigger, "calc", nats=url) as two,
+            NATSFrameProvider(calculator(), "calc", nats=url) as one,
+            NATSFrameProvider(bigger, "calc", nats=url) as two,
         ):
             await anyio.sleep(0.2)  # both have published: a host joining now hears neither
             async with host_of(url) as host:
@@ -931,7 +931,7 @@ async def test_a_shared_client_closed_for_good_ends_the_host(nats_server: NATSSe
     """The host notices a client closed under it (not reconnecting): its connection ends."""
     url = nats_server.url
     async with (
-        NATSFrameService(calculator(), "calc", nats=url),
+        NATSFrameProvider(calculator(), "calc", nats=url),
         nats_client(url) as client,
         NATSFrameHost("calc", nats=client, liveness=0.4) as host,
     ):
@@ -1110,7 +1110,7 @@ async def test_entering_on_a_closed_client_is_a_connect_error(
     client = await connect_nats(nats_server.url)
     await client.close()
     pieces: dict[str, Any] = {
-        "replica": lambda: NATSFrameService(calculator(), "calc", nats=client),
+        "replica": lambda: NATSFrameProvider(calculator(), "calc", nats=client),
         "host": lambda: NATSFrameHost("calc", nats=client),
         "discovery": lambda: NATSDiscovery(nats=client),
     }
@@ -1127,8 +1127,8 @@ async def test_a_replica_looks_again_when_its_own_tools_change(nats_server: NATS
     url = nats_server.url
     with anyio.fail_after(20):
         async with (
-            NATSFrameService(mine, "calc", nats=url) as one,
-            NATSFrameService(bigger, "calc", nats=url) as two,
+            NATSFrameProvider(mine, "calc", nats=url) as one,
+            NATSFrameProvider(bigger, "calc", nats=url) as two,
         ):
             await wait_until(lambda: two.replica in one.mismatches, timeout=5)
             handle = mine.add_tool("extra", extra)  # now the same tools as two's

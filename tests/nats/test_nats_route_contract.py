@@ -46,7 +46,7 @@ pytestmark = pytest.mark.anyio
 
 nats = pytest.importorskip("nats")
 
-from assistant_frames.nats import NATSFrameHost, NATSFrameService, nats_client  # noqa: E402
+from assistant_frames.nats import NATSFrameHost, NATSFrameProvider, nats_client  # noqa: E402
 from assistant_frames.nats.host import _Route as HostRoute  # noqa: E402
 from assistant_frames.nats.service import _Route as ReplicaRoute  # noqa: E402
 from assistant_frames.nats.subjects import FrameSubjects  # noqa: E402
@@ -155,7 +155,7 @@ async def replica_route(url: str) -> AsyncIterator[ReplicaRoute]:
 
 async def test_order_is_kept_from_the_replica_to_the_host(nats_server: NATSServer) -> None:
     async with (
-        NATSFrameService(frame(), "calc", nats=nats_server.url),
+        NATSFrameProvider(frame(), "calc", nats=nats_server.url),
         host_route(nats_server.url) as host,
     ):
         replies = await host.call("count", {"n": 200}, events=True)
@@ -175,7 +175,7 @@ async def test_order_is_kept_from_the_host_to_the_replica(nats_server: NATSServe
         return i
 
     async with (
-        NATSFrameService(registry, "calc", nats=nats_server.url),
+        NATSFrameProvider(registry, "calc", nats=nats_server.url),
         host_route(nats_server.url) as host,
         anyio.create_task_group() as group,
     ):
@@ -196,7 +196,7 @@ async def test_concurrent_senders_interleave_whole_messages(nats_server: NATSSer
             results[key] = replies[-1]["result"]
 
     async with (
-        NATSFrameService(frame(), "calc", nats=nats_server.url),
+        NATSFrameProvider(frame(), "calc", nats=nats_server.url),
         host_route(nats_server.url) as host,
     ):
         with anyio.fail_after(30):
@@ -209,7 +209,7 @@ async def test_concurrent_senders_interleave_whole_messages(nats_server: NATSSer
 async def test_the_receiver_gets_its_own_copy(nats_server: NATSServer) -> None:
     args = {"text": "mine"}
     async with (
-        NATSFrameService(frame(), "calc", nats=nats_server.url),
+        NATSFrameProvider(frame(), "calc", nats=nats_server.url),
         host_route(nats_server.url) as host,
     ):
         first = await host.call("echo", args)
@@ -226,7 +226,7 @@ async def test_a_message_with_no_json_form_is_refused_at_send_by_the_host(
     nats_server: NATSServer,
 ) -> None:
     async with (
-        NATSFrameService(frame(), "calc", nats=nats_server.url),
+        NATSFrameProvider(frame(), "calc", nats=nats_server.url),
         host_route(nats_server.url) as host,
     ):
         with pytest.raises(UnsendableMessage):
@@ -239,7 +239,7 @@ async def test_a_result_with_no_json_form_is_refused_by_the_replica_which_serves
     nats_server: NATSServer,
 ) -> None:
     async with (
-        NATSFrameService(frame(), "calc", nats=nats_server.url),
+        NATSFrameProvider(frame(), "calc", nats=nats_server.url),
         NATSFrameHost("calc", nats=nats_server.url, timeout=10) as host,
     ):
         await host.wait_for_context(5)
@@ -252,7 +252,7 @@ async def test_the_size_limit_is_the_servers_max_payload_on_both_routes(
     nats_server: NATSServer,
 ) -> None:
     async with (
-        NATSFrameService(frame(), "calc", nats=nats_server.url) as service,
+        NATSFrameProvider(frame(), "calc", nats=nats_server.url) as service,
         host_route(nats_server.url) as host,
     ):
         limit = host.route.extra(TransportAttribute.max_message_bytes)

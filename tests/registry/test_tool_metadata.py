@@ -3,7 +3,7 @@
 The metadata is declared on a registry, derived where it can be (an output schema from a
 return annotation), and must survive every boundary: the frame wire between a real
 ``AssistantFrameProvider`` and ``AssistantFrameHost``, ``MCPContextServer`` read by the
-``mcp`` SDK's own client (on both protocol eras), and ``MCPFrame`` into a parent registry.
+``mcp`` SDK's own client (on both protocol eras), and ``MCPFrameHost`` into a parent registry.
 No mocks: every peer is the real class, every client the SDK's.
 """
 
@@ -34,7 +34,7 @@ from assistant_frames import (
     to_openai_responses_tools,
 )
 from assistant_frames.frames import protocol
-from assistant_frames.mcp import MCPContextServer, MCPFrame
+from assistant_frames.mcp import MCPContextServer, MCPFrameHost
 
 from helpers import envelope, next_message, raw_frame, serve_frame
 
@@ -499,7 +499,7 @@ def sdk_server() -> MCPServer:
 async def test_mcp_frame_keeps_the_servers_metadata_in_a_parent_registry(mode: str) -> None:
     parent = ModelContextRegistry()
     with anyio.fail_after(WAIT):
-        async with MCPFrame(sdk_server(), mode=mode) as frame:
+        async with MCPFrameHost(sdk_server(), mode=mode) as frame:
             parent.add_provider(frame, namespace="sdk")
             forecast = parent.get_model_context().tools["sdk_forecast"]
             # Each title stays where the server declared it: nothing is copied over.
@@ -529,11 +529,11 @@ async def test_mcp_frame_keeps_the_servers_metadata_in_a_parent_registry(mode: s
 
 @MODES
 async def test_metadata_survives_mcp_both_ways(mode: str) -> None:
-    """MCPContextServer -> MCPFrame: what a registry declared comes back unchanged."""
+    """MCPContextServer -> MCPFrameHost: what a registry declared comes back unchanged."""
     registry = weather_registry()
     server = MCPContextServer(registry)
     with anyio.fail_after(WAIT):
-        async with server.running(), MCPFrame(server.server, mode=mode) as frame:
+        async with server.running(), MCPFrameHost(server.server, mode=mode) as frame:
             sent = registry.get_model_context().tools
             received = frame.get_model_context().tools
             for name in sent:
@@ -548,7 +548,7 @@ async def test_mcp_frame_notices_a_change_of_metadata_only() -> None:
     handle = registry.add_tool("t", lambda: "ok", annotations={"readOnlyHint": True})
     server = MCPContextServer(registry)
     with anyio.fail_after(WAIT):
-        async with server.running(), MCPFrame(server.server) as frame:
+        async with server.running(), MCPFrameHost(server.server) as frame:
             changed = anyio.Event()
             frame.subscribe(changed.set)
             handle.update(annotations={"readOnlyHint": False})

@@ -9,7 +9,7 @@ from common import CLOCK_HTML, http, launched, report
 from assistant_frames import ModelContextRegistry, connect, memory_pair
 from assistant_frames.apps import App, AppBridge, AppView, LinkPolicy, protocol
 from assistant_frames.apps.page import AppPage
-from assistant_frames.mcp import MCPFrame
+from assistant_frames.mcp import MCPFrameHost
 from assistant_frames.testing import connect_app
 from assistant_frames.transports import connect_websocket, websocket_server
 
@@ -17,7 +17,7 @@ from assistant_frames.transports import connect_websocket, websocket_server
 async def main() -> None:
     await bridge_and_app()
     async with connect(launched("mcp_server.py", None, "clock"), mcp=True, name="clock") as frame:
-        assert isinstance(frame, MCPFrame)
+        assert isinstance(frame, MCPFrameHost)
         await bridge_over_websocket(frame)
         await app_view(frame)
         await app_page(frame)
@@ -45,7 +45,7 @@ async def bridge_and_app() -> None:
         )
 
 
-async def bridge_over_websocket(frame: MCPFrame) -> None:
+async def bridge_over_websocket(frame: MCPFrameHost) -> None:
     """A view's WebSocket, each connection wrapped in an AppBridge (as docs/apps.md)."""
     result = await frame.call_tool_result("clock", {"city": "Oslo"})
     bridged: list[str] = []
@@ -81,7 +81,7 @@ async def bridge_over_websocket(frame: MCPFrame) -> None:
     report("bridge over websocket ended", bridged)
 
 
-async def app_view(frame: MCPFrame) -> None:
+async def app_view(frame: MCPFrameHost) -> None:
     opened: list[str] = []
     view = AppView(
         title="Clock in Oslo",
@@ -122,7 +122,7 @@ async def app_view(frame: MCPFrame) -> None:
     report("view closed", [view.state, opened])
 
 
-async def app_page(frame: MCPFrame) -> None:
+async def app_page(frame: MCPFrameHost) -> None:
     async with AppPage(frame, title="Clock") as page:
         status, body = await http(page.origin + "/")
         report("page html", [status, "<html" in body.lower()])

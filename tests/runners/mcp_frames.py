@@ -1,6 +1,6 @@
 """MCPContextServer over stdio (a subprocess under this runner) and Streamable HTTP
 (run_http here; under trio, in an asyncio subprocess: uvicorn is asyncio-only), and
-MCPFrame / connect() to both and to an MCP server object in this process; a Federation
+MCPFrameHost / connect() to both and to an MCP server object in this process; a Federation
 served as an MCP server."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from common import (
 from mcp.server.mcpserver import MCPServer
 
 from assistant_frames import Federation, ToolCallError, connect
-from assistant_frames.mcp import MCPContextServer, MCPFrame
+from assistant_frames.mcp import MCPContextServer, MCPFrameHost
 
 TOKEN = "mcp-token"
 
@@ -56,7 +56,7 @@ async def http_server(provider: object, token: str | None) -> AsyncIterator[str]
 async def main() -> None:
     # stdio: a server process under this runner, through connect(mcp=True).
     async with connect(launched("mcp_server.py", None, "stdio"), mcp=True, name="stdio") as frame:
-        assert isinstance(frame, MCPFrame)
+        assert isinstance(frame, MCPFrameHost)
         report("stdio tools", sorted(frame.get_model_context().tools))
         report("stdio add", await frame.call_tool("add", {"a": 2, "b": 5}))
         events: list[object] = []
@@ -81,7 +81,7 @@ async def main() -> None:
     async with serving as url:
         report("http without token", (await http(url, method="POST", body={}))[0])
         async with connect(url, token=TOKEN, name="http") as frame:
-            assert isinstance(frame, MCPFrame)
+            assert isinstance(frame, MCPFrameHost)
             report("http add", await frame.call_tool("add", {"a": 3, "b": 5}))
             events = []
             result = await frame.call_tool("pause", {"seconds": 0.01}, on_event=events.append)

@@ -1,4 +1,4 @@
-"""NATSFrameService (a replica here and one in a subprocess under this runner),
+"""NATSFrameProvider (a replica here and one in a subprocess under this runner),
 NATSFrameHost, NATSDiscovery, connect("nats://...") and a Federation member on NATS.
 Under trio each says NATS needs asyncio. The server's URL is argv[1]."""
 
@@ -10,7 +10,7 @@ import anyio
 from common import RUNNER, calculator, launched, progress_of, report
 
 from assistant_frames import Federation, connect
-from assistant_frames.nats import NATSDiscovery, NATSFrameHost, NATSFrameService
+from assistant_frames.nats import NATSDiscovery, NATSFrameHost, NATSFrameProvider
 
 
 async def main() -> None:
@@ -22,7 +22,7 @@ async def main() -> None:
     command = launched("nats_replica_frame.py", None, url)
     async with (
         await anyio.open_process(command, stderr=None) as replica,
-        NATSFrameService(calculator("here"), "calc", nats=url),
+        NATSFrameProvider(calculator("here"), "calc", nats=url),
     ):
         assert replica.stdout is not None
         assert replica.stdin is not None
@@ -64,7 +64,7 @@ async def main() -> None:
 
 async def refused_under_trio(url: str) -> None:
     attempts = {
-        "NATSFrameService": lambda: NATSFrameService(calculator(), "calc", nats=url),
+        "NATSFrameProvider": lambda: NATSFrameProvider(calculator(), "calc", nats=url),
         "NATSFrameHost": lambda: NATSFrameHost("calc", nats=url),
         "NATSDiscovery": lambda: NATSDiscovery(nats=url),
         "connect": lambda: connect(f"{url}/calc"),

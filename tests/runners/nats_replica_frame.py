@@ -8,10 +8,10 @@ import sys
 import anyio
 from common import calculator
 
-from assistant_frames.nats import NATSFrameService
+from assistant_frames.nats import NATSFrameProvider
 
 
 async def main() -> None:
-    async with NATSFrameService(calculator("replica"), "calc", nats=sys.argv[1]):
+    async with NATSFrameProvider(calculator("replica"), "calc", nats=sys.argv[1]):
         print("serving", flush=True)
         await anyio.wrap_file(sys.stdin).read()  # until the parent closes our stdin

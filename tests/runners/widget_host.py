@@ -11,7 +11,7 @@ import anyio
 from common import clock_app, report
 
 from assistant_frames import memory_pair
-from assistant_frames.mcp import MCPContextServer, MCPFrame
+from assistant_frames.mcp import MCPContextServer, MCPFrameHost
 from assistant_frames.transports import connect_websocket, websocket_server
 from assistant_frames.widgets import SQLiteWidgetStateStore, WidgetHost, WidgetManifest
 
@@ -30,7 +30,7 @@ async def main() -> None:
         path = Path(folder, "widgets.sqlite3")
         follow_ups: list[Any] = []
         server = MCPContextServer(clock_app(), name="clock")
-        async with server.running(), MCPFrame(server.server, name="clock") as frame:
+        async with server.running(), MCPFrameHost(server.server, name="clock") as frame:
             host_end, widget = memory_pair()
             async with WidgetHost(
                 host_end,

@@ -2,7 +2,7 @@
 
 The widget side is written by hand, message by message, so each test says exactly what
 crosses the wire. The server a widget's ``callTool`` reaches is a real ``mcp``
-``MCPServer`` in this process, through an ``MCPFrame``; the durable store is a real
+``MCPServer`` in this process, through an ``MCPFrameHost``; the durable store is a real
 SQLite file.
 """
 
@@ -19,7 +19,7 @@ import pytest
 from mcp.server.mcpserver import MCPServer
 
 from assistant_frames import FrameDisconnected
-from assistant_frames.mcp import MCPFrame
+from assistant_frames.mcp import MCPFrameHost
 from assistant_frames.transports import memory_pair
 from assistant_frames.widgets import (
     MemoryWidgetStateStore,
@@ -155,7 +155,7 @@ async def test_wait_ready_is_bounded_and_fails_when_the_widget_goes() -> None:
 async def test_call_tool_reaches_app_visible_tools_of_the_server_only() -> None:
     server = widget_server()
     async with (
-        MCPFrame(server, name="weather") as frame,
+        MCPFrameHost(server, name="weather") as frame,
         pair(server=frame, manifest=WidgetManifest.all()) as (_host, widget),
     ):
         answer = await widget.call("callTool", "forecast", {"city": "Paris"})
