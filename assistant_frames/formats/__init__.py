@@ -8,42 +8,8 @@
 No vendor SDK is imported. Every name is also importable from ``assistant_frames``.
 """
 
-from .calls import (
-    AnthropicToolResult,
-    AnthropicToolResultMessage,
-    OpenAIChatToolMessage,
-    OpenAIFunctionCallOutput,
-    ToolCallFormat,
-    ToolCallFormatError,
-    run_tool_calls,
-)
-from .tools import (
-    AnthropicTool,
-    MCPTool,
-    OpenAIChatTool,
-    OpenAIFunctionDefinition,
-    OpenAIResponsesTool,
-    to_anthropic_tools,
-    to_mcp_tools,
-    to_openai_chat_tools,
-    to_openai_responses_tools,
-)
+from . import calls, tools
+from .calls import *  # noqa: F403
+from .tools import *  # noqa: F403
 
-__all__ = [
-    "AnthropicTool",
-    "AnthropicToolResult",
-    "AnthropicToolResultMessage",
-    "MCPTool",
-    "OpenAIChatTool",
-    "OpenAIChatToolMessage",
-    "OpenAIFunctionCallOutput",
-    "OpenAIFunctionDefinition",
-    "OpenAIResponsesTool",
-    "ToolCallFormat",
-    "ToolCallFormatError",
-    "run_tool_calls",
-    "to_anthropic_tools",
-    "to_mcp_tools",
-    "to_openai_chat_tools",
-    "to_openai_responses_tools",
-]
+__all__ = [*calls.__all__, *tools.__all__]
