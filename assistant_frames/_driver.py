@@ -6,7 +6,8 @@ for the tasks that serve the connection: the reader, the timer, the writer. Exit
 :meth:`Driver.aclose`, first does what closing the connection means for that driver
 (:meth:`Driver._stop`: fail what waits, say goodbye, close the transport; idempotent),
 then leaves the task group, handing it the block's exception so that a cancellation or
-a ``KeyboardInterrupt`` is never swallowed. :meth:`Driver.wait_disconnected` waits for
+a ``KeyboardInterrupt`` is never swallowed, and last tells what only the end of its tasks
+settles (:meth:`Driver._stopped`). :meth:`Driver.wait_disconnected` waits for
 the connection's end, whoever ended it.
 """
 
@@ -48,6 +49,7 @@ class Driver:
             await self._stop()
         finally:  # the tasks end also when stopping failed, or stopped from within before
             await self._tasks.close(exc_type, exc, tb)
+            self._stopped()
 
     async def aclose(self) -> None:
         """Close the connection, as leaving the ``async with`` block does (idempotent)."""
@@ -64,3 +66,6 @@ class Driver:
         """What closing does before the task group is left: fail what waits on the
         connection, tell the peer, close the transport. Idempotent."""
         raise NotImplementedError
+
+    def _stopped(self) -> None:
+        """What closing does once the tasks have ended (nothing, unless overridden)."""

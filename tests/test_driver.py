@@ -8,7 +8,7 @@ from typing import Any
 import anyio
 import pytest
 
-from assistant_frames import AssistantFrameHost, memory_pair
+from assistant_frames import AssistantFrameHost, ReconnectingHost, memory_pair
 from assistant_frames._driver import Driver
 from assistant_frames.apps import App, AppBridge
 from assistant_frames.widgets import WidgetHost
@@ -30,6 +30,13 @@ async def test_waiting_before_entering_is_refused_saying_what_to_enter(noun: str
     assert isinstance(driver, Driver)
     with pytest.raises(RuntimeError, match=f"Enter the {noun} \\(async with\\)"):
         await driver.wait_disconnected()
+
+
+def test_every_connection_driver_shares_the_lifecycle() -> None:
+    for driver in (AssistantFrameHost, ReconnectingHost, AppBridge, App, WidgetHost):
+        assert issubclass(driver, Driver)
+        assert "__aexit__" not in vars(driver)  # the one in Driver
+        assert "aclose" not in vars(driver)
 
 
 async def test_closing_ends_the_connection_once_and_aclose_is_idempotent() -> None:

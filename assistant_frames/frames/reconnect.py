@@ -6,12 +6,11 @@ import logging
 import math
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack, suppress
-from types import TracebackType
 from typing import Any
 
 import anyio
 
-from .._anyio import HeldTaskGroup
+from .._driver import Driver
 from ..errors import AssistantFramesError, ContextTimeout, FrameDisconnected, HandshakeRejected
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.events import ToolEventCallback, ToolEventSubscribers
@@ -27,7 +26,7 @@ logger = logging.getLogger("assistant_frames.frames")
 _EMPTY = ModelContext()
 
 
-class ReconnectingHost:
+class ReconnectingHost(Driver):
     """Keeps a connection to a frame up, reconnecting with bounded backoff.
 
     ``connect`` opens one connection per call: an async context manager that yields a
@@ -44,6 +43,8 @@ class ReconnectingHost:
     anything but a connection error. :attr:`last_error` says why the last connection
     ended or the last attempt failed.
     """
+
+    _noun = "host"
 
     def __init__(
         self,
@@ -71,7 +72,7 @@ class ReconnectingHost:
         self._changed: anyio.Event | None = None
         self._last_error: BaseException | None = None
         self.connections = 0  # how many times it has connected
-        self._tasks = HeldTaskGroup()
+        self._init_driver()
 
     async def __aenter__(self) -> ReconnectingHost:
         self._changed = anyio.Event()
@@ -80,20 +81,13 @@ class ReconnectingHost:
             tasks.start_soon(self._run)
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _stop(self) -> None:
+        """Stop reconnecting; the current connection closes with the tasks."""
         self._state = "closed"
         self._signal()
-        await self._tasks.close(exc_type, exc, tb)
-        self._subscribers.notify()  # whatever the frame offered is gone
 
-    async def aclose(self) -> None:
-        """Stop reconnecting and close the current connection."""
-        await self.__aexit__(None, None, None)
+    def _stopped(self) -> None:
+        self._subscribers.notify()  # whatever the frame offered is gone
 
     @property
     def state(self) -> ConnectionState:
