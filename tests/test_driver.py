@@ -11,6 +11,7 @@ import pytest
 from assistant_frames import AssistantFrameHost, ReconnectingHost, memory_pair
 from assistant_frames._driver import Driver
 from assistant_frames.apps import App, AppBridge
+from assistant_frames.mcp import MCPFrameHost
 from assistant_frames.widgets import WidgetHost
 
 pytestmark = pytest.mark.anyio
@@ -33,7 +34,8 @@ async def test_waiting_before_entering_is_refused_saying_what_to_enter(noun: str
 
 
 def test_every_connection_driver_shares_the_lifecycle() -> None:
-    for driver in (AssistantFrameHost, ReconnectingHost, AppBridge, App, WidgetHost):
+    drivers = (AssistantFrameHost, ReconnectingHost, MCPFrameHost, AppBridge, App, WidgetHost)
+    for driver in drivers:
         assert issubclass(driver, Driver)
         assert "__aexit__" not in vars(driver)  # the one in Driver
         assert "aclose" not in vars(driver)

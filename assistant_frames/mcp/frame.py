@@ -15,9 +15,8 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import anyio
@@ -31,7 +30,8 @@ from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, T
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
-from .._anyio import expire_calls, task_group
+from .._anyio import expire_calls
+from .._driver import Driver
 from ..calls import PendingCalls
 from ..errors import (
     ConnectError,
@@ -84,7 +84,7 @@ _EMPTY_CONTEXT = ModelContext()
 # The SDK's own HTTP client timeouts: a server may hold a response stream open.
 
 
-class MCPFrameHost:
+class MCPFrameHost(Driver):
     """A connection to one MCP server whose tools form a live :class:`ModelContext`.
 
     ``server`` is what to connect to:
@@ -115,7 +115,7 @@ class MCPFrameHost:
     every ``keepalive`` seconds does.
     """
 
-    _ended: anyio.Event  # set once disconnected or closed; created on entry
+    _noun = "MCPFrameHost"
     _stale: anyio.Event  # set when the tool list should be fetched again
     _fetching: anyio.Lock
 
@@ -176,7 +176,7 @@ class MCPFrameHost:
         self._prompt_subscribers = Subscribers()
         self._ui_resources: dict[str, UIResource] = {}  # read ui:// resources, by URI
         self._events = ToolEventSubscribers()
-        self._exit_stack: AsyncExitStack | None = None
+        self._init_driver()
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -186,9 +186,7 @@ class MCPFrameHost:
         self._ended = anyio.Event()
         self._stale = anyio.Event()
         self._fetching = anyio.Lock()
-        async with AsyncExitStack() as stack:
-            group = await stack.enter_async_context(task_group())
-            stack.push_async_callback(self._cancel, group)
+        async with self._tasks.open() as group:
             try:
                 # The client lives in its own task, so this deadline never sits
                 # between the client's task groups and their exit.
@@ -207,7 +205,6 @@ class MCPFrameHost:
                 if failure is None or failure is exc:
                     raise
                 raise failure from failure.__cause__
-            self._exit_stack = stack.pop_all()
         return self
 
     async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
@@ -269,27 +266,12 @@ class MCPFrameHost:
             stderr_tail=ended.stderr_tail,
         )
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _stop(self) -> None:
+        """Disconnect from the server (a subprocess is stopped with the tasks)."""
         if self._state == "closed":
             return
         self._state = "closed"
         self._fail(FrameDisconnected(f"The MCP frame {self.name} was closed"))
-        stack, self._exit_stack = self._exit_stack, None
-        if stack is not None:
-            await stack.__aexit__(exc_type, exc, tb)
-
-    async def aclose(self) -> None:
-        """Disconnect from the server (a subprocess is stopped)."""
-        await self.__aexit__(None, None, None)
-
-    @staticmethod
-    async def _cancel(group: anyio.abc.TaskGroup) -> None:
-        group.cancel_scope.cancel()
 
     @property
     def state(self) -> State:
@@ -300,10 +282,6 @@ class MCPFrameHost:
     def connected(self) -> bool:
         """True while the server is reachable."""
         return self._state == "connected"
-
-    async def wait_disconnected(self) -> None:
-        """Wait until the server has gone away or the frame was closed."""
-        await self._ended.wait()
 
     @property
     def disconnect_error(self) -> FrameDisconnected | None:
@@ -689,7 +667,8 @@ class MCPFrameHost:
 
     def _fail(self, error: FrameDisconnected) -> None:
         self._disconnected = self._disconnected or error
-        self._ended.set()
+        if self._ended is not None:
+            self._ended.set()
         self._calls.fail_all(self._disconnected)
         self._listings.clear()
         if self._context is not _EMPTY_CONTEXT:
