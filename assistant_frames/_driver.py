@@ -48,8 +48,10 @@ class Driver:
         try:
             await self._stop()
         finally:  # the tasks end also when stopping failed, or stopped from within before
-            await self._tasks.close(exc_type, exc, tb)
-            self._stopped()
+            try:
+                await self._tasks.close(exc_type, exc, tb)
+            finally:
+                await self._stopped()
 
     async def aclose(self) -> None:
         """Close the connection, as leaving the ``async with`` block does (idempotent)."""
@@ -67,5 +69,6 @@ class Driver:
         connection, tell the peer, close the transport. Idempotent."""
         raise NotImplementedError
 
-    def _stopped(self) -> None:
-        """What closing does once the tasks have ended (nothing, unless overridden)."""
+    async def _stopped(self) -> None:
+        """What closing does once the tasks have ended, whatever they raised: release what
+        they used (a client, subscriptions), tell who waits. Nothing, unless overridden."""

@@ -12,6 +12,7 @@ from assistant_frames import AssistantFrameHost, ReconnectingHost, memory_pair
 from assistant_frames._driver import Driver
 from assistant_frames.apps import App, AppBridge
 from assistant_frames.mcp import MCPFrameHost
+from assistant_frames.nats import NATSDiscovery, NATSFrameProvider
 from assistant_frames.widgets import WidgetHost
 
 pytestmark = pytest.mark.anyio
@@ -35,7 +36,8 @@ async def test_waiting_before_entering_is_refused_saying_what_to_enter(noun: str
 
 def test_every_connection_driver_shares_the_lifecycle() -> None:
     drivers = (AssistantFrameHost, ReconnectingHost, MCPFrameHost, AppBridge, App, WidgetHost)
-    for driver in drivers:
+    nats = (NATSDiscovery, NATSFrameProvider)
+    for driver in (*drivers, *nats):
         assert issubclass(driver, Driver)
         assert "__aexit__" not in vars(driver)  # the one in Driver
         assert "aclose" not in vars(driver)

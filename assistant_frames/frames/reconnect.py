@@ -86,7 +86,7 @@ class ReconnectingHost(Driver):
         self._state = "closed"
         self._signal()
 
-    def _stopped(self) -> None:
+    async def _stopped(self) -> None:
         self._subscribers.notify()  # whatever the frame offered is gone
 
     @property

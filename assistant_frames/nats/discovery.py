@@ -15,14 +15,13 @@ import json
 import logging
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
-from types import TracebackType
 from typing import Any
 
 import anyio
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from .._anyio import HeldTaskGroup
+from .._driver import Driver
 from ..errors import ToolNotFoundError
 from ..federation.members import Federation
 from ..frames.connection import ConnectionState
@@ -42,7 +41,7 @@ logger = logging.getLogger("assistant_frames.nats")
 _INFO = "$SRV.INFO"
 
 
-class NATSDiscovery:
+class NATSDiscovery(Driver):
     """Finds the frames under ``prefix`` on NATS and keeps them in one registry.
 
     An async context manager and a ``FrameConnection`` (so ``connect("nats://host:4222")``
@@ -54,6 +53,8 @@ class NATSDiscovery:
     :class:`~assistant_frames.nats.NATSFrameHost` sharing this one NATS client.
     ``timeout`` bounds each call and ``liveness`` each silent replica, as on a host.
     """
+
+    _noun = "NATSDiscovery"
 
     def __init__(
         self,
@@ -85,11 +86,11 @@ class NATSDiscovery:
         self._options = nats_options
         self._client: Client | None = None
         self._stack: AsyncExitStack | None = None
-        self._tasks = HeldTaskGroup()
+        self._init_driver()
         self._absent: dict[str, int] = {}  # frame -> rounds in a row it did not answer
         self._state: ConnectionState = "new"
         self._ready = anyio.Event()
-        self._ended = anyio.Event()
+        self._ended = anyio.Event()  # nats-py runs on asyncio only: made here, not on entry
         self._round = anyio.Event()
         self._applying = anyio.Lock()  # one round at a time changes the federation
         self._joined: dict[str, float] = {}  # when each frame joined
@@ -155,24 +156,17 @@ class NATSDiscovery:
             self._stack = stack.pop_all()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        stack, self._stack = self._stack, None
-        try:
-            await self._tasks.close(exc_type, exc, tb)
-        finally:
-            self._state = "closed"
-            self._ended.set()
-            if stack is not None:
-                await stack.aclose()  # the federation's members, then the client
+    async def _stop(self) -> None:
+        """Nothing before the rounds end; then every frame's host and the NATS client
+        close (:meth:`_stopped`)."""
 
-    async def aclose(self) -> None:
-        """Close every frame's host and the NATS client (idempotent)."""
-        await self.__aexit__(None, None, None)
+    async def _stopped(self) -> None:
+        stack, self._stack = self._stack, None
+        self._state = "closed"
+        if self._ended is not None:
+            self._ended.set()
+        if stack is not None:
+            await stack.aclose()  # the federation's members, then the client
 
     # -- rounds ------------------------------------------------------------------------------
 
@@ -183,7 +177,8 @@ class NATSDiscovery:
             if client.is_closed:  # for good (not reconnecting): no round can run again
                 logger.warning("NATS discovery: the NATS connection was closed")
                 self._state = "disconnected"
-                self._ended.set()
+                if self._ended is not None:
+                    self._ended.set()
                 return
             try:
                 await self.discover()
@@ -335,9 +330,6 @@ class NATSDiscovery:
     def _forward(self, frame: str) -> None:
         connection = self.federation.connection(frame)
         self._forwarding[frame] = connection.subscribe_tool_events(self._events)
-
-    async def wait_disconnected(self) -> None:
-        await self._ended.wait()
 
 
 def _frame_of(payload: bytes, prefix: str) -> str | None:

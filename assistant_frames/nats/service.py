@@ -22,7 +22,6 @@ import logging
 import math
 from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack, suppress
-from types import TracebackType
 from typing import Any
 
 import anyio
@@ -32,7 +31,7 @@ from nats.micro import add_service
 from nats.micro.request import Request
 from nats.micro.service import Service
 
-from .._anyio import HeldTaskGroup
+from .._driver import Driver
 from ..frames import protocol
 from ..frames.provider import AssistantFrameProvider
 from ..registry.context import ModelContextProvider
@@ -327,7 +326,7 @@ def _safe_decode(payload: bytes) -> Any:
         return None
 
 
-class NATSFrameProvider:
+class NATSFrameProvider(Driver):
     """Serves ``provider`` (a registry, or any ``ModelContextProvider``) as the frame
     ``name`` on NATS: one replica. Run as many replicas of one name as you like, in
     this process or others; each call goes to exactly one of them.
@@ -342,6 +341,8 @@ class NATSFrameProvider:
     ``description`` are what the NATS service API shows. ``heartbeat`` (seconds) is how
     often a running call's caller hears that the replica is alive.
     """
+
+    _noun = "NATSFrameProvider"
 
     def __init__(
         self,
@@ -371,7 +372,8 @@ class NATSFrameProvider:
         self.drain_timeout = drain_timeout
         self._target = nats
         self._options = nats_options
-        self._tasks = HeldTaskGroup()
+        self._init_driver()
+        self._stopping = False
         self._stack: AsyncExitStack | None = None
         #: Other replicas of this frame seen publishing other tools, and theirs.
         self.mismatches: dict[str, list[str]] = {}
@@ -392,6 +394,7 @@ class NATSFrameProvider:
         return 0 if self._route is None else len(self._route.running)
 
     async def __aenter__(self) -> NATSFrameProvider:
+        self._ended = anyio.Event()
         async with AsyncExitStack() as stack:
             client = await stack.enter_async_context(
                 nats_client(self._target, self._options, name=f"frame {self.name}")
@@ -443,28 +446,28 @@ class NATSFrameProvider:
             self._stack = stack.pop_all()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        route, service, stack = self._route, self._service, self._stack
-        assert route is not None
-        assert service is not None
-        assert stack is not None
-        try:
-            with anyio.CancelScope(shield=True):
-                with anyio.move_on_after(self.drain_timeout):
-                    await quietly(lambda: _drain_endpoint(service, self.subjects.call))
-                with anyio.move_on_after(_STOP_TIMEOUT):  # a round trip per subscription
-                    await quietly(service.stop)  # no new calls (nor discovery) from here on
-                with anyio.move_on_after(self.drain_timeout):
-                    await route.wait_idle()
-                await route.lose_running(f"The replica of frame {self.name!r} stopped")
-                await route.aclose()  # the provider's connection ends: its calls are cancelled
-            await self._tasks.close(exc_type, exc, tb)
-        finally:
+    async def _stop(self) -> None:
+        """Drain the calls running (bounded), stop the service, end the provider's
+        connection; once the tasks ended, the subscriptions and the client close."""
+        route, service = self._route, self._service
+        if route is None or service is None or self._stopping:
+            return  # never entered, or closed already
+        self._stopping = True
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(self.drain_timeout):
+                await quietly(lambda: _drain_endpoint(service, self.subjects.call))
+            with anyio.move_on_after(_STOP_TIMEOUT):  # a round trip per subscription
+                await quietly(service.stop)  # no new calls (nor discovery) from here on
+            with anyio.move_on_after(self.drain_timeout):
+                await route.wait_idle()
+            await route.lose_running(f"The replica of frame {self.name!r} stopped")
+            await route.aclose()  # the provider's connection ends: its calls are cancelled
+
+    async def _stopped(self) -> None:
+        if self._ended is not None:
+            self._ended.set()
+        stack, self._stack = self._stack, None
+        if stack is not None:
             with anyio.CancelScope(shield=True):
                 await stack.aclose()  # the cancel subscription, then the client
 
