@@ -111,7 +111,6 @@ class AppMachine:
         "host_capabilities",
         "host_context",
         "host_info",
-        "max_requests",
         "protocol_version",
         "rejected",
         "tool_cancelled",
@@ -121,9 +120,6 @@ class AppMachine:
     )
 
     def __init__(self, *, max_requests: int = 64) -> None:
-        if max_requests < 1:
-            raise ValueError(f"max_requests must be at least 1, not {max_requests!r}")
-        self.max_requests = max_requests
         self.calls = PendingCalls(id_prefix="view-")
         #: The host's ``hostInfo``, ``hostCapabilities`` and protocol version, once initialized.
         self.host_info: mcp.Implementation | None = None
@@ -142,7 +138,12 @@ class AppMachine:
         self.rejected = 0
         self._host_errors = 0
         self._context_full = False  # a host-context change was dropped: reported once loud
-        self._running: set[protocol.RequestId] = set()
+        self._running = protocol.InFlight(max_requests)
+
+    @property
+    def max_requests(self) -> int:
+        """The bound on the peer's requests in flight."""
+        return self._running.limit
 
     @property
     def in_flight(self) -> int:
@@ -187,12 +188,8 @@ class AppMachine:
         return Rejected(reason, reply, self.rejected == 1 and not quiet)
 
     def _admit(self, request: protocol.Request) -> Rejected | RequestReceived:
-        if request.id in self._running:
-            reason = f"Request id {request.id!r} is already in flight"
-        elif len(self._running) >= self.max_requests:
-            reason = f"Too many requests in flight (at most {self.max_requests})"
-        else:
-            self._running.add(request.id)
+        reason = self._running.admit(request.id)
+        if reason is None:
             return RequestReceived(request)
         return self._reject(reason, protocol.Refused(reason, request_id=request.id).to_wire())
 
@@ -255,7 +252,7 @@ class AppMachine:
 
     def finished(self, request_id: protocol.RequestId) -> None:
         """The host's request ``request_id`` is answered (or given up): its place frees."""
-        self._running.discard(request_id)
+        self._running.finished(request_id)
 
     # -- our requests ------------------------------------------------------------------------
 

@@ -121,7 +121,6 @@ class BridgeMachine:
         "ignored_samples",
         "initializations",
         "malformed",
-        "max_requests",
         "on_initialize",
         "protocol_version",
         "state",
@@ -136,9 +135,6 @@ class BridgeMachine:
         id_prefix: str = "host-",
         max_requests: int = 64,
     ) -> None:
-        if max_requests < 1:
-            raise ValueError(f"max_requests must be at least 1, not {max_requests!r}")
-        self.max_requests = max_requests
         self.host_info = host_info
         self.host_capabilities = host_capabilities or HostCapabilities()
         self.host_context = host_context or HostContext()
@@ -158,7 +154,7 @@ class BridgeMachine:
         self.ignored_samples: list[Any] = []
         self._queue: list[dict[str, Any]] = []
         self._input_sent = False
-        self._running: set[protocol.RequestId] = set()  # the view's requests in flight
+        self._running = protocol.InFlight(max_requests)  # the view's requests in flight
         #: Called with the view's ``ui/initialize`` params before it is answered; a
         #: host context it returns replaces :attr:`host_context` (display modes that
         #: depend on what the view declared...).
@@ -206,12 +202,8 @@ class BridgeMachine:
         :meth:`receive` admits the view's MCP Apps requests itself; a driver admits the
         requests of its own extensions, which the machine does not know, with this.
         """
-        if request.id in self._running:
-            reason = f"Request id {request.id!r} is already in flight"
-        elif len(self._running) >= self.max_requests:
-            reason = f"Too many requests in flight (at most {self.max_requests})"
-        else:
-            self._running.add(request.id)
+        reason = self._running.admit(request.id)
+        if reason is None:
             return RequestReceived(request)
         return Send([protocol.encode_error(request.id, protocol.REFUSED, reason)])
 
@@ -229,9 +221,14 @@ class BridgeMachine:
             return protocol.encode_error(request_id, exc.jsonrpc_code, exc.message)
         return protocol.encode_error(request_id, INTERNAL_ERROR, str(exc) or type(exc).__name__)
 
+    @property
+    def max_requests(self) -> int:
+        """The bound on the peer's requests in flight."""
+        return self._running.limit
+
     def finished(self, request_id: protocol.RequestId) -> None:
         """The view's request ``request_id`` is answered (or given up): its place frees."""
-        self._running.discard(request_id)
+        self._running.finished(request_id)
 
     @property
     def in_flight(self) -> int:

@@ -28,6 +28,7 @@ __all__ = [
     "METHOD_NOT_FOUND",
     "REFUSED",
     "ErrorResponse",
+    "InFlight",
     "InvalidParams",
     "InvalidRequest",
     "Message",
@@ -327,3 +328,36 @@ def encode_error(
     if data is not None:
         error["data"] = data
     return {"jsonrpc": "2.0", "id": request_id, "error": error}
+
+
+class InFlight:
+    """The peer's requests being answered: at most ``limit`` at once, and no id twice.
+
+    Both ends keep these books (a host for its view's requests, a view for its host's):
+    :meth:`admit` gives a request a place or says why it is refused (answered with
+    :data:`REFUSED`), :meth:`finished` frees the place once it is answered.
+    """
+
+    __slots__ = ("_ids", "limit")
+
+    def __init__(self, limit: int) -> None:
+        if limit < 1:
+            raise ValueError(f"max_requests must be at least 1, not {limit!r}")
+        self.limit = limit
+        self._ids: set[RequestId] = set()
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    def admit(self, request_id: RequestId) -> str | None:
+        """``None`` when ``request_id`` now holds a place; else why it is refused."""
+        if request_id in self._ids:
+            return f"Request id {request_id!r} is already in flight"
+        if len(self._ids) >= self.limit:
+            return f"Too many requests in flight (at most {self.limit})"
+        self._ids.add(request_id)
+        return None
+
+    def finished(self, request_id: RequestId) -> None:
+        """``request_id`` is answered (or given up): its place frees."""
+        self._ids.discard(request_id)
