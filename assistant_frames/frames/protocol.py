@@ -9,7 +9,6 @@ plain JSON-compatible dicts to send. Nothing here awaits or touches a transport.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal, TypeAlias
 
 from pydantic import (
@@ -21,17 +20,25 @@ from pydantic import (
     TypeAdapter,
     ValidationError,
 )
-from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
 
 from .._text import describe_validation_error
 from ..errors import DOCUMENT_CHANGED, PROVIDER_DISPOSED, RESULT_NOT_SENDABLE
-from ..registry.annotations import ToolAnnotations
-from ..registry.context import ModelContext
 from ..registry.events import LogLevel, ToolEvent, ToolLog, ToolProgress
-from ..registry.tool import Tool, ToolOptions
 from ..registry.ui import ToolResult as ThreeTierResult
 from ..registry.ui import UIResource
+from .serialization import (
+    NotJSONSerializable,
+    SerializedModelContext,
+    SerializedTool,
+    check_tool,
+    check_tools,
+    serialize_context,
+    serialize_tool,
+    serialize_tools,
+    to_json_value,
+    tool_options,
+)
 
 __all__ = [
     "CHANNEL",
@@ -78,35 +85,6 @@ __all__ = [
 ]
 
 CHANNEL: Final = "assistant-ui-frame"
-
-
-class SerializedTool(TypedDict, total=False):
-    """A tool as it crosses the wire: everything but ``execute``.
-
-    ``title``, ``icons``, ``annotations``, ``outputSchema`` and ``_meta`` are this
-    library's additions (MCP's names and shapes), sent only when a tool has them, as it
-    has them; the JS implementation ignores them.
-    """
-
-    description: str | None
-    parameters: dict[str, Any] | None
-    disabled: bool | None
-    type: str | None
-    title: str | None
-    icons: list[dict[str, Any]] | None
-    annotations: dict[str, Any] | None
-    outputSchema: dict[str, Any] | None
-    _meta: dict[str, Any] | None
-
-
-class SerializedModelContext(TypedDict, total=False):
-    """A model context as it crosses the wire: ``system`` and ``tools``, and
-    ``uiResources`` (this library's addition, which the JS implementation ignores):
-    the ``ui://`` resources of MCP Apps, sent only when there are some."""
-
-    system: str | None
-    tools: dict[str, SerializedTool] | None
-    uiResources: list[dict[str, Any]] | None
 
 
 class _ReceivedContext(TypedDict, total=False):
@@ -513,161 +491,3 @@ def encode_tool_error(
     return _envelope(
         {"type": "tool-result", "id": tool_call_id, "error": error, "documentId": document_id}
     )
-
-
-class NotJSONSerializable(TypeError):
-    """A value has no JSON form (see :func:`to_json_value`)."""
-
-
-def to_json_value(value: Any) -> Any:
-    """Convert a tool result to plain JSON data (Pydantic models, dataclasses, datetimes...).
-
-    Non-finite floats become ``null`` as in JavaScript's ``JSON.stringify``; values with
-    no JSON form raise :class:`NotJSONSerializable`.
-    """
-    if value is None or type(value) in (str, int, bool):
-        return value
-    try:
-        return to_jsonable_python(value, inf_nan_mode="null")
-    except (PydanticSerializationError, ValueError, TypeError, RecursionError) as exc:
-        raise NotJSONSerializable(str(exc)) from None
-
-
-def serialize_tool(tool: Tool) -> SerializedTool:
-    """The wire form of a tool (cached on the immutable tool)."""
-    return tool.serialized_form(_wire_form)
-
-
-def _wire_form(tool: Tool) -> SerializedTool:
-    """Build the wire form of a tool (see :func:`serialize_tool`)."""
-    form: dict[str, Any] = {"parameters": dict(tool.parameters)}
-    if tool.description:
-        form["description"] = tool.description
-    if tool.disabled:
-        form["disabled"] = True
-    if tool.type:
-        form["type"] = tool.type
-    if tool.title is not None:
-        form["title"] = tool.title
-    if tool.icons is not None:
-        form["icons"] = to_json_value(tool.icons)
-    if tool.annotations is not None:  # empty ones too: MCP tells {} from none
-        form["annotations"] = to_json_value(tool.annotations.to_wire())
-    if tool.output_schema is not None:
-        form["outputSchema"] = dict(tool.output_schema)
-    if tool.meta is not None:
-        form["_meta"] = to_json_value(tool.meta)
-    return form  # type: ignore[return-value]
-
-
-def serialize_tools(tools: Mapping[str, Tool]) -> dict[str, SerializedTool]:
-    """The wire form of a context's tools."""
-    return {name: tool.serialized_form(_wire_form) for name, tool in tools.items()}
-
-
-def serialize_context(
-    context: ModelContext, *, tools: dict[str, SerializedTool] | None = None
-) -> SerializedModelContext:
-    """The wire form of a context: ``system``, ``tools`` and ``uiResources``.
-
-    ``tools`` is the context's tools already serialized, for callers that cache them.
-    """
-    wire: SerializedModelContext = {}
-    if context.system is not None:
-        wire["system"] = context.system
-    if context.tools:
-        wire["tools"] = serialize_tools(context.tools) if tools is None else tools
-    if context.ui_resources:
-        wire["uiResources"] = [resource.to_wire() for resource in context.ui_resources.values()]
-    return wire
-
-
-_TOOL_FIELDS: Final = (
-    ("description", str),
-    ("parameters", dict),
-    ("disabled", bool),
-    ("type", str),
-    ("title", str),
-    ("icons", list),
-    ("annotations", dict),
-    ("outputSchema", dict),
-    ("_meta", dict),
-)
-_ANNOTATION_FIELDS: Final = (
-    ("title", str),
-    ("readOnlyHint", bool),
-    ("destructiveHint", bool),
-    ("idempotentHint", bool),
-    ("openWorldHint", bool),
-)
-
-
-def check_tools(tools: Any) -> Mapping[str, Any]:
-    """Check the ``tools`` of a received context: an object, or missing/``null``."""
-    if tools is None:
-        return {}
-    if not isinstance(tools, dict):
-        raise ValueError(f"tools must be an object, not {tools!r:.40}")
-    return tools
-
-
-def check_tool(name: str, spec: Any) -> SerializedTool:
-    """Check one received tool; ``ValueError`` naming the field if it is unusable.
-
-    Every field may be missing or ``null`` (JSON drops ``undefined``); unknown fields are
-    ignored for forward compatibility.
-    """
-    if not name:
-        raise ValueError("a tool has an empty name")
-    if not isinstance(spec, dict):
-        raise ValueError(f"tools.{name} must be an object, not {spec!r:.40}")
-    for field, kind in _TOOL_FIELDS:
-        value = spec.get(field)
-        if value is not None and not isinstance(value, kind):
-            raise ValueError(f"tools.{name}.{field} must be {_KIND[kind]}, not {value!r:.40}")
-    icons = spec.get("icons")
-    if icons and not all(
-        isinstance(icon, dict) and isinstance(icon.get("src"), str) for icon in icons
-    ):
-        raise ValueError(f"tools.{name}.icons must be objects with a str src, not {icons!r:.40}")
-    annotations = spec.get("annotations")
-    if annotations:
-        for field, kind in _ANNOTATION_FIELDS:
-            value = annotations.get(field)
-            if value is not None and not isinstance(value, kind):
-                raise ValueError(
-                    f"tools.{name}.annotations.{field} must be {_KIND[kind]}, not {value!r:.40}"
-                )
-    return spec  # type: ignore[return-value]
-
-
-_KIND: Final[Mapping[type, str]] = {str: "str", bool: "bool", dict: "an object", list: "an array"}
-
-
-def tool_options(spec: SerializedTool) -> ToolOptions:
-    """The :class:`~assistant_frames.ToolOptions` of a tool that :func:`check_tool` accepted.
-
-    For ``Tool.from_parts(name, invoke, parameters=spec.get("parameters"),
-    **tool_options(spec))``: a host's remote tool describes itself as the frame's does.
-    """
-    options: ToolOptions = {
-        "description": spec.get("description"),
-        "disabled": bool(spec.get("disabled")),
-        "type": spec.get("type"),
-    }
-    title = spec.get("title")
-    if title is not None:
-        options["title"] = title
-    icons = spec.get("icons")
-    if icons is not None:
-        options["icons"] = icons
-    annotations = spec.get("annotations")
-    if annotations is not None:
-        options["annotations"] = ToolAnnotations.model_validate(annotations)
-    output_schema = spec.get("outputSchema")
-    if output_schema is not None:
-        options["output_schema"] = output_schema
-    meta = spec.get("_meta")
-    if meta is not None:
-        options["meta"] = meta
-    return options
