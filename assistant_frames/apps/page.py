@@ -25,9 +25,8 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import AsyncExitStack, suppress
-from dataclasses import dataclass
 from importlib import resources
 from types import TracebackType
 from typing import Any, Literal
@@ -36,9 +35,7 @@ import anyio
 import mcp_types as mcp
 from anyio.abc import ObjectStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from pydantic_core import PydanticSerializationError, to_json
 
-from .._json import encode_json
 from ..mcp.tools import mcp_tools
 from ..transports.websocket import (
     HttpRequest,
@@ -52,6 +49,7 @@ from .display import DISPLAY_MODES, build_host_context
 from .forwarding import AppServer
 from .links import LinkPolicy
 from .protocol import DisplayMode, HostContext, MessageParams, SizeChangedParams
+from .traffic import Recorded, Traffic, logged
 from .view import AppView
 
 __all__ = ["AppPage", "Traffic"]
@@ -60,86 +58,9 @@ logger = logging.getLogger("assistant_frames.apps")
 
 _HTML = "text/html; charset=utf-8"
 _MAX_TRAFFIC = 2000  # messages kept for the log pane (and for tests)
-# A logged message is kept whole up to this size as JSON, else shortened: 2,000 whole
-# messages of up to 4 MiB each would be 8 GiB for a pane that shows a few lines.
-_MAX_LOGGED_BYTES = 8 * 1024
-_ENVELOPE = ("jsonrpc", "id", "method")
 _MAX_MESSAGE_CHARS = 64 * 1024  # of a view's ui/message, as the page shows it
 _MAX_ARGUMENTS = 256 * 1024
 _MAX_COMMANDS = 16  # commands of one page running at once
-
-
-@dataclass(frozen=True)
-class Traffic:
-    """One JSON-RPC message between a view and its host, as the log keeps it.
-
-    A message larger than 8 KiB as JSON is kept shortened: its ``jsonrpc``, ``id`` and
-    ``method``, and the start of its JSON under ``"truncated"``; ``size`` is always the
-    whole message's.
-    """
-
-    app_id: str
-    #: ``"in"``: from the view; ``"out"``: to the view.
-    direction: Literal["in", "out"]
-    message: Any
-    #: The whole message's size as JSON, in bytes.
-    size: int = 0
-    #: Whether :attr:`message` is shortened.
-    truncated: bool = False
-
-
-def _logged(message: Any) -> tuple[Any, int, bool]:
-    """``message`` as the log keeps it (shortened past the limit), its size, and
-    whether it was shortened."""
-    text = _json_text(message)
-    if len(text) <= _MAX_LOGGED_BYTES:
-        return message, len(text), False
-    kept = (
-        {key: message[key] for key in _ENVELOPE if key in message}
-        if isinstance(message, dict)
-        else {}
-    )
-    preview = text[: _MAX_LOGGED_BYTES // 2].decode("utf-8", "replace")
-    return {**kept, "truncated": f"{preview}... ({len(text):,} bytes)"}, len(text), True
-
-
-def _json_text(message: Any) -> bytes:
-    """``message`` as JSON for the log, whatever it holds: pydantic-core refuses lone
-    surrogates (which a view's JSON may carry as escapes) and deep nesting, which the
-    wire's own encoder takes; anything else unforeseen is logged as its ``repr``."""
-    try:
-        return to_json(message, fallback=repr)
-    except (PydanticSerializationError, ValueError, RecursionError):
-        pass
-    try:
-        return encode_json(message)
-    except TypeError:
-        return repr(message).encode("utf-8", "replace")
-
-
-class _Recorded(ObjectStream[Any]):
-    """A view's transport whose every message is reported (the page's log pane)."""
-
-    def __init__(
-        self, inner: ObjectStream[Any], report: Callable[[Literal["in", "out"], Any], None]
-    ) -> None:
-        self._inner = inner
-        self._report = report
-
-    async def receive(self) -> Any:
-        message = await self._inner.receive()
-        self._report("in", message)
-        return message
-
-    async def send(self, item: Any) -> None:
-        await self._inner.send(item)
-        self._report("out", item)
-
-    async def send_eof(self) -> None:
-        await self._inner.send_eof()
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
 def _ui_uri(tool: mcp.Tool) -> str | None:
@@ -402,9 +323,9 @@ class AppPage:
         self._post(self._describe(view))
 
     def _record(self, app_id: str, direction: Literal["in", "out"], message: Any) -> None:
-        logged, size, truncated = _logged(message)
-        self.traffic.append(Traffic(app_id, direction, logged, size, truncated))
-        self._post({"type": "log", "id": app_id, "direction": direction, "message": logged})
+        kept, size, truncated = logged(message)
+        self.traffic.append(Traffic(app_id, direction, kept, size, truncated))
+        self._post({"type": "log", "id": app_id, "direction": direction, "message": kept})
 
     # -- views ---------------------------------------------------------------------------
 
@@ -576,7 +497,7 @@ class AppPage:
         def record(direction: Literal["in", "out"], message: Any) -> None:
             self._record(app_id, direction, message)
 
-        await view.serve(_Recorded(transport, record))
+        await view.serve(Recorded(transport, record))
 
     async def _control(self, transport: ObjectStream[Any]) -> None:
         await transport.send(await self._hello())
