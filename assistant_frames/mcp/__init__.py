@@ -17,7 +17,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 from .._deprecated import renamed
 from ._openai import SKYBRIDGE_MIME_TYPE, AppDialect, skybridge_uri
 from .frame import MCPFrameHost
-from .server import HTTPAuth, MCPContextServer
+from .http_auth import HTTPAuth
+from .server import MCPContextServer
 
 _RENAMED = {"MCPFrame": "MCPFrameHost"}  # 0.2.0; the old name goes in 0.3.0
 

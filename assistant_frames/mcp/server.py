@@ -14,12 +14,10 @@ session.
 
 from __future__ import annotations
 
-import hmac
-import inspect
 import logging
 import socket
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -48,6 +46,7 @@ from ..registry.context import ModelContext, ModelContextProvider
 from ..registry.events import ToolEvent, ToolLog, ToolProgress
 from ._apps import list_resources, read_resource, stamp_tools
 from ._openai import DIALECTS, AppDialect, check_dialects
+from .http_auth import HTTPAuth, RequireAuth
 from .results import error_result, failure, tool_result
 
 if TYPE_CHECKING:
@@ -55,20 +54,15 @@ if TYPE_CHECKING:
     from mcp.server.session import ServerSession
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from starlette.applications import Starlette
-    from starlette.requests import HTTPConnection
     from starlette.types import ASGIApp, Receive, Scope, Send
 
 __all__ = ["HTTPAuth", "MCPContextServer"]
-
-HTTPAuth = Callable[["HTTPConnection"], "bool | Awaitable[bool]"]
-"""An HTTP auth hook: given the request (headers, client address...), whether to serve it."""
 
 logger = logging.getLogger("assistant_frames.mcp")
 
 # A handshake-era client that stopped reading must not hold up the others.
 _NOTIFY_TIMEOUT = 5.0
 _HTTP_STOP_TIMEOUT = 10.0
-_UNAUTHORIZED = {"code": types.INVALID_REQUEST, "message": "Unauthorized (HTTP 401)"}
 _MAX_QUEUED_LOGS = 256  # per call, when the client reads slower than the tool logs
 _MODERN_LISTING = {"ttlMs": 0, "cacheScope": "private", "resultType": "complete"}
 
@@ -244,7 +238,7 @@ class MCPContextServer:
         app.router.lifespan_context = sessions.lifespan
         app.add_middleware(_RunSessions, sessions=sessions)
         if token is not None or auth is not None:  # outermost: refused before anything
-            app.add_middleware(_RequireAuth, token=token, auth=auth)
+            app.add_middleware(RequireAuth, token=token, auth=auth)
         return app
 
     async def run_http(
@@ -428,55 +422,6 @@ class MCPContextServer:
 
     def __repr__(self) -> str:
         return f"MCPContextServer({self.provider!r}, name={self.server.name!r})"
-
-
-class _RequireAuth:
-    """ASGI middleware: HTTP 401 for a request without the token or refused by the hook.
-
-    Pure ASGI rather than Starlette's ``BaseHTTPMiddleware``, which would buffer the
-    server-sent event streams that Streamable HTTP answers with.
-    """
-
-    def __init__(self, app: ASGIApp, *, token: str | None, auth: HTTPAuth | None) -> None:
-        self.app = app
-        self.token = token
-        self.auth = auth
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not await self._allowed(scope):
-            from starlette.responses import JSONResponse
-
-            # A JSON-RPC error as the body: MCP clients report its message.
-            refusal = JSONResponse(
-                {"jsonrpc": "2.0", "id": None, "error": _UNAUTHORIZED},
-                status_code=401,
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-            await refusal(scope, receive, send)
-            return
-        await self.app(scope, receive, send)
-
-    async def _allowed(self, scope: Scope) -> bool:
-        from starlette.requests import HTTPConnection
-
-        request = HTTPConnection(scope)
-        if self.token is not None:
-            offered = request.headers.get("authorization", "")
-            scheme, _, credentials = offered.partition(" ")
-            if scheme.lower() != "bearer" or not hmac.compare_digest(
-                credentials.strip().encode(), self.token.encode()
-            ):
-                return False
-        if self.auth is not None:
-            try:
-                allowed = self.auth(request)
-                if inspect.isawaitable(allowed):
-                    allowed = await allowed
-            except Exception:
-                logger.exception("The MCP server's auth hook raised; request refused")
-                return False
-            return bool(allowed)
-        return True
 
 
 class _Sessions:
