@@ -25,10 +25,7 @@ from pydantic import BaseModel
 from .._anyio import call_maybe_async
 from .._driver import Driver
 from ..calls import PendingCall
-from ..errors import AssistantFramesError
-from ..mcp.results import error_result, failure, tool_result
-from ..mcp.tools import mcp_tools
-from ..registry.context import ModelContext, ModelContextProvider, Unsubscribe
+from ..registry.context import ModelContextProvider, Unsubscribe
 from ..transports.contract import CLOSED_ERRORS
 from . import protocol
 from .app_machine import (
@@ -40,6 +37,7 @@ from .app_machine import (
     RequestReceived,
 )
 from .errors import AppDisconnected, AppRequestError, AppTimeout
+from .registry_tools import call_registry_tool, list_registry_tools
 
 __all__ = ["App", "AppState"]
 
@@ -64,13 +62,6 @@ def _block(block: mcp.ContentBlock | Mapping[str, Any]) -> mcp.ContentBlock:
     if isinstance(block, BaseModel):
         return block
     return protocol.MessageParams.model_validate({"content": [dict(block)]}).content[0]
-
-
-# -- the registry's tools as MCP sees them, as assistant-frames' MCP server says them ------
-
-
-def _tool_result(value: Any) -> mcp.CallToolResult:
-    return mcp.CallToolResult.model_validate(tool_result(value, modern=False))
 
 
 class App(Driver):
@@ -585,36 +576,9 @@ class App(Driver):
             return {}
         if method in ("tools/list", "tools/call") and self.registry is not None:
             if method == "tools/list":
-                return self._list_tools()
-            return await self._call_tool(request.params)
+                return list_registry_tools(self.registry)
+            return await call_registry_tool(self.registry, request.params)
         raise protocol.MethodNotFound(f"Method not found: {method}", method=method)
-
-    def _list_tools(self) -> mcp.ListToolsResult:
-        assert self.registry is not None
-        tools: list[mcp.Tool] = []
-        for name, tool in self.registry.get_model_context().enabled_tools().items():
-            try:
-                tools.extend(mcp_tools(ModelContext(tools={name: tool})))
-            except (TypeError, ValueError) as exc:  # a schema MCP cannot carry
-                logger.warning("Tool %r is not offered to the host: %s", name, exc)
-        return mcp.ListToolsResult(tools=tools)
-
-    async def _call_tool(self, params: mcp.CallToolRequestParams) -> mcp.CallToolResult:
-        assert self.registry is not None
-        name = params.name
-        tool = self.registry.get_model_context().tools.get(name)
-        if tool is None or tool.disabled:
-            raise protocol.InvalidParams(f'Tool "{name}" not found', method="tools/call")
-        try:
-            value = await tool.invoke(params.arguments or {})
-        except Exception as exc:  # as the error table says MCP says it
-            if not isinstance(exc, AssistantFramesError):
-                logger.debug("Tool %r raised", name, exc_info=True)
-            code, message = failure(exc)
-            if code is not None:
-                raise protocol.InvalidParams(message, method="tools/call") from None
-            return mcp.CallToolResult.model_validate(error_result(message))
-        return _tool_result(value)
 
     def _on_registry_change(self) -> None:
         self._list_changed.set()  # a signal: one notification per burst of changes
