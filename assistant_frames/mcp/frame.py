@@ -23,11 +23,8 @@ import anyio
 import anyio.abc
 import mcp_types as types
 from mcp import Client, StdioServerParameters
-from mcp.client.subscriptions import SubscriptionLost
 from mcp.server.apps import APP_MIME_TYPE
 from mcp.shared.exceptions import MCPError
-from mcp.shared.subscriptions import PromptsListChanged, ResourcesListChanged, ToolsListChanged
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from pydantic import ValidationError
 
 from .._anyio import expire_calls
@@ -56,6 +53,7 @@ from ._apps import declares_ui, ui_resource_from_read
 from ._resources import READ_RESOURCE, read_resource_tool
 from ._stdio import describe_exit, server_process
 from .client import check_arguments, list_all, progress_callback
+from .follow import ServerFollower
 from .results import from_call_result
 from .targets import (
     WatchedTransport,
@@ -171,7 +169,13 @@ class MCPFrameHost(Driver):
         # Resources and prompts: listed when asked, kept until the server says they changed.
         self._listings: dict[_Listing, list[Any]] = {}
         self._listing_changes = 0  # a listing fetched across a change is not kept
-        self._listening = False  # on a subscriptions/listen stream
+        self._follower = ServerFollower(
+            self.name,
+            stale=self._mark_stale,
+            lists_changed=self._lists_changed,
+            gone=self._gone_because,
+            fetch=self._fetch,
+        )
         self._resource_subscribers = Subscribers()
         self._prompt_subscribers = Subscribers()
         self._ui_resources: dict[str, UIResource] = {}  # read ui:// resources, by URI
@@ -214,7 +218,14 @@ class MCPFrameHost(Driver):
                 group.start_soon(expire_calls, self._calls)
                 # Listening starts before the first listing, so that no change can fall
                 # between the two.
-                await self._start_following(group)
+                await self._follower.start(
+                    group,
+                    self._client,
+                    kind=self._kind,
+                    poll_interval=self.poll_interval,
+                    keepalive=self.keepalive,
+                )
+                group.start_soon(self._refetch_when_stale)
                 try:
                     await self._fetch()
                 except MCPError as exc:
@@ -537,93 +548,11 @@ class MCPFrameHost(Driver):
 
     # -- following the server ------------------------------------------------------------
 
-    async def _start_following(self, group: anyio.abc.TaskGroup) -> None:
-        client = self._client
-        capabilities = client.server_capabilities
-        lists_tools = capabilities.tools is not None
-        notifies = capabilities.tools is not None and bool(capabilities.tools.list_changed)
-        changes = {
-            "tools_list_changed": notifies,
-            "resources_list_changed": bool(
-                capabilities.resources and capabilities.resources.list_changed
-            ),
-            "prompts_list_changed": bool(
-                capabilities.prompts and capabilities.prompts.list_changed
-            ),
-        }
-        modern = client.protocol_version in MODERN_PROTOCOL_VERSIONS
-        listening = False
-        if any(changes.values()) and modern:
-            listening = await group.start(self._listen, changes)
-        # Handshake-era servers notify through _on_message.
-        group.start_soon(self._refetch_when_stale)
-        if self.poll_interval is not None and lists_tools:
-            group.start_soon(self._poll, self.poll_interval)
-        # A subprocess's stdout ends with it, and a change stream with its server; but an
-        # idle HTTP connection to a server that is gone looks like any other until a
-        # request fails.
-        if self._kind in ("http", "transport") and not listening and self.keepalive is not None:
-            group.start_soon(self._keep_alive, self.keepalive, modern)
-
     async def _on_message(self, message: Any) -> None:
-        if isinstance(message, types.ToolListChangedNotification):
-            self._stale.set()
-        elif self._listening:
-            pass  # the change stream's events reach here too: _listen handles them
-        elif isinstance(message, types.ResourceListChangedNotification):
-            self._lists_changed("resources", "resource_templates")
-        elif isinstance(message, types.PromptListChangedNotification):
-            self._lists_changed("prompts")
-        elif isinstance(message, Exception):
-            logger.debug("MCP frame %s: transport error: %r", self.name, message)
+        self._follower.on_message(message)
 
-    async def _listen(
-        self, changes: dict[str, bool], *, task_status: anyio.abc.TaskStatus[bool]
-    ) -> None:
-        listening = False
-        try:
-            listen = self._client.listen(
-                tools_list_changed=changes["tools_list_changed"],
-                resources_list_changed=changes["resources_list_changed"],
-                prompts_list_changed=changes["prompts_list_changed"],
-            )
-            async with listen as subscription:
-                listening = self._listening = True
-                task_status.started(True)
-                async for event in subscription:
-                    if isinstance(event, ToolsListChanged):
-                        self._stale.set()
-                    elif isinstance(event, ResourcesListChanged):
-                        self._lists_changed("resources", "resource_templates")
-                    elif isinstance(event, PromptsListChanged):
-                        self._lists_changed("prompts")
-        except (SubscriptionLost, MCPError) as exc:
-            if not listening:
-                logger.warning(
-                    "MCP frame %s: cannot follow its tool list (%s)", self.name, failure_reason(exc)
-                )
-                task_status.started(False)
-                return
-            # The stream is how this server reaches us; losing it means losing the server.
-            self._gone_because(f"its change stream ended ({failure_reason(exc)})")
-
-    async def _poll(self, interval: float) -> None:
-        while True:
-            await anyio.sleep(interval)
-            self._stale.set()
-
-    async def _keep_alive(self, interval: float, modern: bool) -> None:
-        while True:
-            await anyio.sleep(interval)
-            try:
-                with anyio.fail_after(interval):
-                    if modern:  # 2026-07-28 has no ping; a listing is as good a probe
-                        await self._fetch()
-                    else:  # the session's ping does not warn, the client's does
-                        await self._client.session.send_ping()
-            except Exception as exc:
-                self._gone_because(f"it did not answer ({failure_reason(exc)})")
-                return
+    def _mark_stale(self) -> None:
+        self._stale.set()
 
     async def _refetch_when_stale(self) -> None:
         while True:
