@@ -492,9 +492,9 @@ class App(Driver):
         try:
             while True:
                 event = self._machine.receive(await self._transport.receive())
-                if event is not None:
+                if event is not None:  # an answer wakes its request itself: no touch
                     await self._handle(event)
-                self._touch()
+                    self._touch()
         except CLOSED_ERRORS:
             self._lost("The host closed the connection")
         except Exception as exc:  # a transport failing in its own way
