@@ -23,7 +23,6 @@ import anyio
 import anyio.abc
 import mcp_types as types
 from mcp import Client, StdioServerParameters
-from mcp.server.apps import APP_MIME_TYPE
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
@@ -46,15 +45,14 @@ from ..registry.events import (
     ToolProgress,
     deliver_event,
 )
-from ..registry.tool import Tool, ToolCallContext
 from ..registry.ui import UIResource
 from ..transports.contract import CloseReason
-from ._apps import declares_ui, ui_resource_from_read
-from ._resources import READ_RESOURCE, read_resource_tool
 from ._stdio import describe_exit, server_process
-from .client import check_arguments, list_all, progress_callback
+from .client import check_arguments, progress_callback
 from .follow import ServerFollower
+from .listings import ListingKind, ServerListings
 from .results import from_call_result
+from .server_tools import same_context, server_context
 from .targets import (
     WatchedTransport,
     connect_failure,
@@ -64,7 +62,6 @@ from .targets import (
     resolve_server,
     split_errors,
 )
-from .tools import tool_from_mcp
 
 if TYPE_CHECKING:
     from mcp.shared.dispatcher import ProgressFnT
@@ -75,11 +72,9 @@ __all__ = ["MCPFrameHost"]
 logger = logging.getLogger("assistant_frames.mcp")
 
 State = Literal["new", "connected", "disconnected", "closed"]
-_Listing = Literal["resources", "resource_templates", "prompts"]
 _T = TypeVar("_T")
 
 _EMPTY_CONTEXT = ModelContext()
-# The SDK's own HTTP client timeouts: a server may hold a response stream open.
 
 
 class MCPFrameHost(Driver):
@@ -167,8 +162,9 @@ class MCPFrameHost(Driver):
         self._exit: CloseReason | None = None  # how a server subprocess ended
         self._calls = PendingCalls()  # each call's wake cancels its scope
         # Resources and prompts: listed when asked, kept until the server says they changed.
-        self._listings: dict[_Listing, list[Any]] = {}
-        self._listing_changes = 0  # a listing fetched across a change is not kept
+        self._listings = ServerListings(
+            self._client, request=self._request, check_connected=self._check_connected
+        )
         self._follower = ServerFollower(
             self.name,
             stale=self._mark_stale,
@@ -176,8 +172,6 @@ class MCPFrameHost(Driver):
             gone=self._gone_because,
             fetch=self._fetch,
         )
-        self._resource_subscribers = Subscribers()
-        self._prompt_subscribers = Subscribers()
         self._ui_resources: dict[str, UIResource] = {}  # read ui:// resources, by URI
         self._events = ToolEventSubscribers()
         self._init_driver()
@@ -438,11 +432,11 @@ class MCPFrameHost(Driver):
 
     async def list_resources(self) -> list[types.Resource]:
         """The server's resources (every page), cached until it says they changed."""
-        return await self._listing("resources")
+        return await self._listings.listing("resources")
 
     async def list_resource_templates(self) -> list[types.ResourceTemplate]:
         """The server's resource templates, cached until it says its resources changed."""
-        return await self._listing("resource_templates")
+        return await self._listings.listing("resource_templates")
 
     async def read_resource(self, uri: str) -> types.ReadResourceResult:
         """Read the resource at ``uri`` (listed, or filled in from a template).
@@ -451,53 +445,29 @@ class MCPFrameHost(Driver):
         ``TimeoutError`` after the frame's ``timeout``, and :class:`FrameDisconnected`
         when the server is or goes away.
         """
-        return await self._request(
-            f"resources/read {uri}", lambda: self._client.read_resource(uri, cache_mode="bypass")
-        )
+        return await self._listings.read_resource(uri)
 
     async def list_prompts(self) -> list[types.Prompt]:
         """The server's prompts (every page), cached until it says they changed."""
-        return await self._listing("prompts")
+        return await self._listings.listing("prompts")
 
     async def get_prompt(
         self, name: str, arguments: Mapping[str, str] | None = None
     ) -> types.GetPromptResult:
         """The prompt ``name`` filled in with ``arguments``; errors as :meth:`read_resource`."""
-        args = dict(arguments) if arguments is not None else None
-        return await self._request(
-            f"prompts/get {name}", lambda: self._client.get_prompt(name, args)
-        )
+        return await self._listings.get_prompt(name, arguments)
 
     def subscribe_resources(self, callback: Callable[[], None]) -> Unsubscribe:
         """Call ``callback()`` when the server says its resources (or templates) changed."""
-        return self._resource_subscribers.add(callback)
+        return self._listings.subscribe_resources(callback)
 
     def subscribe_prompts(self, callback: Callable[[], None]) -> Unsubscribe:
         """Call ``callback()`` when the server says its prompts changed."""
-        return self._prompt_subscribers.add(callback)
+        return self._listings.subscribe_prompts(callback)
 
-    async def _listing(self, kind: _Listing) -> list[Any]:
-        self._check_connected()
-        cached = self._listings.get(kind)
-        if cached is not None:
-            return list(cached)
-        capabilities = self._client.server_capabilities
-        if (capabilities.prompts if kind == "prompts" else capabilities.resources) is None:
-            return []  # the server has none: nothing to ask
-        changes = self._listing_changes
-        items = await self._request(kind.replace("_", " "), lambda: list_all(self._client, kind))
-        if changes == self._listing_changes:  # else it may be older than the change
-            self._listings[kind] = items
-        return list(items)
-
-    def _lists_changed(self, *kinds: _Listing) -> None:
-        self._listing_changes += 1
-        for kind in kinds:
-            self._listings.pop(kind, None)
-        if "prompts" in kinds:
-            self._prompt_subscribers.notify()
-        else:
-            self._resource_subscribers.notify()
+    def _lists_changed(self, *kinds: ListingKind) -> None:
+        self._listings.changed(*kinds)
+        if "prompts" not in kinds:
             self._ui_resources.clear()
             if self.resource_tool or self._context.ui_resources:
                 self._stale.set()  # the read_resource tool or the UI resources list them
@@ -610,89 +580,21 @@ class MCPFrameHost(Driver):
             await self._fetch_now()
 
     async def _fetch_now(self) -> None:
-        client = self._client
-        tools: list[types.Tool] = []
-        if client.server_capabilities.tools is not None:
-            tools = await list_all(client, "tools")
-        reader = await self._resource_tool() if self.resource_tool else None
-        has_ui = any(declares_ui(tool.meta) for tool in tools)
-        ui_resources = await self._read_ui_resources() if has_ui else {}
+        context = await server_context(
+            self.name,
+            self._client,
+            self._listings,
+            call_tool=self.call_tool,
+            read=self.read_resource,
+            offer_resources=self.resource_tool,
+            ui_cache=self._ui_resources,
+        )
         if self._state != "connected":
             return
-        offered = {tool.name: self._tool(tool) for tool in tools}
-        if reader is not None and READ_RESOURCE not in offered:  # the server's own wins
-            offered[READ_RESOURCE] = reader
-        context = ModelContext(
-            system=client.instructions or None, tools=offered, ui_resources=ui_resources
-        )
-        if _same(context, self._context):
+        if same_context(context, self._context):
             return
         self._context = context
         self._subscribers.notify()
 
-    async def _resource_tool(self) -> Tool | None:
-        """The ``read_resource`` tool listing the server's resources (``None``: it has none)."""
-        if self._client.server_capabilities.resources is None:
-            return None
-        for kind in ("resources", "resource_templates"):
-            self._listings.pop(kind, None)  # listed afresh: this runs because they changed
-        resources = await self._listing("resources")
-        templates = await self._listing("resource_templates")
-        return read_resource_tool(resources, templates, self.read_resource)
-
-    async def _read_ui_resources(self) -> dict[str, UIResource]:
-        """The server's ``ui://`` app resources, read once each until they change.
-
-        One that cannot be read or is not an app (wrong MIME, two contents...) is
-        logged and left out: its tool stays usable, only without a view.
-        """
-        if self._client.server_capabilities.resources is None:
-            return {}
-        found: dict[str, UIResource] = {}
-        for listed in await self._listing("resources"):
-            uri = str(listed.uri)
-            if not uri.startswith("ui://") or listed.mime_type not in (None, APP_MIME_TYPE):
-                continue
-            resource = self._ui_resources.get(uri)
-            if resource is None:
-                try:
-                    resource = ui_resource_from_read(listed, await self.read_resource(uri))
-                except (MCPError, TimeoutError, ValueError) as exc:
-                    logger.warning("MCP frame %s: UI resource %s left out: %s", self.name, uri, exc)
-                    continue
-                self._ui_resources[uri] = resource
-            found[uri] = resource
-        return found
-
-    def _tool(self, spec: types.Tool) -> Tool:
-        name = spec.name
-
-        async def invoke(args: Any, context: ToolCallContext) -> Any:
-            if context.wants_events:  # the server's progress becomes the caller's
-                return await self.call_tool(name, args, on_event=context.send_event)
-            return await self.call_tool(name, args)
-
-        return tool_from_mcp(spec, invoke)
-
     def __repr__(self) -> str:
         return f"MCPFrameHost({self.name!r}, state={self._state!r})"
-
-
-def _same(a: ModelContext, b: ModelContext) -> bool:
-    if a.system != b.system or a.tools.keys() != b.tools.keys():
-        return False
-    if a.ui_resources != b.ui_resources:
-        return False
-    return all(_same_tool(tool, b.tools[name]) for name, tool in a.tools.items())
-
-
-def _same_tool(a: Tool, b: Tool) -> bool:
-    return (
-        a.description == b.description
-        and a.title == b.title
-        and a.icons == b.icons
-        and a.parameters == b.parameters
-        and a.annotations == b.annotations
-        and a.output_schema == b.output_schema
-        and a.meta == b.meta
-    )
