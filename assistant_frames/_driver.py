@@ -1,14 +1,16 @@
-"""The lifecycle every class that drives one live connection shares.
+"""The lifecycle every class that owns tasks for its ``async with`` block shares.
 
 A driver (a frame host, an apps bridge or view, a widget host) is entered once; entering
 opens a task group held until exit (:class:`~assistant_frames._anyio.HeldTaskGroup`)
 for the tasks that serve the connection: the reader, the timer, the writer. Exiting, or
-:meth:`Driver.aclose`, first does what closing the connection means for that driver
-(:meth:`Driver._stop`: fail what waits, say goodbye, close the transport; idempotent),
+:meth:`Lifecycle.aclose`, first does what closing means for that class
+(:meth:`Lifecycle._stop`: fail what waits, say goodbye, close the transport; idempotent),
 then leaves the task group, handing it the block's exception so that a cancellation or
 a ``KeyboardInterrupt`` is never swallowed, and last tells what only the end of its tasks
-settles (:meth:`Driver._stopped`). :meth:`Driver.wait_disconnected` waits for
-the connection's end, whoever ended it.
+settles (:meth:`Lifecycle._stopped`). :class:`Lifecycle` is that much, for what holds
+no one connection (a federation, a multiplexer, an app page and its views);
+:class:`Driver` adds :meth:`Driver.wait_disconnected`, which waits for the connection's
+end, whoever ended it.
 """
 
 from __future__ import annotations
@@ -20,24 +22,20 @@ import anyio
 
 from ._anyio import HeldTaskGroup
 
-__all__ = ["Driver"]
+__all__ = ["Driver", "Lifecycle"]
 
 
-class Driver:
-    """Base of the classes that drive one connection (see the module).
+class Lifecycle:
+    """Base of the classes that own tasks for as long as their ``async with`` block runs.
 
-    A subclass calls :meth:`_init_driver` in ``__init__``, opens ``self._tasks`` in its
-    ``__aenter__``, creates ``self._ended`` there and sets it when the connection ends,
-    and implements :meth:`_stop`. ``_noun`` names it in error messages.
+    A subclass calls :meth:`_init_lifecycle` in ``__init__``, opens ``self._tasks`` in
+    its ``__aenter__`` (if it has tasks) and implements :meth:`_stop`.
     """
 
-    _noun: ClassVar[str] = "connection"
     _tasks: HeldTaskGroup
-    _ended: anyio.Event | None
 
-    def _init_driver(self) -> None:
+    def _init_lifecycle(self) -> None:
         self._tasks = HeldTaskGroup()
-        self._ended = None  # made on entry: events belong to the running backend
 
     async def __aexit__(
         self,
@@ -54,15 +52,8 @@ class Driver:
                 await self._stopped()
 
     async def aclose(self) -> None:
-        """Close the connection, as leaving the ``async with`` block does (idempotent)."""
+        """Close, as leaving the ``async with`` block does (idempotent)."""
         await self.__aexit__(None, None, None)
-
-    async def wait_disconnected(self) -> None:
-        """Wait until the connection has ended: the transport broke, the peer went, or it
-        was closed."""
-        if self._ended is None:
-            raise RuntimeError(f"Enter the {self._noun} (async with) before waiting on it")
-        await self._ended.wait()
 
     async def _stop(self) -> None:
         """What closing does before the task group is left: fail what waits on the
@@ -72,3 +63,21 @@ class Driver:
     async def _stopped(self) -> None:
         """What closing does once the tasks have ended, whatever they raised: release what
         they used (a client, subscriptions), tell who waits. Nothing, unless overridden."""
+
+
+class Driver(Lifecycle):
+    """Base of the classes that drive one connection (see the module).
+
+    As :class:`Lifecycle`; the subclass also creates ``self._ended`` on entry and sets
+    it when the connection ends. ``_noun`` names it in error messages.
+    """
+
+    _noun: ClassVar[str] = "connection"
+    _ended: anyio.Event | None = None  # made on entry: events belong to the running backend
+
+    async def wait_disconnected(self) -> None:
+        """Wait until the connection has ended: the transport broke, the peer went, or it
+        was closed."""
+        if self._ended is None:
+            raise RuntimeError(f"Enter the {self._noun} (async with) before waiting on it")
+        await self._ended.wait()

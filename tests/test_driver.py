@@ -1,4 +1,5 @@
-"""The one lifecycle of the connection drivers (``_driver.Driver``), on the real classes."""
+"""The one lifecycle of the connection drivers and task owners (``_driver``), on the real
+classes."""
 
 from __future__ import annotations
 
@@ -9,10 +10,13 @@ import anyio
 import pytest
 
 from assistant_frames import AssistantFrameHost, ReconnectingHost, memory_pair
-from assistant_frames._driver import Driver
+from assistant_frames._driver import Driver, Lifecycle
 from assistant_frames.apps import App, AppBridge
+from assistant_frames.apps.page import AppPage
+from assistant_frames.federation import Federation
 from assistant_frames.mcp import MCPFrameHost
 from assistant_frames.nats import NATSDiscovery, NATSFrameProvider
+from assistant_frames.transports import Multiplexer
 from assistant_frames.widgets import WidgetHost
 
 pytestmark = pytest.mark.anyio
@@ -41,6 +45,13 @@ def test_every_connection_driver_shares_the_lifecycle() -> None:
         assert issubclass(driver, Driver)
         assert "__aexit__" not in vars(driver)  # the one in Driver
         assert "aclose" not in vars(driver)
+
+
+def test_what_owns_tasks_without_one_connection_shares_the_exit() -> None:
+    # A Multiplexer's aclose stops it from any task (its block goes on), so it has its own.
+    for owner in (Federation, Multiplexer, AppPage):
+        assert issubclass(owner, Lifecycle)
+        assert "__aexit__" not in vars(owner)  # the one in Lifecycle
 
 
 async def test_closing_ends_the_connection_once_and_aclose_is_idempotent() -> None:

@@ -145,7 +145,7 @@ class App(Driver):
         self._list_changed: anyio.Event
         self._running: dict[protocol.RequestId, anyio.CancelScope] = {}  # answers in progress
         self._task_group: TaskGroup | None = None
-        self._init_driver()
+        self._init_lifecycle()
         self._callbacks_in: MemoryObjectSendStream[tuple[Callable[..., Any], tuple[Any, ...]]]
         self._callbacks_out: MemoryObjectReceiveStream[tuple[Callable[..., Any], tuple[Any, ...]]]
         self._unsubscribe: Unsubscribe | None = None

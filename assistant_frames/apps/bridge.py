@@ -222,7 +222,7 @@ class AppBridge(Driver):
         )
         self._followers: list[anyio.Event] = []  # idle readers, each waiting for its turn
         self._task_group: TaskGroup | None = None
-        self._init_driver()
+        self._init_lifecycle()
         self._unsubscribe: list[Unsubscribe] = []
         self._refreshing = False  # a listing of the view's tools is under way
         self._refresh_again = False  # the view announced a change since it started

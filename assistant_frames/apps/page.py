@@ -28,14 +28,14 @@ from collections import deque
 from collections.abc import Iterable, Mapping
 from contextlib import AsyncExitStack, suppress
 from importlib import resources
-from types import TracebackType
 from typing import Any, Literal
 
 import anyio
 import mcp_types as mcp
-from anyio.abc import ObjectStream, TaskGroup
+from anyio.abc import ObjectStream
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from .._driver import Lifecycle
 from ..mcp.tools import mcp_tools
 from ..transports.websocket import (
     HttpRequest,
@@ -83,7 +83,7 @@ def _text(content: Iterable[Any]) -> str:
     return "\n".join(getattr(block, "text", "") for block in content if hasattr(block, "text"))
 
 
-class AppPage:
+class AppPage(Lifecycle):
     """Serve the app page for ``server``'s UI tools, and show app views in it.
 
     ``server`` is the app's MCP server, an entered :class:`~assistant_frames.mcp.MCPFrameHost`
@@ -136,8 +136,8 @@ class AppPage:
         self._secrets: dict[str, str] = {}
         self._controls: set[ObjectStream[Any]] = set()
         self._counter = 0
-        self._stack: AsyncExitStack | None = None
-        self._tasks: TaskGroup | None = None
+        self._init_lifecycle()
+        self._stack: AsyncExitStack | None = None  # the servers and the pump's stream
         self._page_server: WebSocketServer | None = None
         self._views_server: WebSocketServer | None = None
         self._outbox: MemoryObjectSendStream[dict[str, Any]] | None = None
@@ -181,9 +181,8 @@ class AppPage:
     # -- running -------------------------------------------------------------------------
 
     async def __aenter__(self) -> AppPage:
-        async with AsyncExitStack() as stack:
-            tasks = await stack.enter_async_context(anyio.create_task_group())
-            stack.callback(tasks.cancel_scope.cancel)  # runs before the group exits
+        # The task group first: the servers' own tasks nest inside it, and end first.
+        async with self._tasks.open() as tasks, AsyncExitStack() as stack:
             send, receive = anyio.create_memory_object_stream[dict[str, Any]](_MAX_TRAFFIC)
             stack.enter_context(send)  # closed on the way out: the pump ends
             page_port, views_port = self._ports
@@ -206,25 +205,22 @@ class AppPage:
                     http_handler=self._view_html,
                 )
             )
-            self._tasks, self._outbox = tasks, send
+            self._outbox = send
             tasks.start_soon(self._pump, receive)  # owns (and closes) receive
             stack.push_async_callback(self._close_views)
             self._stack = stack.pop_all()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
+    async def _stop(self) -> None:
+        """Close the views, then the servers; the tasks end after (``aclose``, the end of
+        the block)."""
         stack, self._stack = self._stack, None
-        try:
-            if stack is not None:
-                await stack.__aexit__(exc_type, exc, tb)
-        finally:
-            self._page_server = self._views_server = None
-            self._tasks = self._outbox = None
+        if stack is not None:
+            await stack.aclose()
+
+    async def _stopped(self) -> None:
+        self._page_server = self._views_server = None
+        self._outbox = None
 
     async def _close_views(self) -> None:
         with anyio.CancelScope(shield=True):
@@ -478,7 +474,7 @@ class AppPage:
         such view).
         """
         route = route.partition("?")[0].strip("/")
-        if self._tasks is None:
+        if self._tasks.group is None:
             logger.info("App page: not running; refused a WebSocket for %s", route)
             return
         if route == "page":
@@ -510,9 +506,10 @@ class AppPage:
         try:
             async for message in transport:
                 if isinstance(message, dict):
-                    assert self._tasks is not None
+                    tasks = self._tasks.group
+                    assert tasks is not None  # running: this socket is served
                     await running.acquire()
-                    self._tasks.start_soon(self._command, message, running)
+                    tasks.start_soon(self._command, message, running)
         finally:
             self._controls.discard(transport)
 

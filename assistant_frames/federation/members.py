@@ -5,13 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from os import PathLike
-from types import TracebackType
 from typing import Any, Literal, TypeAlias
 
 import anyio
 import anyio.abc
 
-from .._anyio import HeldTaskGroup
+from .._driver import Lifecycle
 from ..frames import ReconnectingHost
 from ..registry import ModelContext, ModelContextRegistry, ProviderHandle
 from ..registry.context import Unsubscribe
@@ -50,7 +49,7 @@ class _Member:
         self.closed = False
 
 
-class Federation:
+class Federation(Lifecycle):
     """Frames and MCP servers joined in one parent registry, each under a namespace.
 
     Use it as an async context manager. :meth:`add` connects a member (anything
@@ -87,34 +86,22 @@ class Federation:
         self._max_delay = max_delay
         self._max_attempts = max_attempts
         self._members: dict[str, _Member] = {}
-        self._tasks: anyio.abc.TaskGroup | None = None
-        self._held = HeldTaskGroup()
+        self._init_lifecycle()
 
     # -- lifecycle -----------------------------------------------------------------------
 
     async def __aenter__(self) -> Federation:
-        if self._held.group is not None:
+        if self._tasks.group is not None:
             raise RuntimeError("The federation is already open")
-        async with self._held.open() as tasks:
-            self._tasks = tasks
+        async with self._tasks.open():
+            pass
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            with anyio.CancelScope(shield=True):
-                for member in reversed(list(self._members.values())):
-                    await self._close(member)
-        finally:
-            await self._held.close(exc_type, exc, tb)
-
-    async def aclose(self) -> None:
-        """Close every member, the last added first (idempotent)."""
-        await self.__aexit__(None, None, None)
+    async def _stop(self) -> None:
+        """Close every member, the last added first (``aclose`` and leaving the block)."""
+        with anyio.CancelScope(shield=True):
+            for member in reversed(list(self._members.values())):
+                await self._close(member)
 
     # -- members -------------------------------------------------------------------------
 
@@ -142,7 +129,8 @@ class Federation:
         come. ``namespaced=False`` adds the tools under their own names. Raises
         ``ValueError`` if ``name`` is taken.
         """
-        if self._tasks is None:
+        tasks = self._tasks.group
+        if tasks is None:
             raise RuntimeError("Enter the federation (async with) before adding members")
         if name in self._members:
             raise ValueError(f"The federation already has a member named {name!r}")
@@ -167,7 +155,7 @@ class Federation:
         member = _Member(name, frame, connection)
         self._members[name] = member
         try:
-            await self._tasks.start(self._run, member)
+            await tasks.start(self._run, member)
             if wait:
                 await self._first_context(member)
         except BaseException:
@@ -243,7 +231,7 @@ class Federation:
             member.handle = None
         member.closed = True
         member.stop.set()
-        if self._tasks is not None:
+        if self._tasks.group is not None:
             await member.done.wait()
 
     async def _first_context(self, member: _Member) -> None:

@@ -87,7 +87,7 @@ class AssistantFrameHost(Driver):
         self._waiting = ModelContext(waiting=(self.name,))
         self._ready: anyio.Event | None = None
         self._new_event: Callable[[], anyio.Event] = anyio.Event  # the backend's, once entered
-        self._init_driver()
+        self._init_lifecycle()
         self._task_group: TaskGroup | None = None
         self._load_scope: anyio.CancelScope | None = None  # frame_loaded's grace period
         self._load_timer: str | None = None  # the request id it runs for

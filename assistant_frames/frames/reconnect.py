@@ -72,7 +72,7 @@ class ReconnectingHost(Driver):
         self._changed: anyio.Event | None = None
         self._last_error: BaseException | None = None
         self.connections = 0  # how many times it has connected
-        self._init_driver()
+        self._init_lifecycle()
 
     async def __aenter__(self) -> ReconnectingHost:
         self._changed = anyio.Event()

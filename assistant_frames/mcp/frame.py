@@ -174,7 +174,7 @@ class MCPFrameHost(Driver):
         )
         self._ui_resources: dict[str, UIResource] = {}  # read ui:// resources, by URI
         self._events = ToolEventSubscribers()
-        self._init_driver()
+        self._init_lifecycle()
 
     # -- lifecycle -----------------------------------------------------------------------
 

@@ -86,7 +86,7 @@ class NATSDiscovery(Driver):
         self._options = nats_options
         self._client: Client | None = None
         self._stack: AsyncExitStack | None = None
-        self._init_driver()
+        self._init_lifecycle()
         self._absent: dict[str, int] = {}  # frame -> rounds in a row it did not answer
         self._state: ConnectionState = "new"
         self._ready = anyio.Event()

@@ -27,7 +27,6 @@ import logging
 import math
 from collections.abc import Mapping
 from contextlib import AsyncExitStack
-from types import TracebackType
 from typing import Any
 
 import anyio
@@ -35,7 +34,6 @@ from anyio.abc import ObjectStream
 from nats.aio.client import Client
 from nats.aio.msg import Msg
 
-from .._anyio import HeldTaskGroup
 from ..errors import FrameDisconnected, ToolCallError
 from ..frames.host import AssistantFrameHost
 from ..frames.host_machine import CallFailed
@@ -393,7 +391,6 @@ class NATSFrameHost(AssistantFrameHost):
         self._options = nats_options
         self._client_stack: AsyncExitStack | None = None
         self._route: _Route | None = None
-        self._watching = HeldTaskGroup()
         # The transport is made on entering, once the client is connected.
         super().__init__(_Unopened(), timeout=timeout, name=name)
 
@@ -418,32 +415,18 @@ class NATSFrameHost(AssistantFrameHost):
             stack.push_async_callback(route.aclose)
             self._route = route
             self._transport = route
-            async with self._watching.open() as group:
-                group.start_soon(route.watch)
-            try:
-                await super().__aenter__()
-            except BaseException as exc:
-                await self._watching.close(type(exc), exc, exc.__traceback__)
-                raise
+            await super().__aenter__()
+            tasks = self._tasks.group
+            assert tasks is not None  # open: the host was entered
+            tasks.start_soon(route.watch)  # ends with the host's tasks
             self._client_stack = stack.pop_all()
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            try:
-                await super().__aexit__(exc_type, exc, tb)
-            finally:
-                await self._watching.close(exc_type, exc, tb)
-        finally:
-            stack, self._client_stack = self._client_stack, None
-            if stack is not None:
-                with anyio.CancelScope(shield=True):
-                    await stack.aclose()  # unsubscribe, then the client (no task group in it)
+    async def _stopped(self) -> None:
+        stack, self._client_stack = self._client_stack, None
+        if stack is not None:
+            with anyio.CancelScope(shield=True):
+                await stack.aclose()  # unsubscribe, then the client (no task group in it)
 
 
 class _Unopened(ObjectStream[Any]):

@@ -372,7 +372,7 @@ class NATSFrameProvider(Driver):
         self.drain_timeout = drain_timeout
         self._target = nats
         self._options = nats_options
-        self._init_driver()
+        self._init_lifecycle()
         self._stopping = False
         self._stack: AsyncExitStack | None = None
         #: Other replicas of this frame seen publishing other tools, and theirs.

@@ -27,13 +27,13 @@ import logging
 from collections import deque
 from collections.abc import Callable, Mapping
 from contextlib import suppress
-from types import TracebackType
 from typing import Any
 
 import anyio
 from anyio.abc import ObjectStream
 
-from .._anyio import HeldTaskGroup, event_class
+from .._anyio import event_class
+from .._driver import Lifecycle
 from .contract import TransportAttribute
 
 __all__ = [
@@ -226,7 +226,7 @@ class MultiplexedStream(ObjectStream[Any]):
             room.set()
 
 
-class Multiplexer:
+class Multiplexer(Lifecycle):
     """Carries several protocols over one transport; use as an async context manager.
 
     Open a sub-stream per protocol with :meth:`open`, preferably *before* entering
@@ -259,7 +259,7 @@ class Multiplexer:
         self._unclaimed = 0
         self._claim_errors = 0
         self._reader_scope = anyio.CancelScope()
-        self._tasks = HeldTaskGroup()
+        self._init_lifecycle()
         self._new_event: Callable[[], anyio.Event] = anyio.Event
 
     @property
@@ -306,22 +306,14 @@ class Multiplexer:
             group.start_soon(self._read)
         return self
 
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        try:
-            await self.aclose()
-        finally:  # the reader ends with the transport
-            await self._tasks.close(exc_type, exc, tb, cancel=False)
-
     async def aclose(self) -> None:
         """Stop reading, close every sub-stream and close the transport (idempotent).
 
         Callable from any task; the ``async with`` block itself goes on.
         """
+        await self._stop()
+
+    async def _stop(self) -> None:
         if self._closed:
             return
         self._closed = True

@@ -164,7 +164,7 @@ class WidgetHost(Driver):
         self.on_widget_error = on_widget_error
         self._transport = transport
         self._send_lock = anyio.Lock()
-        self._init_driver()
+        self._init_lifecycle()
         self._room: anyio.Event | None = None  # set when a call's place frees up
         #: Why the host disconnected the widget (``None``: it did not).
         self.close_reason: str | None = None
