@@ -14,8 +14,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
@@ -32,7 +31,6 @@ from ..calls import PendingCalls
 from ..errors import (
     ConnectError,
     FrameDisconnected,
-    HandshakeRejected,
     ToolCallError,
     ToolCallTimeout,
     error_from_jsonrpc,
@@ -55,12 +53,11 @@ from .results import from_call_result
 from .server_tools import same_context, server_context
 from .targets import (
     WatchedTransport,
-    connect_failure,
-    failure_reason,
+    connect_error,
+    connected_client,
     http_transport,
     leaves,
     resolve_server,
-    split_errors,
 )
 
 if TYPE_CHECKING:
@@ -206,7 +203,13 @@ class MCPFrameHost(Driver):
         return self
 
     async def _run(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
-        async with self._connected_client():
+        connecting = connected_client(
+            self._client,
+            self.name,
+            connected=lambda: self.connected,
+            connect_error=self._connect_error,
+        )
+        async with connecting:
             self._state = "connected"
             async with anyio.create_task_group() as group:
                 group.start_soon(expire_calls, self._calls)
@@ -228,48 +231,9 @@ class MCPFrameHost(Driver):
                     ) from exc
                 task_status.started()
 
-    @asynccontextmanager
-    async def _connected_client(self) -> AsyncIterator[Client]:
-        """The entered client; what goes wrong while connecting is a ``ConnectError``."""
-        entered = False
-        try:
-            async with self._client:
-                entered = True
-                yield self._client
-        except BaseException as exc:
-            errors, rest = split_errors(exc)
-            if errors is None:  # a cancellation, KeyboardInterrupt...
-                raise
-            if entered:
-                if self._state == "connected":
-                    raise
-                # A transport that broke with its server fails again on the way out.
-                logger.debug("MCP frame %s: closing its client failed: %r", self.name, errors)
-                if rest is not None:
-                    raise rest from None
-                return
-            cause = connect_failure(errors)
-            if cause is None:
-                raise
-            what = f"Cannot connect to the MCP server {self.name}"
-            raise self._connect_error(what, failure_reason(cause)) from cause
-
     def _connect_error(self, what: str, reason: str) -> ConnectError:
-        """``what`` failed for ``reason``; a server process that ended says why instead,
-        and an HTTP server that refused us is a :class:`HandshakeRejected`."""
-        if self._refused is not None:
-            refused = HandshakeRejected(self._refused)
-            hint = " (a missing or wrong token?)" if self._refused == 401 else ""
-            refused.args = (f"{what}: it refused the connection with HTTP {self._refused}{hint}",)
-            return refused
-        ended = self._exit
-        if ended is None:
-            return ConnectError(f"{what}: {reason}")
-        return ConnectError(
-            f"{what}: {describe_exit(ended)}",
-            returncode=ended.exit_code,
-            stderr_tail=ended.stderr_tail,
-        )
+        """``what`` failed for ``reason``, as this frame host's server tells it."""
+        return connect_error(what, reason, refused=self._refused, ended=self._exit)
 
     async def _stop(self) -> None:
         """Disconnect from the server (a subprocess is stopped with the tasks)."""

@@ -6,11 +6,13 @@ subprocess over stdio), an in-process ``MCPServer`` or ``Server``, or an ``mcp``
 and logs. :func:`http_transport` is streamable HTTP with the caller's headers and each
 response shown to the caller; :class:`WatchedTransport` tells the frame the moment the
 server's stream ends. The rest picks, out of the exception groups an ``mcp`` client
-raises, the error that says why connecting failed.
+raises, the error that says why connecting failed: :func:`connected_client` enters a
+client and makes that error a :class:`ConnectError` (:func:`connect_error`).
 """
 
 from __future__ import annotations
 
+import logging
 import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
@@ -24,15 +26,22 @@ from mcp.server.lowlevel import Server
 from mcp.server.mcpserver import MCPServer
 from mcp.shared.exceptions import MCPError
 
+from ..errors import ConnectError, HandshakeRejected
+from ._stdio import describe_exit
+
 if TYPE_CHECKING:
+    from mcp import Client
     from mcp.client import Transport
 
+    from ..transports.contract import CloseReason
     from ._stdio import TransportStreams
 
 __all__ = [
     "ServerKind",
     "WatchedTransport",
+    "connect_error",
     "connect_failure",
+    "connected_client",
     "failure_reason",
     "http_transport",
     "is_http_error",
@@ -40,6 +49,8 @@ __all__ = [
     "resolve_server",
     "split_errors",
 ]
+
+logger = logging.getLogger("assistant_frames.mcp")
 
 #: How the ``mcp`` client reaches a server.
 ServerKind = Literal["in-process", "http", "stdio", "transport"]
@@ -162,6 +173,61 @@ async def http_transport(
         streamable_http_client(url, http_client=http) as streams,
     ):
         yield streams
+
+
+@asynccontextmanager
+async def connected_client(
+    client: Client,
+    name: str,
+    *,
+    connected: Callable[[], bool],
+    connect_error: Callable[[str, str], ConnectError],
+) -> AsyncIterator[Client]:
+    """``client`` entered, for the frame host ``name``; what goes wrong while connecting
+    is a ``ConnectError`` (``connect_error(what, reason)``). ``connected()``: the frame
+    host got connected (what fails from then on is its own to tell)."""
+    entered = False
+    try:
+        async with client:
+            entered = True
+            yield client
+    except BaseException as exc:
+        errors, rest = split_errors(exc)
+        if errors is None:  # a cancellation, KeyboardInterrupt...
+            raise
+        if entered:
+            if connected():
+                raise
+            # A transport that broke with its server fails again on the way out.
+            logger.debug("MCP frame %s: closing its client failed: %r", name, errors)
+            if rest is not None:
+                raise rest from None
+            return
+        cause = connect_failure(errors)
+        if cause is None:
+            raise
+        what = f"Cannot connect to the MCP server {name}"
+        raise connect_error(what, failure_reason(cause)) from cause
+
+
+def connect_error(
+    what: str, reason: str, *, refused: int | None, ended: CloseReason | None
+) -> ConnectError:
+    """``what`` failed for ``reason``; a server process that ended (``ended``) says why
+    instead, and an HTTP server that refused us (``refused``, its status) is a
+    :class:`HandshakeRejected`."""
+    if refused is not None:
+        rejected = HandshakeRejected(refused)
+        hint = " (a missing or wrong token?)" if refused == 401 else ""
+        rejected.args = (f"{what}: it refused the connection with HTTP {refused}{hint}",)
+        return rejected
+    if ended is None:
+        return ConnectError(f"{what}: {reason}")
+    return ConnectError(
+        f"{what}: {describe_exit(ended)}",
+        returncode=ended.exit_code,
+        stderr_tail=ended.stderr_tail,
+    )
 
 
 def split_errors(exc: BaseException) -> tuple[Exception | None, BaseException | None]:
