@@ -11,7 +11,8 @@ promises not to wait; otherwise it is queued for a writer task, which keeps the 
 It decides what a view may do: the requests it forwards to the MCP server the app came
 from are checked against the tool's visibility first. And it is a
 :class:`~assistant_frames.ModelContextProvider`: the view's own tools and what it last
-told the model (``ui/update-model-context``) join a parent registry like a frame's.
+told the model (``ui/update-model-context``) join a parent registry like a frame's (kept
+current by :class:`~.view_context.ViewContext`).
 """
 
 from __future__ import annotations
@@ -40,9 +41,7 @@ from ..errors import (
     error_from_jsonrpc,
 )
 from ..mcp.results import from_call_result
-from ..mcp.tools import tool_from_mcp
-from ..registry.context import ModelContext, Subscribers, Unsubscribe
-from ..registry.tool import Tool, ToolCallContext
+from ..registry.context import ModelContext, Unsubscribe
 from ..transports.contract import CLOSED_ERRORS, close_reason
 from ..transports.message_writer import MessageWriter
 from . import protocol
@@ -68,7 +67,7 @@ from .protocol import (
     ProtocolError,
     Request,
 )
-from .view_tools import ViewToolAdmission, render_model_context
+from .view_context import ViewContext
 
 __all__ = ["AppBridge", "BridgeState", "Handler"]
 
@@ -76,7 +75,6 @@ logger = logging.getLogger("assistant_frames.apps")
 
 _SEND_BUFFER = 256  # messages waiting for the writer task before senders wait
 _SHUTDOWN_SEND_TIMEOUT = 1.0
-_MAX_REFRESHES = 1000  # listings in a row while the view keeps announcing changes
 _IDLE_READERS = 4  # reader tasks kept waiting to read again, beyond them they end
 
 BridgeState = Literal["new", "initializing", "initialized", "disconnected", "closed"]
@@ -168,7 +166,6 @@ class AppBridge(Driver):
         if max_view_tools < 0:
             raise ValueError(f"max_view_tools must be 0 or more, not {max_view_tools!r}")
         self.max_view_tools = max_view_tools
-        self._admission = ViewToolAdmission()
         #: ``ui/message``: a message for the conversation, as the user (``MessageParams``).
         self.on_message = on_message
         #: ``ui/open-link`` (``OpenLinkParams``).
@@ -202,11 +199,7 @@ class AppBridge(Driver):
         self._machine.on_initialize = on_initialize
         self._sandbox = sandbox
         self._transport = transport
-        self._subscribers = Subscribers()
-        self._context = ModelContext()
-        #: The view's last ``ui/update-model-context`` (``None``: none yet).
-        self.model_context: protocol.UpdateModelContextParams | None = None
-        self._view_tools: dict[str, mcp.Tool] = {}
+        self._view_context = ViewContext(self)  # what the view offers the model context
         self._in_flight: dict[protocol.RequestId, anyio.CancelScope] = {}
         self._ended_reason: FrameDisconnected | None = None
         self._closed = False
@@ -224,9 +217,6 @@ class AppBridge(Driver):
         self._task_group: TaskGroup | None = None
         self._init_lifecycle()
         self._unsubscribe: list[Unsubscribe] = []
-        self._refreshing = False  # a listing of the view's tools is under way
-        self._refresh_again = False  # the view announced a change since it started
-        self._listing_failures = 0  # listings of the view's tools that failed
         self._tearing_down = False
 
     # -- lifecycle -----------------------------------------------------------------------
@@ -427,11 +417,20 @@ class AppBridge(Driver):
 
     def get_model_context(self) -> ModelContext:
         """The view's tools and its last model-context update (as ``system``)."""
-        return self._context
+        return self._view_context.context
 
     def subscribe(self, callback: Callable[[], None]) -> Unsubscribe:
         """Call ``callback()`` whenever the view's tools or model context change."""
-        return self._subscribers.add(callback)
+        return self._view_context.subscribe(callback)
+
+    @property
+    def model_context(self) -> protocol.UpdateModelContextParams | None:
+        """The view's last ``ui/update-model-context`` (``None``: none yet)."""
+        return self._view_context.model_context
+
+    @model_context.setter
+    def model_context(self, update: protocol.UpdateModelContextParams | None) -> None:
+        self._view_context.model_context = update  # settable, as when it was an attribute
 
     async def call_tool(self, name: str, args: Any = None, *, timeout: float | None = None) -> Any:
         """Call the view's tool ``name`` and return its value (structured content or text).
@@ -446,56 +445,6 @@ class AppBridge(Driver):
             exc.frame = self.name
             raise
 
-    def _set_context(self) -> None:
-        system = render_model_context(self.model_context)
-        tools = {name: self._remote_tool(spec) for name, spec in self._view_tools.items()}
-        self._context = ModelContext(system=system, tools=tools)
-        self._subscribers.notify()
-
-    def _remote_tool(self, spec: mcp.Tool) -> Tool:
-        name = spec.name
-        call_tool = self.call_tool
-
-        async def invoke(args: Any, context: ToolCallContext) -> Any:
-            return await call_tool(name, args)
-
-        return tool_from_mcp(spec, invoke)
-
-    def _want_view_tools(self) -> None:
-        """List the view's tools again: one listing at a time, and one more after it for
-        changes announced meanwhile (a view flooding list-changed holds one request)."""
-        self._refresh_again = True
-        if not self._refreshing:
-            self._refreshing = True
-            self._task_group.start_soon(self._refresh_loop)  # type: ignore[union-attr]
-
-    async def _refresh_loop(self) -> None:
-        try:
-            for _ in range(_MAX_REFRESHES):  # bounded, though each waits for the view
-                if not self._refresh_again:
-                    break
-                self._refresh_again = False
-                await self._refresh_view_tools()
-        finally:
-            self._refreshing = False
-
-    async def _refresh_view_tools(self) -> None:
-        try:
-            await self.refresh_view_tools()
-        except (AssistantFramesError, ProtocolError, TimeoutError) as exc:
-            # A warning the first time: a view announcing changes and answering the
-            # listings badly would otherwise make one for each of them.
-            self._listing_failures += 1
-            level = logging.WARNING if self._listing_failures == 1 else logging.DEBUG
-            logger.log(
-                level,
-                "Could not list the tools of the view %s: %s (failures: %d; later ones are"
-                " logged at DEBUG)",
-                self.name,
-                exc,
-                self._listing_failures,
-            )
-
     async def refresh_view_tools(self, timeout: float | None = None) -> list[mcp.Tool]:
         """List the view's tools now and offer them, as its ``tools/list_changed`` does.
 
@@ -503,10 +452,7 @@ class AppBridge(Driver):
         the ``tools`` capability); await it to know the tools are in the context.
         """
         listed = await self.list_view_tools(timeout)
-        tools = self._admission.admit(listed, self.name, self.max_view_tools)
-        self._view_tools = {tool.name: tool for tool in tools}
-        self._set_context()
-        return tools
+        return self._view_context.offer(listed, self.max_view_tools)
 
     # -- sending -------------------------------------------------------------------------
 
@@ -689,7 +635,7 @@ class AppBridge(Driver):
                     self._init_settled.set()  # type: ignore[union-attr]
                     capabilities = machine.app_capabilities
                     if capabilities is not None and capabilities.tools is not None:
-                        self._want_view_tools()
+                        self._view_context.want_tools(self._task_group)  # type: ignore[arg-type]
                 elif isinstance(event, NotificationReceived):
                     await self._notification(event.notification)
         except CLOSED_ERRORS as exc:
@@ -746,8 +692,7 @@ class AppBridge(Driver):
         if method in FORWARDED:
             return await forward(self.server, request, self._send_soon)
         if method == protocol.UPDATE_MODEL_CONTEXT:
-            self.model_context = request.params
-            self._set_context()
+            self._view_context.update(request.params)
             if self.on_update_model_context is not None:
                 await call_maybe_async(self.on_update_model_context, request.params)
             return {}
@@ -805,7 +750,7 @@ class AppBridge(Driver):
             elif method == "notifications/tools/list_changed":
                 capabilities = self._machine.app_capabilities
                 if capabilities is not None and capabilities.tools is not None:
-                    self._want_view_tools()
+                    self._view_context.want_tools(self._task_group)  # type: ignore[arg-type]
             elif method == protocol.REQUEST_TEARDOWN:
                 if self.on_request_teardown is not None:
                     await call_maybe_async(self.on_request_teardown)
@@ -876,10 +821,7 @@ class AppBridge(Driver):
             self._ended.set()
         if self._init_settled is not None:
             self._init_settled.set()
-        if self._view_tools or self.model_context is not None:
-            self._view_tools = {}
-            self._context = ModelContext()
-            self._subscribers.notify()
+        self._view_context.clear()
 
     def _lost(self, tool: str | None = None) -> FrameDisconnected:
         known = self._ended_reason
@@ -887,7 +829,7 @@ class AppBridge(Driver):
         return FrameDisconnected(message, tool_name=tool, frame=self.name)
 
     def __repr__(self) -> str:
-        return f"<AppBridge {self.name!r} {self.state} tools={len(self._view_tools)}>"
+        return f"<AppBridge {self.name!r} {self.state} tools={len(self._view_context.tools)}>"
 
 
 def _default_host_info() -> mcp.Implementation:
