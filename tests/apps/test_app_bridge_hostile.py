@@ -226,7 +226,7 @@ async def test_a_flood_of_requests_is_answered_and_nothing_piles_up() -> None:
                     assert answer["result"] == {}
         assert sorted(answered) == list(range(FLOOD))  # each answered exactly once
         assert refused < FLOOD
-        assert len(bridge._in_flight) == 0
+        assert len(bridge._connection.in_flight) == 0
         assert len(bridge._machine.calls) == 0
         await still_alive(bridge, view, parent)
 
@@ -253,12 +253,12 @@ async def test_requests_beyond_max_in_flight_are_refused_while_earlier_ones_comp
                 assert answer["id"] == number
                 assert answer["error"]["code"] == protocol.REFUSED
                 assert "at most 8" in answer["error"]["message"]
-            assert len(bridge._in_flight) == 8
+            assert len(bridge._connection.in_flight) == 8
             release.set()
             done = {(await view.receive())["id"] for _ in range(8)}
         assert done == set(range(8))
         assert len(seen) == 8  # the refused ones never reached the handler
-        assert len(bridge._in_flight) == 0
+        assert len(bridge._connection.in_flight) == 0
         await still_alive(bridge, view, parent)
 
 
@@ -273,8 +273,8 @@ async def test_a_view_flooding_without_reading_holds_a_bounded_amount() -> None:
                 await view.send(protocol.encode_request(number, "ping"))
                 sent += 1
         assert sent < FLOOD  # backpressure reached the view
-        assert len(bridge._in_flight) <= 8
-        assert bridge._writer.waiting <= 256
+        assert len(bridge._connection.in_flight) <= 8
+        assert bridge._connection.writer.waiting <= 256
         # tasks waiting to send an answer: at most the requests in flight
         with anyio.fail_after(WAIT):
             for _ in range(sent):
@@ -539,12 +539,12 @@ async def test_a_hanging_handler_holds_only_its_own_request_until_cancelled() ->
             await entered.wait()
         for _ in range(20):  # others are served meanwhile
             assert (await view.request("ping"))["result"] == {}
-        assert "hang" in bridge._in_flight
+        assert "hang" in bridge._connection.in_flight
         note = protocol.encode_notification("notifications/cancelled", {"requestId": "hang"})
         await view.send(note)
         with anyio.fail_after(WAIT):
             await cancelled.wait()
-        await wait_until(lambda: "hang" not in bridge._in_flight)
+        await wait_until(lambda: "hang" not in bridge._connection.in_flight)
         await still_alive(bridge, view, parent)  # and no answer to the cancelled request
 
 
@@ -595,7 +595,7 @@ async def test_the_transport_closing_fails_everything_at_once() -> None:
         await wait_until(lambda: "pick_city" in parent.get_model_context().tools)
         message = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
         await view.send(protocol.encode_request(1, protocol.MESSAGE, message))
-        await wait_until(lambda: 1 in bridge._in_flight)
+        await wait_until(lambda: 1 in bridge._connection.in_flight)
         failures: list[BaseException] = []
 
         async def call(name: str) -> None:
@@ -615,7 +615,7 @@ async def test_the_transport_closing_fails_everything_at_once() -> None:
         assert len(failures) == 5
         assert all(isinstance(exc, FrameDisconnected) for exc in failures)
         assert bridge.state == "disconnected"
-        assert bridge._in_flight == {}
+        assert bridge._connection.in_flight == {}
         assert len(bridge._machine.calls) == 0
         assert set(parent.get_model_context().tools) == {"add"}
         assert len(changes) > seen  # the parent was told
