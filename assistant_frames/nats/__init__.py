@@ -18,6 +18,13 @@ from .host import NATSFrameHost
 from .service import NATSFrameProvider
 from .subjects import DEFAULT_PREFIX, FrameSubjects
 from .targets import NATSBusTarget, NATSFrameTarget, parse_nats_url
+from .widget_store import (
+    NATSWidgetStateStore,
+    WidgetStateConflict,
+    WidgetStateStoreError,
+    WidgetStateTooLarge,
+    widget_key,
+)
 
 # 0.2.0: one noun per role (docs/concepts.md, Names); the old names go in 0.3.0.
 _RENAMED = {
@@ -40,9 +47,14 @@ __all__ = [
     "NATSFrameHost",
     "NATSFrameProvider",
     "NATSTarget",
+    "NATSWidgetStateStore",
     "NoResponders",
     "ReplicaLost",
+    "WidgetStateConflict",
+    "WidgetStateStoreError",
+    "WidgetStateTooLarge",
     "connect_nats",
     "nats_client",
     "parse_nats_url",
+    "widget_key",
 ]
