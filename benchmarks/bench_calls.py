@@ -1,5 +1,5 @@
 """In-process calls: (a) the floor, (a') with a dispatcher, (b) assistant-frames,
-(b') and (b'') sync tools, (c) ``mcp`` in-process."""
+(b') and (b'') sync tools, (c) ``mcp`` in-process, (c') FastMCP in-process."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from bench_common import (
     measure_paired,
     measure_sequential,
 )
+from bench_fastmcp import fastmcp_skipped, fastmcp_target, fastmcp_version
 from bench_mcp import mcp_target
 
 from assistant_frames import (
@@ -152,7 +153,7 @@ async def assistant_frames_target() -> AsyncIterator[Callable[[str], Call]]:
 
 
 async def bench_calls(config: Config, log: Callable[[str], None]) -> dict[str, CallResult]:
-    """(a), (b) and (c), all connected at once and measured interleaved.
+    """(a), (b), (c) and (c'), all connected at once and measured interleaved.
 
     Each repeat measures every target in turn (the order rotates), so the slow drift of
     a shared machine, or of a library being edited, hits all of them alike.
@@ -163,6 +164,9 @@ async def bench_calls(config: Config, log: Callable[[str], None]) -> dict[str, C
         "af_sync_loop": CallResult("af_sync_loop", "(b') sync tool, thread=False"),
         "af_sync_thread": CallResult("af_sync_thread", "(b'') sync tool, in a thread"),
         "mcp": CallResult("mcp", f"(c) mcp {mcp_version() or ''} in-process".replace("  ", " ")),
+        "fastmcp": CallResult(
+            "fastmcp", f"(c') fastmcp {fastmcp_version() or ''} in-process".replace("  ", " ")
+        ),
         # Informational: the floor's sequential latency through its dispatcher, the
         # shape every multiplexing client (assistant-frames' host included) has.
         "floor_dispatcher": CallResult("floor_dispatcher", "(a') floor with dispatcher"),
@@ -185,6 +189,14 @@ async def bench_calls(config: Config, log: Callable[[str], None]) -> dict[str, C
         else:
             mcp_call = await stack.enter_async_context(mcp_target())
             targets["mcp"] = (mcp_call, mcp_call)
+        results["fastmcp"].skipped = fastmcp_skipped()
+        if not results["fastmcp"].skipped:
+            fastmcp_call = await stack.enter_async_context(fastmcp_target())
+            targets["fastmcp"] = (fastmcp_call, fastmcp_call)
+
+        def calls_for(key: str) -> int:
+            # FastMCP is some 5x slower per call than (c): fewer calls, the same rounds.
+            return config.fastmcp_calls if key == "fastmcp" else config.sequential_calls
 
         for key, (seq, par) in targets.items():
             await check_add(results[key].label, seq)
@@ -208,9 +220,7 @@ async def bench_calls(config: Config, log: Callable[[str], None]) -> dict[str, C
                     continue
                 seq, par = targets[key]
                 gc.collect()
-                results[key].latency_samples_ns += await measure_sequential(
-                    seq, config.sequential_calls
-                )
+                results[key].latency_samples_ns += await measure_sequential(seq, calls_for(key))
                 if par is not None:
                     gc.collect()
                     results[key].throughputs.append(await measure_in_flight(par, config.rounds))

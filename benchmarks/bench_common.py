@@ -45,6 +45,12 @@ class Config:
     handshakes: int  # AppBridge handshakes measured, over all repeats
     nats_cpu_calls: int  # calls of the CPU-bound tool per throughput block over NATS
     nats_discoveries: int  # times 100 frames are discovered, each way
+    # Scale: the same measurements at 10x the size.
+    propagation_tools_large: int  # tools in the registry of the second propagation row
+    nats_frames_large: int  # running frames discovered into one parent (served by one child)
+    nats_discoveries_large: int  # times those frames are discovered
+    # FastMCP (``fastmcp``, the ``bench`` extra): some 5x slower per call than (c).
+    fastmcp_calls: int  # measured sequential calls per FastMCP target per repeat
 
 
 FULL = Config(
@@ -65,6 +71,10 @@ FULL = Config(
     handshakes=700,
     nats_cpu_calls=400,
     nats_discoveries=5,
+    propagation_tools_large=10_000,
+    nats_frames_large=1_000,
+    nats_discoveries_large=3,
+    fastmcp_calls=1_000,
 )
 QUICK = Config(
     mode="quick",
@@ -84,6 +94,10 @@ QUICK = Config(
     handshakes=150,
     nats_cpu_calls=150,
     nats_discoveries=2,
+    propagation_tools_large=10_000,
+    nats_frames_large=1_000,
+    nats_discoveries_large=2,
+    fastmcp_calls=200,
 )
 
 

@@ -1,5 +1,5 @@
 """Context updates: burst (context messages for many ``add_tool`` calls) and
-propagation (one change to the host's subscriber)."""
+propagation (one change to the host's subscriber), at 1,000 tools and at 10x that."""
 
 from __future__ import annotations
 
@@ -130,18 +130,26 @@ class PropagationResult:
     median_ms_by_kind: dict[str, float]
     setup_ms: float
 
+    @property
+    def us_per_tool(self) -> float:
+        """The median spread over the registry's tools, in µs."""
+        return self.median_ms * 1000 / self.tools
 
-async def bench_propagation(config: Config) -> PropagationResult:
+
+async def bench_propagation(config: Config, tools: int | None = None) -> PropagationResult:
+    """One change in a registry of ``tools`` tools (``config.propagation_tools`` by
+    default) to the host's subscriber."""
+    tools = config.propagation_tools if tools is None else tools
     clock = time.perf_counter_ns
     setup_start = clock()
     registry = ModelContextRegistry()
     handles = [
         registry.add_tool(f"tool_{i}", small_tool, description=f"Tool number {i}")
-        for i in range(config.propagation_tools)
+        for i in range(tools)
     ]
     instruction = registry.add_instruction("You are a benchmark.")
     async with served(registry) as (host, _):
-        if len(host.get_model_context().tools) != config.propagation_tools:
+        if len(host.get_model_context().tools) != tools:
             raise RuntimeError("propagation: the host does not hold every tool")
         setup_ms = (clock() - setup_start) / 1e6
         fired: list[anyio.Event] = [anyio.Event()]
@@ -183,7 +191,7 @@ async def bench_propagation(config: Config) -> PropagationResult:
                 by_kind[name].append(elapsed)
             await anyio.sleep(0.002)  # let the connection go idle between changes
     return PropagationResult(
-        tools=config.propagation_tools,
+        tools=tools,
         changes=len(samples),
         median_ms=statistics.median(samples) / 1e6,
         min_ms=min(samples) / 1e6,

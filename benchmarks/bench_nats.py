@@ -1,5 +1,6 @@
 """NATS, asyncio only: (q) and (r) latency against a ``nats-server`` the runner
-starts, (s) and (t) throughput over 1 and 2 replica processes, (u) and (v) discovery."""
+starts, (s) and (t) throughput over 1 and 2 replica processes, (u) and (v) discovery,
+and (u') discovery of 10x as many running frames."""
 
 from __future__ import annotations
 
@@ -72,6 +73,9 @@ class NATSResult:
     discovery_enter_s: list[float] = field(default_factory=list)
     discovery_ready_s: list[float] = field(default_factory=list)
     discovery_spawn_s: list[float] = field(default_factory=list)
+    # (u') Config.nats_frames_large frames running before the parent, from entering.
+    frames_large: int = 0
+    discovery_large_enter_s: list[float] = field(default_factory=list)
 
     def calls_per_s(self, replicas: str) -> float:
         return (
@@ -85,6 +89,16 @@ class NATSResult:
             two / one for one, two in zip(self.throughput["1"], self.throughput["2"], strict=True)
         ]
         return statistics.median(pairs) if pairs else math.nan
+
+    @property
+    def discovery_growth(self) -> float:
+        """(u') over (u): how much longer ``frames_large`` running frames take to be
+        discovered than ``NATS_FRAME_COUNT``, medians."""
+        if not self.discovery_enter_s or not self.discovery_large_enter_s:
+            return math.nan
+        return statistics.median(self.discovery_large_enter_s) / statistics.median(
+            self.discovery_enter_s
+        )
 
     def summary(self) -> dict[str, Any]:
         if self.skipped:
@@ -106,6 +120,9 @@ class NATSResult:
             "discovery_enter_ms": ms(self.discovery_enter_s),
             "discovery_started_after_ready_ms": ms(self.discovery_ready_s),
             "discovery_started_after_spawn_ms": ms(self.discovery_spawn_s),
+            "discovery_large_frames": self.frames_large,
+            "discovery_large_enter_ms": ms(self.discovery_large_enter_s),
+            "discovery_growth_large_over_100": round(self.discovery_growth, 3),
         }
 
 
@@ -342,9 +359,33 @@ async def _discovery(
                     result.discovery_spawn_s.append(done - spawned)
 
 
+async def _discovery_large(
+    config: Config, kids: Children, url: str, result: NATSResult, log: Callable[[str], None]
+) -> None:
+    """(u'): (u) with ``config.nats_frames_large`` frames, all served by one child
+    process (as (u)'s are)."""
+    from assistant_frames.nats import NATSDiscovery
+
+    count = result.frames_large = config.nats_frames_large
+    for repeat in range(config.nats_discoveries_large):
+        log(
+            f"nats discovery, {count:,} frames: repeat {repeat + 1}/{config.nats_discoveries_large}"
+        )
+        prefix = f"benchmark.large{repeat}"
+        async with nats_frames_child(kids, url, prefix, "frame", count):
+            parent = ModelContextRegistry()
+            gc.collect()
+            start = time.perf_counter()
+            with anyio.fail_after(TIMEOUT_SECONDS):
+                async with NATSDiscovery(parent, nats=url, prefix=prefix):
+                    await _all_visible(parent, count)
+                    result.discovery_large_enter_s.append(time.perf_counter() - start)
+
+
 async def bench_nats(config: Config, backend: str, log: Callable[[str], None]) -> NATSResult:
     """(q), (r) and (e) again in rotating blocks; CPU-bound throughput over 1 and 2
-    replica processes; discovery of ``NATS_FRAME_COUNT`` frames."""
+    replica processes; discovery of ``NATS_FRAME_COUNT`` frames, and of
+    ``config.nats_frames_large``."""
     result = NATSResult(
         {
             "nats_af": CallResult("nats_af", "(q) assistant-frames, NATS"),
@@ -375,4 +416,6 @@ async def bench_nats(config: Config, backend: str, log: Callable[[str], None]) -
                 await _throughput(config, kids, url, result, log)
                 gc.collect()
                 await _discovery(config, kids, url, result, log)
+                gc.collect()
+                await _discovery_large(config, kids, url, result, log)
     return result

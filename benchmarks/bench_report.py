@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import math
 import os
 import platform
 import statistics
@@ -35,6 +36,7 @@ def targets_for(
     calls: dict[str, CallResult],
     burst: BurstResult,
     propagation: PropagationResult,
+    propagation_large: PropagationResult,
     cross: CrossProcess,
     apps: AppsResult,
 ) -> list[Target]:
@@ -77,6 +79,15 @@ def targets_for(
                 af.throughput / mcp.throughput >= 5,
             ),
         ]
+    out.append(
+        _ratio_target(
+            "(c')/(b) latency       (x faster than FastMCP)",
+            calls["fastmcp"],
+            af,
+            ">= 10x",
+            lambda r: r >= 10,
+        )
+    )
     out += [
         _ratio_target(
             "(b')/(b) sync tool on the loop (x an async tool)",
@@ -128,6 +139,13 @@ def targets_for(
             "ms",
             "<= 1 ms",
             propagation.median_ms <= 1,
+        ),
+        Target(
+            f"propagation, {propagation_large.tools:,} tools: change -> host callback, median",
+            propagation_large.median_ms,
+            "ms",
+            "<= 1 ms",
+            propagation_large.median_ms <= 1,
         ),
     ]
     return out + cross_process_targets(cross)
@@ -191,6 +209,24 @@ def cross_process_targets(cross: CrossProcess) -> list[Target]:
             "<= 1.5x",
             lambda r: r <= 1.5,
         ),
+        *nats_scale_targets(cross.nats),
+    ]
+
+
+def nats_scale_targets(nats: NATSResult) -> list[Target]:
+    """The CPU-bound tool over 2 replica processes against 1, and the discovery of
+    ``NATS_FRAME_COUNT`` running frames."""
+    scaling_label = "(t)/(s) CPU-bound tool, 2 replicas (x 1 replica)"
+    discovery_label = f"(u) discovery: {NATS_FRAME_COUNT} running frames -> parent, median"
+    if nats.skipped:
+        return [
+            Target(scaling_label, None, "x", ">= 1.9x", None),
+            Target(discovery_label, None, "ms", "<= 200 ms", None),
+        ]
+    discovery_ms = statistics.median(nats.discovery_enter_s) * 1000
+    return [
+        Target(scaling_label, nats.scaling, "x", ">= 1.9x", nats.scaling >= 1.9),
+        Target(discovery_label, discovery_ms, "ms", "<= 200 ms", discovery_ms <= 200),
     ]
 
 
@@ -200,6 +236,7 @@ def render(
     calls: dict[str, CallResult],
     burst: BurstResult,
     propagation: PropagationResult,
+    propagation_large: PropagationResult,
     cross: CrossProcess,
     apps: AppsResult,
     targets: list[Target],
@@ -212,7 +249,7 @@ def render(
         f"{'add(1, 2) round trip':<38}{'sequential µs/call':>20}{'p90 µs':>10}"
         f"{f'{IN_FLIGHT} in flight calls/s':>24}",
     ]
-    for key in ("floor", "af", "mcp"):
+    for key in ("floor", "af", "mcp", "fastmcp"):
         result = calls[key]
         if result.skipped:
             lines.append(f"{result.label:<38}{'skipped: ' + result.skipped}")
@@ -248,7 +285,9 @@ def render(
             f"{result.label:<38}{result.latency_us:>20.1f}{result.latency_p90_us:>10.1f}"
             f"{result.latency_us / plain.latency_us:>23.2f}x"
         )
+    lines += ["", *render_fastmcp_mount(calls)]
     lines += ["", *render_apps(apps)]
+    lines += ["", *render_propagation(propagation, propagation_large)]
     lines += [
         "",
         *render_cross_process(cross),
@@ -293,6 +332,46 @@ def render(
             f"discovery = {config.nats_discoveries} runs each way"
         )
     return "\n".join(lines)
+
+
+def render_fastmcp_mount(calls: dict[str, CallResult]) -> list[str]:
+    """(w) and (x), and beside them ours: (k)/(i), the nearest row we have (an MCP
+    server's tool reached through an ``MCPFrameHost`` in a parent registry, against
+    ``mcp.Client`` calling it directly)."""
+    lines = [
+        f"{'FastMCP mount, in-process':<38}{'sequential µs/call':>20}{'p90 µs':>10}{'x (w)':>24}",
+    ]
+    direct = calls["fastmcp_direct"]
+    for key in ("fastmcp_direct", "fastmcp_mounted"):
+        result = calls[key]
+        if result.skipped:
+            lines.append(f"{result.label:<38}{'skipped: ' + result.skipped}")
+            continue
+        lines.append(
+            f"{result.label:<38}{result.latency_us:>20.1f}{result.latency_p90_us:>10.1f}"
+            f"{result.latency_us / direct.latency_us:>23.2f}x"
+        )
+    frame, plain = calls["mcp_frame"], calls["mcp_plain"]
+    if not (frame.skipped or plain.skipped):
+        label = "ours: (k)/(i), a frame in a parent registry (x mcp.Client itself)"
+        lines.append(f"{label:<68}{frame.latency_us / plain.latency_us:>23.2f}x")
+    return lines
+
+
+def render_propagation(small: PropagationResult, large: PropagationResult) -> list[str]:
+    """Propagation at two sizes: the median, and the median per tool of the registry."""
+    lines = [
+        f"{'propagation: change -> host callback':<38}{'median ms':>20}{'p90 ms':>10}"
+        f"{'µs per tool   growth':>24}",
+    ]
+    for result in (small, large):
+        growth = "" if result is small else f"{result.median_ms / small.median_ms:.2f}x"
+        per_tool = f"{result.us_per_tool:.3f} {growth:>8}"
+        lines.append(
+            f"{f'{result.tools:,} tools':<38}{result.median_ms:>20.2f}{result.p90_ms:>10.2f}"
+            f"{per_tool:>24}"
+        )
+    return lines
 
 
 def render_apps(apps: AppsResult) -> list[str]:
@@ -398,6 +477,24 @@ def render_nats(nats: NATSResult) -> list[str]:
             f"{label:<38}{statistics.median(samples) * 1000:>20.1f}"
             f"{min(samples) * 1000:>10.1f}{max(samples) * 1000:>24.1f}"
         )
+    title = "discovery growth: running frames"
+    lines += ["", f"{title:<38}{'median ms':>20}{'max ms':>10}{'ms per frame   growth':>24}"]
+    for label, count, samples in (
+        (
+            f"(u) {NATS_FRAME_COUNT:,} running: from entering",
+            NATS_FRAME_COUNT,
+            nats.discovery_enter_s,
+        ),
+        (
+            f"(u') {nats.frames_large:,} running: from entering",
+            nats.frames_large,
+            nats.discovery_large_enter_s,
+        ),
+    ):
+        median_ms = statistics.median(samples) * 1000
+        growth = "" if count == NATS_FRAME_COUNT else f"{nats.discovery_growth:.2f}x"
+        per_frame = f"{median_ms / count:.2f} {growth:>8}"
+        lines.append(f"{label:<38}{median_ms:>20.1f}{max(samples) * 1000:>10.1f}{per_frame:>24}")
     return lines
 
 
@@ -413,12 +510,17 @@ def render_import(imports: ImportResult) -> list[str]:
     ]
 
 
+def _rounded(value: float) -> float | None:
+    return None if math.isnan(value) else round(value, 3)
+
+
 def to_json(
     config: Config,
     backend: str,
     calls: dict[str, CallResult],
     burst: BurstResult,
     propagation: PropagationResult,
+    propagation_large: PropagationResult,
     cross: CrossProcess,
     apps: AppsResult,
     targets: list[Target],
@@ -441,12 +543,17 @@ def to_json(
             "assistant-frames": version("assistant-frames"),
             "mcp": version("mcp"),
             "websockets": version("websockets"),
+            "fastmcp": version("fastmcp"),
             "trio": version("trio") if backend == "trio" else None,
         },
         "elapsed_s": round(elapsed_s, 2),
         "calls": {key: result.summary() for key, result in calls.items()},
         "burst": asdict(burst),
         "propagation": asdict(propagation),
+        "propagation_large": asdict(propagation_large),
+        "propagation_growth_large_over_small": _rounded(
+            propagation_large.median_ms / propagation.median_ms
+        ),
         "apps": apps.summary(),
         "transports": {key: result.summary() for key, result in cross.transports.items()},
         "worker_start": {key: result.summary() for key, result in cross.starts.items()},

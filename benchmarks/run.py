@@ -9,14 +9,17 @@ It prints one table, measured in one run on one machine:
 * tool-call round trips for (a) a floor: bare anyio memory object streams, no
   validation; (b) assistant-frames: ``AssistantFrameHost`` -> ``AssistantFrameProvider``
   over ``memory_pair()``; (c) the official ``mcp`` SDK in-process (``mcp.Client`` on an
-  ``MCPServer``), each as sequential latency and as throughput with 100 calls in flight;
-  and, sequential only, the same call to a sync ``add`` through the same host: (b') run
+  ``MCPServer``), (c') FastMCP in-process (``fastmcp.Client`` on a ``FastMCP`` server,
+  the ``bench`` extra), each as sequential latency and as throughput with 100 calls in
+  flight; and, sequential only, the same call to a sync ``add`` through the same host: (b') run
   on the event loop (``thread=False``), measured in small blocks alternating with (b)'s
   async ``add`` so that its ratio to (b) survives a busy machine, and (b'') in a worker
   thread (the default);
 * MCP interop, in-process: (i) ``mcp.Client`` on a plain ``MCPServer``, (j) on
   ``MCPContextServer`` serving the same tool, (k) the ``MCPServer``'s tool called through
   an ``MCPFrameHost`` in a parent registry;
+* FastMCP's mount, in-process: (w) ``fastmcp.Client`` on a ``FastMCP`` server, (x) on a
+  parent ``FastMCP`` that mounts it, in blocks taken in turn;
 * MCP Apps, in-process: (l) a view's ``tools/call`` (raw JSON-RPC over ``memory_pair()``)
   through an ``AppBridge`` to an ``MCPFrameHost`` on an ``MCPServer``, measured in blocks
   alternating with (m), the same call made through the same ``MCPFrameHost`` directly; (n)
@@ -26,7 +29,8 @@ It prints one table, measured in one run on one machine:
   with (p), that ``MCPFrameHost``'s call directly;
 * burst: how many context messages reach a connected host for 1,000 synchronous
   ``registry.add_tool`` calls;
-* propagation: time from one change in a 1,000-tool registry to the host's subscriber;
+* propagation: time from one change in a 1,000-tool registry to the host's subscriber,
+  and in a 10,000-tool one (the growth per tool);
 * across processes, sequential latency of the same call: (d) a bare ``websockets``
   echo vs (e) assistant-frames over ``connect_websocket``/``websocket_server`` on
   127.0.0.1; (f) a bare newline-JSON echo through a child's pipes vs (g) a
@@ -41,7 +45,8 @@ It prints one table, measured in one run on one machine:
   and (e) again, in rotating blocks; calls/s of a CPU-bound sync tool served by (s) 1 and
   (t) 2 replica processes, with 16 calls in flight; and 100 frames (one child process)
   discovered into one parent by ``NATSDiscovery``: (u) running before it, from entering
-  the discovery, and (v) started after it, until all their tools are in the parent.
+  the discovery, and (v) started after it, until all their tools are in the parent; and
+  (u') 1,000 running frames (one child process), as (u) (the growth per frame).
 
 The runner reports targets (PASS/MISS) but never fails on them: it exits 0 unless
 something raised. Each family of rows lives in a module of its own next to this
@@ -65,6 +70,7 @@ from bench_apps import bench_apps
 from bench_calls import bench_calls
 from bench_common import FULL, QUICK, Config
 from bench_context import bench_burst, bench_propagation
+from bench_fastmcp import bench_fastmcp_mount
 from bench_mcp import bench_mcp_interop
 from bench_report import render, targets_for, to_json
 from bench_transports import bench_cross_process
@@ -82,6 +88,8 @@ async def run(config: Config, backend: str) -> tuple[str, dict[str, Any]]:
     gc.collect()
     calls.update(await bench_mcp_interop(config, log))
     gc.collect()
+    calls.update(await bench_fastmcp_mount(config, log))
+    gc.collect()
     apps = await bench_apps(config, backend, log)
     gc.collect()
     log("burst")
@@ -90,12 +98,16 @@ async def run(config: Config, backend: str) -> tuple[str, dict[str, Any]]:
     log("propagation")
     propagation = await bench_propagation(config)
     gc.collect()
+    log(f"propagation, {config.propagation_tools_large:,} tools")
+    propagation_large = await bench_propagation(config, config.propagation_tools_large)
+    gc.collect()
     cross = await bench_cross_process(config, backend, log)
     elapsed = time.perf_counter() - started
 
-    targets = targets_for(calls, burst, propagation, cross, apps)
-    text = render(config, backend, calls, burst, propagation, cross, apps, targets, elapsed)
-    data = to_json(config, backend, calls, burst, propagation, cross, apps, targets, elapsed)
+    figures = (calls, burst, propagation, propagation_large, cross, apps)
+    targets = targets_for(*figures)
+    text = render(config, backend, *figures, targets, elapsed)
+    data = to_json(config, backend, *figures, targets, elapsed)
     return text, data
 
 
