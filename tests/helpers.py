@@ -37,6 +37,7 @@ MESSAGE_TYPES = (
     "model-context-unsubscribe",
     "model-context-update",
     "model-context-response",
+    "model-context-patch",
     "tool-call",
     "tool-cancel",
     "tool-result",
@@ -123,7 +124,7 @@ async def raw_frame(
         assert await frame_end.receive() == envelope({"type": "model-context-request"})
         await frame_end.send(envelope({"type": "model-context-update", "context": context}))
         await host.wait_for_context(timeout=5)
-        assert await next_message(frame_end) == {"type": "model-context-subscribe"}
+        assert await next_message(frame_end) == {"type": "model-context-subscribe", "patches": True}
         yield host, frame_end
 
 

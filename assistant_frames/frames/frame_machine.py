@@ -24,6 +24,7 @@ from .protocol import (
     ToolCall,
     ToolCancel,
 )
+from .serialization import context_changes
 
 __all__ = [
     "CallCancelled",
@@ -116,7 +117,9 @@ class FrameMachine(Generic[H]):
         "force_context",
         "last_sent",
         "malformed",
+        "patches",
         "request_id",
+        "seq",
         "subscribed",
     )
 
@@ -128,6 +131,10 @@ class FrameMachine(Generic[H]):
         self.request_id: str | None = None  # the id that answer echoes, if the request had one
         self.last_sent: SerializedModelContext | None = None
         self.malformed = 0
+        #: The host asked for changes as patches (``model-context-subscribe`` with
+        #: ``patches: true``); :attr:`seq` numbers what it was sent since.
+        self.patches = False
+        self.seq = 0
 
     # -- receiving -------------------------------------------------------------------------
 
@@ -173,9 +180,12 @@ class FrameMachine(Generic[H]):
             return _CONTEXT_WANTED
         if kind is ModelContextSubscribe:
             self.subscribed = True
+            if cast(ModelContextSubscribe, message).wants_patches and not self.patches:
+                self.patches = True  # the next patch follows from what was last sent
+                self.seq = 0
             return _CONTEXT_WANTED
         if kind is ModelContextUnsubscribe:
-            self.subscribed = False
+            self.subscribed = self.patches = False
         return None  # frame -> host types arriving at a frame: not for us
 
     def _refuse(self, call_id: str) -> Refused:
@@ -208,21 +218,36 @@ class FrameMachine(Generic[H]):
     # -- context ---------------------------------------------------------------------------
 
     def context_update(self, wire: SerializedModelContext) -> dict[str, Any] | None:
-        """The ``model-context-update`` to send for ``wire``, or ``None``.
+        """The context message to send for ``wire``, or ``None``.
 
         Sent to a subscribed host when it differs from what was last sent, and to a host
-        that asked (a request) even when it does not.
+        that asked (a request) even when it does not: a ``model-context-update``, or to a
+        host that asked for patches, a ``model-context-patch`` of what changed (answers
+        to requests stay whole, numbered).
         """
         force, self.force_context = self.force_context, False
         if not (force or self.subscribed):
             return None
         last = self.last_sent
+        if self.patches and not force and last is not None:
+            if wire is last:
+                return None
+            changes = context_changes(last, wire)
+            if changes is None:
+                return None
+            self.last_sent = wire
+            self.seq += 1
+            return protocol.encode_context_patch(self.seq, changes, document_id=self.document_id)
         if not force and (wire is last or wire == last):
             return None
         self.last_sent = wire
         request_id, self.request_id = self.request_id, None
+        seq = None
+        if self.patches:
+            self.seq += 1
+            seq = self.seq
         return protocol.encode_context_update(
-            wire, document_id=self.document_id, request_id=request_id
+            wire, document_id=self.document_id, request_id=request_id, seq=seq
         )
 
     # -- stopping --------------------------------------------------------------------------

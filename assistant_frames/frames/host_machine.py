@@ -36,6 +36,7 @@ from ..registry.tool import Tool
 from . import protocol
 from .protocol import (
     MalformedMessage,
+    ModelContextPatch,
     ModelContextResponse,
     ModelContextUpdate,
     ProviderDisposedMessage,
@@ -173,7 +174,9 @@ class HostMachine:
         "load_timer",
         "malformed",
         "old_documents",
+        "patch_seq",
         "refusal",
+        "resyncing",
         "state",
         "subscribed",
         "wire",
@@ -191,6 +194,10 @@ class HostMachine:
         #: The frame's last context as it came over the wire (``None``: none yet).
         self.wire: Mapping[str, Any] | None = None
         self.subscribed = False
+        #: The number of the context held, once subscribed with patches (``None``: not
+        #: numbered); a patch applies only to the one before it.
+        self.patch_seq: int | None = None
+        self.resyncing = False  # asked for a snapshot: a patch did not fit
         self.malformed = 0  # messages dropped as malformed
         #: Messages that were not frame messages, or malformed ones, and the first few
         #: of them: what tells a peer that is not a frame from a silent one.
@@ -370,15 +377,35 @@ class HostMachine:
             error = result.error
             self.calls.resolve(result.id, result.value(), error if isinstance(error, str) else None)
         elif update:
+            seq = message.seq if kind is ModelContextUpdate else None  # type: ignore[union-attr]
             try:
                 changed |= self._apply(message.context)  # type: ignore[union-attr]
             except ValueError as exc:
+                self.patch_seq = None  # what follows cannot apply to a context not held
                 malformed = self._malformed(f"unusable context, kept the last good one: {exc}")
                 return ContextChanged(sends) if changed else malformed  # a document went
+            if seq is not None:
+                self.patch_seq, self.resyncing = seq, False
             self.refusal = None
             if not self.subscribed and self.state == "connected":
                 self.subscribed = True
-                sends = (*sends, protocol.encode_context_subscribe())
+                self.patch_seq = 0  # the context held; a frame that patches counts from it
+                sends = (*sends, protocol.encode_context_subscribe(patches=True))
+        elif kind is ModelContextPatch:
+            patch = cast(ModelContextPatch, message)
+            held = self.patch_seq
+            if held is None or self.wire is None or patch.seq != held + 1:
+                if self.resyncing or self.state != "connected":
+                    return Send(sends) if sends else None
+                self.resyncing, self.patch_seq = True, None
+                return Send((*sends, protocol.encode_context_request()))
+            try:
+                self._apply_patch(patch)
+            except ValueError as exc:
+                self.patch_seq = None
+                return self._malformed(f"unusable context patch, kept the last good one: {exc}")
+            self.patch_seq = patch.seq
+            changed = True
         elif kind is ProviderDisposedMessage:
             sends += self._provider_disposed()
         elif kind is ToolProgressMessage or kind is ToolLogMessage:
@@ -440,6 +467,8 @@ class HostMachine:
         calls until its successor's context. Whether there was a context to clear."""
         self.refusal = DocumentChanged(frame=self.frame)
         self.calls.fail_all(self.refusal)
+        # Its successor is subscribed afresh (and asked for patches) after its context.
+        self.subscribed, self.patch_seq, self.resyncing = False, None, False
         return self.clear_context()
 
     def _provider_disposed(self) -> tuple[dict[str, Any], ...]:
@@ -461,6 +490,41 @@ class HostMachine:
         self.context, changed = self._build_context(wire)
         self.wire = wire
         return changed
+
+    def _apply_patch(self, patch: ModelContextPatch) -> None:
+        """Apply ``patch`` to the context held (its successor); ``ValueError`` (nothing
+        changed) when a part of it cannot be used. Only what changed is built."""
+        held = self.context
+        wire = dict(self.wire or {})
+        changes = patch.context
+        system = held.system
+        if "system" in changes:
+            system = wire["system"] = changes.get("system")
+        tools = held.tools
+        specs = protocol.check_tools(changes.get("tools"))
+        if specs or patch.removed:
+            tools, tool_specs = dict(tools), dict(wire.get("tools") or {})
+            for name in patch.removed:
+                tools.pop(name, None)
+                tool_specs.pop(name, None)
+            make_tool = self._make_tool
+            for name, spec in specs.items():
+                tools[name] = make_tool(name, protocol.check_tool(name, spec))
+                tool_specs[name] = spec
+            order = patch.order
+            if order is not None:
+                if len(order) != len(tools) or not tools.keys() >= set(order):
+                    raise ValueError("its order does not name every tool once")
+                tools = {name: tools[name] for name in order}
+                tool_specs = {name: tool_specs[name] for name in order}
+            wire["tools"] = tool_specs
+        ui_resources = held.ui_resources
+        if "uiResources" in changes:
+            ui_wire = changes.get("uiResources")
+            ui_resources = protocol.decode_ui_resources(ui_wire)
+            wire["uiResources"] = ui_wire
+        self.context = ModelContext(system=system, tools=tools, ui_resources=ui_resources)
+        self.wire = wire
 
     def _build_context(self, wire: Mapping[str, Any]) -> tuple[ModelContext, bool]:
         """The context for ``wire``, reusing unchanged tools; and whether anything changed.

@@ -28,6 +28,7 @@ from ..registry.events import LogLevel, ToolEvent, ToolLog, ToolProgress
 from ..registry.ui import ToolResult as ThreeTierResult
 from ..registry.ui import UIResource
 from .serialization import (
+    ContextChanges,
     NotJSONSerializable,
     SerializedModelContext,
     SerializedTool,
@@ -49,6 +50,7 @@ __all__ = [
     "ModelContextResponse",
     "ModelContextSubscribe",
     "ModelContextUnsubscribe",
+    "ModelContextPatch",
     "ModelContextUpdate",
     "NotJSONSerializable",
     "ProviderDisposedMessage",
@@ -63,6 +65,7 @@ __all__ = [
     "DOCUMENT_CHANGED",
     "PROVIDER_DISPOSED",
     "decode_ui_resources",
+    "encode_context_patch",
     "encode_context_request",
     "encode_context_subscribe",
     "encode_context_unsubscribe",
@@ -119,9 +122,19 @@ class ModelContextRequest(_Message):
 
 
 class ModelContextSubscribe(_Message):
-    """host -> frame: push every change to me until I unsubscribe."""
+    """host -> frame: push every change to me until I unsubscribe.
+
+    ``patches: true`` (this library's addition; the JS frame ignores the whole message)
+    asks for each change as a ``model-context-patch`` rather than a whole snapshot.
+    """
 
     type: Literal["model-context-subscribe"] = "model-context-subscribe"
+    patches: Any = None  # only ``true`` asks; anything else is ignored
+
+    @property
+    def wants_patches(self) -> bool:
+        """True when the host asked for changes as patches."""
+        return self.patches is True
 
 
 class ModelContextUnsubscribe(_Message):
@@ -137,6 +150,8 @@ class ModelContextUpdate(_Message):
     type: Literal["model-context-update"] = "model-context-update"
     context: _ReceivedContext
     request_id: str | None = Field(None, alias="requestId")
+    #: To a host that asked for patches: the number the next patch follows from.
+    seq: StrictInt | None = None
 
 
 class ModelContextResponse(_Message):
@@ -145,6 +160,25 @@ class ModelContextResponse(_Message):
     type: Literal["model-context-response"] = "model-context-response"
     context: _ReceivedContext
     request_id: str | None = Field(None, alias="requestId")
+
+
+class ModelContextPatch(_Message):
+    """frame -> host, to a host that subscribed with ``patches: true``: what changed
+    since the context numbered ``seq - 1`` (this library's addition).
+
+    ``context`` holds only what changed: ``system`` when it did (``null``: none now),
+    the tools added or replaced, ``uiResources`` whole when they changed; ``removed``
+    names the tools that went, ``order`` all of them in order when the added ones do
+    not simply go last. A host whose context is not number ``seq - 1`` asks for
+    a snapshot instead (a ``model-context-request``).
+    """
+
+    type: Literal["model-context-patch"] = "model-context-patch"
+    seq: StrictInt
+    context: _ReceivedContext
+    removed: list[str] = []
+    #: Every tool's name in order, when the added tools do not simply go last.
+    order: list[str] | None = None
 
 
 class ProviderDisposedMessage(_Message):
@@ -249,6 +283,7 @@ FrameMessage: TypeAlias = Annotated[
     | ModelContextUnsubscribe
     | ModelContextUpdate
     | ModelContextResponse
+    | ModelContextPatch
     | ProviderDisposedMessage
     | ToolCall
     | ToolCancel
@@ -381,8 +416,10 @@ def encode_context_request(*, request_id: str | None = None) -> dict[str, Any]:
     return _envelope({"type": "model-context-request", "requestId": request_id})
 
 
-def encode_context_subscribe() -> dict[str, Any]:
-    """``model-context-subscribe``."""
+def encode_context_subscribe(*, patches: bool = False) -> dict[str, Any]:
+    """``model-context-subscribe``; ``patches`` asks for changes as patches."""
+    if patches:
+        return _envelope({"type": "model-context-subscribe", "patches": True})
     return _envelope({"type": "model-context-subscribe"})
 
 
@@ -396,12 +433,33 @@ def encode_context_update(
     *,
     document_id: str | None = None,
     request_id: str | None = None,
+    seq: int | None = None,
 ) -> dict[str, Any]:
     """``model-context-update`` carrying an already serialized context; ``request_id``
-    is the request it answers."""
+    is the request it answers, ``seq`` its number (to a host that asked for patches)."""
     message: dict[str, Any] = {"type": "model-context-update", "context": context}
     if request_id is not None:
         message["requestId"] = request_id
+    if seq is not None:
+        message["seq"] = seq
+    if document_id is not None:
+        message["documentId"] = document_id
+    return _envelope(message)
+
+
+def encode_context_patch(
+    seq: int, changes: ContextChanges, *, document_id: str | None = None
+) -> dict[str, Any]:
+    """``model-context-patch`` number ``seq``, carrying ``changes``."""
+    message: dict[str, Any] = {
+        "type": "model-context-patch",
+        "seq": seq,
+        "context": changes.changed,
+    }
+    if changes.removed:
+        message["removed"] = changes.removed
+    if changes.order is not None:
+        message["order"] = changes.order
     if document_id is not None:
         message["documentId"] = document_id
     return _envelope(message)

@@ -237,18 +237,19 @@ class AssistantFrameProvider:
         while a send waits only wake it again, so at most one snapshot waits per peer,
         always the newest. A transport whose ``send`` never waits (``memory_pair``)
         offers ``TransportAttribute.send_latest``, which replaces a snapshot the peer
-        has not taken yet.
+        has not taken yet; patches, which follow one another, are sent in order.
         """
         send = connection.transport.extra(TransportAttribute.send_latest, None)
+        machine = connection.machine
         while True:
             await connection.wake.wait()
             connection.wake = anyio.Event()
             await anyio.lowlevel.checkpoint()  # let the rest of a burst land first
-            message = connection.machine.context_update(self._current_wire())
+            message = machine.context_update(self._current_wire())
             if message is None:
                 continue
             try:
-                if send is not None:
+                if send is not None and not machine.patches:
                     await send(_CONTEXT_KEY, message)
                 else:
                     await connection.transport.send(message)

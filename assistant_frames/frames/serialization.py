@@ -11,7 +11,7 @@ options of the host's local stand-in for the frame's tool.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
@@ -25,7 +25,9 @@ __all__ = [
     "SerializedModelContext",
     "SerializedTool",
     "check_tool",
+    "ContextChanges",
     "check_tools",
+    "context_changes",
     "serialize_context",
     "serialize_tool",
     "serialize_tools",
@@ -128,6 +130,60 @@ def serialize_context(
     if context.ui_resources:
         wire["uiResources"] = [resource.to_wire() for resource in context.ui_resources.values()]
     return wire
+
+
+class ContextChanges(NamedTuple):
+    """What changed between two contexts in wire form (see :func:`context_changes`)."""
+
+    #: ``system`` when it changed (``None``: it went), the tools added or replaced,
+    #: ``uiResources`` whole when they changed.
+    changed: SerializedModelContext
+    #: The tools that went.
+    removed: list[str]
+    #: Every tool's name in the new order, when adding the new tools at the end of what
+    #: stays would not give it (else ``None``).
+    order: list[str] | None
+
+
+def context_changes(
+    old: SerializedModelContext, new: SerializedModelContext
+) -> ContextChanges | None:
+    """What changed from ``old`` to ``new`` (both in wire form), or ``None``: nothing.
+
+    An unchanged tool is usually the same object in both (tools cache their wire form),
+    so a change costs one identity check per tool. The order of the tools counts only
+    where tools came or went (a reorder alone is no change, as for whole contexts).
+    """
+    changed: SerializedModelContext = {}
+    system = new.get("system")
+    if system != old.get("system"):
+        changed["system"] = system
+    old_tools = old.get("tools") or {}
+    new_tools = new.get("tools") or {}
+    removed: list[str] = []
+    order: list[str] | None = None
+    if new_tools is not old_tools:
+        tools: dict[str, SerializedTool] = {}
+        added: list[str] = []
+        for name, spec in new_tools.items():
+            previous = old_tools.get(name)
+            if previous is None:
+                added.append(name)
+                tools[name] = spec
+            elif previous is not spec and previous != spec:
+                tools[name] = spec
+        if len(old_tools) + len(added) != len(new_tools):  # some went
+            removed = [name for name in old_tools if name not in new_tools]
+        if added and list(new_tools)[-len(added) :] != added:
+            order = list(new_tools)  # added anywhere but at the end
+        if tools:
+            changed["tools"] = tools
+    resources = new.get("uiResources")
+    if resources != old.get("uiResources"):
+        changed["uiResources"] = resources or []
+    if not changed and not removed:
+        return None
+    return ContextChanges(changed, removed, order)
 
 
 _TOOL_FIELDS: Final = (

@@ -147,7 +147,7 @@ def test_the_first_document_is_adopted_and_addressed_by_calls() -> None:
     assert "documentId" not in early_message
     changed, sends = feed(machine, golden(JS_UPDATE))
     assert changed
-    assert sends == (protocol.encode_context_subscribe(),)
+    assert sends == (protocol.encode_context_subscribe(patches=True),)
     assert machine.document == D1
     assert sorted(machine.context.tools) == ["add", "fail", "slow"]
     assert not early.settled  # the first document known is no change: the call stands
@@ -165,7 +165,8 @@ def test_a_new_document_replaces_the_context_and_fails_the_old_calls() -> None:
     tools_before = machine.context.tools
     changed, sends = feed(machine, golden(JS_UPDATE_D2))
     assert changed
-    assert sends == ()  # nothing to cancel: the old document is gone
+    # Nothing to cancel (the old document is gone); the new one is subscribed afresh.
+    assert sends == (protocol.encode_context_subscribe(patches=True),)
     assert machine.document == D2
     assert machine.old_documents == {D1: None}
     assert pending.settled

@@ -816,7 +816,10 @@ def test_open_returns_the_request_once() -> None:
 def test_first_context_subscribes_once() -> None:
     machine, factory = new_host()
     assert machine.context is EMPTY_CONTEXT
-    assert feed(machine, context_update(WIRE)) == (True, (protocol.encode_context_subscribe(),))
+    assert feed(machine, context_update(WIRE)) == (
+        True,
+        (protocol.encode_context_subscribe(patches=True),),
+    )
     assert machine.subscribed
     context = machine.context
     assert context.system == "Be brief."
@@ -837,7 +840,10 @@ def test_first_context_subscribes_once() -> None:
 
 def test_an_empty_first_context_is_a_change() -> None:
     machine, _ = new_host()
-    assert feed(machine, context_update({})) == (True, (protocol.encode_context_subscribe(),))
+    assert feed(machine, context_update({})) == (
+        True,
+        (protocol.encode_context_subscribe(patches=True),),
+    )
     assert machine.wire == {}
     assert machine.context.system is None
     assert dict(machine.context.tools) == {}
@@ -851,7 +857,7 @@ def test_a_context_before_open_does_not_subscribe() -> None:
     machine.open()
     assert feed(machine, context_update({"system": "x"})) == (
         True,
-        (protocol.encode_context_subscribe(),),
+        (protocol.encode_context_subscribe(patches=True),),
     )
 
 
@@ -949,7 +955,10 @@ def test_an_unusable_first_context_sends_no_subscribe() -> None:
     with pytest.raises(MalformedMessage):
         feed(machine, context_update({"tools": {"add": {"disabled": 1}}}))
     assert (machine.wire, machine.context, machine.subscribed) == (None, EMPTY_CONTEXT, False)
-    assert feed(machine, context_update(WIRE)) == (True, (protocol.encode_context_subscribe(),))
+    assert feed(machine, context_update(WIRE)) == (
+        True,
+        (protocol.encode_context_subscribe(patches=True),),
+    )
 
 
 def test_host_ignores_what_is_not_ours_or_not_for_it() -> None:
@@ -1245,7 +1254,7 @@ def test_host_context_is_always_the_last_accepted_wire(values: list[Any]) -> Non
             assert (changed, reply) == (False, ())
             assert machine.context is before
         if reply:
-            assert reply == (protocol.encode_context_subscribe(),)
+            assert reply == (protocol.encode_context_subscribe(patches=True),)
             subscribes += 1
         if accepted is not None:
             context = machine.context

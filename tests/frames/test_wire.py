@@ -62,6 +62,10 @@ JS_EXPECTED_TOOL_RESULT = (
     '"result":42}}'
 )
 SUBSCRIBE = '{"channel":"assistant-ui-frame","message":{"type":"model-context-subscribe"}}'
+# What a Python host sends: it asks for changes as patches (a JS frame ignores it all).
+SUBSCRIBE_PATCHES = (
+    '{"channel":"assistant-ui-frame","message":{"type":"model-context-subscribe","patches":true}}'
+)
 UNSUBSCRIBE = '{"channel":"assistant-ui-frame","message":{"type":"model-context-unsubscribe"}}'
 
 JS_CONTEXT = json.loads(JS_FRAME_UPDATE)["message"]["context"]
@@ -88,7 +92,7 @@ async def test_host_asks_first_and_accepts_the_js_context() -> None:
                 assert not tool.disabled
                 assert tool.type is None
             # then it subscribes, which a JS frame simply ignores
-            assert await frame_end.receive() == json.loads(SUBSCRIBE)
+            assert await frame_end.receive() == json.loads(SUBSCRIBE_PATCHES)
         # on close it unsubscribes
         assert await next_message(frame_end) == {"type": "model-context-unsubscribe"}
 
