@@ -6,84 +6,92 @@ transports, see one merged, live model context, and have every tool call routed 
 the frame that owns the tool. Wire-compatible with assistant-ui's Assistant Frames.
 """
 
-from typing import Any
+from __future__ import annotations
 
-from ._version import package_version
-from .errors import (
-    AssistantFramesError,
-    ConnectError,
-    ContextTimeout,
-    DocumentChanged,
-    ErrorCode,
-    FrameDisconnected,
-    HandshakeRejected,
-    ProviderDisposed,
-    ToolArgumentsError,
-    ToolCallError,
-    ToolCallTimeout,
-    ToolConflictError,
-    ToolDisabledError,
-    ToolNotFoundError,
-)
-from .federation import Federation, MemberStatus, connect
-from .formats.calls import (
-    AnthropicToolResult,
-    AnthropicToolResultMessage,
-    OpenAIChatToolMessage,
-    OpenAIFunctionCallOutput,
-    ToolCallFormat,
-    ToolCallFormatError,
-    run_tool_calls,
-)
-from .formats.tools import (
-    AnthropicTool,
-    MCPTool,
-    OpenAIChatTool,
-    OpenAIFunctionDefinition,
-    OpenAIResponsesTool,
-    to_anthropic_tools,
-    to_mcp_tools,
-    to_openai_chat_tools,
-    to_openai_responses_tools,
-)
-from .frames import (
-    AssistantFrameHost,
-    AssistantFrameProvider,
-    ConnectionState,
-    FrameConnection,
-    ReconnectingHost,
-)
-from .registry import (
-    ConflictPolicy,
-    InstructionHandle,
-    ModelContext,
-    ModelContextProvider,
-    ModelContextRegistry,
-    ProviderHandle,
-    Tool,
-    ToolAnnotations,
-    ToolCallContext,
-    ToolConflict,
-    ToolEvent,
-    ToolHandle,
-    ToolLog,
-    ToolOptions,
-    ToolProgress,
-    ToolResult,
-    ToolUI,
-    UIResource,
-    UIResourceHandle,
-    merge_model_contexts,
-)
-from .transports import MemoryTransport, Multiplexer, TransportAttribute, memory_pair
+import importlib
 
+# Not typing.TYPE_CHECKING: importing typing would be most of what ``import
+# assistant_frames`` costs. Type checkers take any ``TYPE_CHECKING`` to be true.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
-def __getattr__(name: str) -> Any:
-    # __version__ is read from the installed metadata on first use (see _version.py).
-    if name == "__version__":
-        return package_version()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    __version__: str
 
+    from . import calls as calls
+    from . import errors as errors
+    from . import federation as federation
+    from . import formats as formats
+    from . import frames as frames
+    from . import registry as registry
+    from . import transports as transports
+    from .errors import (
+        AssistantFramesError,
+        ConnectError,
+        ContextTimeout,
+        DocumentChanged,
+        ErrorCode,
+        FrameDisconnected,
+        HandshakeRejected,
+        ProviderDisposed,
+        ToolArgumentsError,
+        ToolCallError,
+        ToolCallTimeout,
+        ToolConflictError,
+        ToolDisabledError,
+        ToolNotFoundError,
+    )
+    from .federation import Federation, MemberStatus, connect
+    from .formats.calls import (
+        AnthropicToolResult,
+        AnthropicToolResultMessage,
+        OpenAIChatToolMessage,
+        OpenAIFunctionCallOutput,
+        ToolCallFormat,
+        ToolCallFormatError,
+        run_tool_calls,
+    )
+    from .formats.tools import (
+        AnthropicTool,
+        MCPTool,
+        OpenAIChatTool,
+        OpenAIFunctionDefinition,
+        OpenAIResponsesTool,
+        to_anthropic_tools,
+        to_mcp_tools,
+        to_openai_chat_tools,
+        to_openai_responses_tools,
+    )
+    from .frames import (
+        AssistantFrameHost,
+        AssistantFrameProvider,
+        ConnectionState,
+        FrameConnection,
+        ReconnectingHost,
+    )
+    from .registry import (
+        ConflictPolicy,
+        InstructionHandle,
+        ModelContext,
+        ModelContextProvider,
+        ModelContextRegistry,
+        ProviderHandle,
+        Tool,
+        ToolAnnotations,
+        ToolCallContext,
+        ToolConflict,
+        ToolEvent,
+        ToolHandle,
+        ToolLog,
+        ToolOptions,
+        ToolProgress,
+        ToolResult,
+        ToolUI,
+        UIResource,
+        UIResourceHandle,
+        merge_model_contexts,
+    )
+    from .transports import MemoryTransport, Multiplexer, TransportAttribute, memory_pair
 
 __all__ = [
     "AnthropicTool",
@@ -150,3 +158,105 @@ __all__ = [
     "to_openai_chat_tools",
     "to_openai_responses_tools",
 ]
+
+# The public names are imported on first use (PEP 562), each from the subpackage that
+# defines it: ``import assistant_frames`` costs next to nothing, and a worker that only
+# needs a registry and ``serve_stdio`` loads neither the host side nor the federation,
+# the vendor formats or the WebSocket, MCP and NATS support.
+_LAZY: dict[str, str] = {
+    name: module
+    for module, names in {
+        ".errors": (
+            "AssistantFramesError",
+            "ConnectError",
+            "ContextTimeout",
+            "DocumentChanged",
+            "ErrorCode",
+            "FrameDisconnected",
+            "HandshakeRejected",
+            "ProviderDisposed",
+            "ToolArgumentsError",
+            "ToolCallError",
+            "ToolCallTimeout",
+            "ToolConflictError",
+            "ToolDisabledError",
+            "ToolNotFoundError",
+        ),
+        ".federation": ("Federation", "MemberStatus", "connect"),
+        ".formats.calls": (
+            "AnthropicToolResult",
+            "AnthropicToolResultMessage",
+            "OpenAIChatToolMessage",
+            "OpenAIFunctionCallOutput",
+            "ToolCallFormat",
+            "ToolCallFormatError",
+            "run_tool_calls",
+        ),
+        ".formats.tools": (
+            "AnthropicTool",
+            "MCPTool",
+            "OpenAIChatTool",
+            "OpenAIFunctionDefinition",
+            "OpenAIResponsesTool",
+            "to_anthropic_tools",
+            "to_mcp_tools",
+            "to_openai_chat_tools",
+            "to_openai_responses_tools",
+        ),
+        ".frames": (
+            "AssistantFrameHost",
+            "AssistantFrameProvider",
+            "ConnectionState",
+            "FrameConnection",
+            "ReconnectingHost",
+        ),
+        ".registry": (
+            "ConflictPolicy",
+            "InstructionHandle",
+            "ModelContext",
+            "ModelContextProvider",
+            "ModelContextRegistry",
+            "ProviderHandle",
+            "Tool",
+            "ToolAnnotations",
+            "ToolCallContext",
+            "ToolConflict",
+            "ToolEvent",
+            "ToolHandle",
+            "ToolLog",
+            "ToolOptions",
+            "ToolProgress",
+            "ToolResult",
+            "ToolUI",
+            "UIResource",
+            "UIResourceHandle",
+            "merge_model_contexts",
+        ),
+        ".transports": ("MemoryTransport", "Multiplexer", "TransportAttribute", "memory_pair"),
+    }.items()
+    for name in names
+}
+
+# The modules that ``import assistant_frames`` used to import as a side effect stay
+# reachable as attributes after it (``assistant_frames.transports.spawn_worker``).
+_SUBMODULES = ("calls", "errors", "federation", "formats", "frames", "registry", "transports")
+_LAZY.update(dict.fromkeys(_SUBMODULES, ""))
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        if name == "__version__":  # read from the installed metadata (see _version.py)
+            from ._version import package_version
+
+            return package_version()
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if not module:  # a submodule
+        return importlib.import_module(f".{name}", __name__)
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY, "__version__"})

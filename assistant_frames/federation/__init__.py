@@ -4,13 +4,39 @@ for many in one parent registry, kept connected.
 A target is a registry or provider in this process, a ``ws://`` URL, a worker command,
 or an MCP server (an ``http(s)://`` URL, a command with ``mcp=True``, a server object);
 :class:`FrameTarget` holds the rule. WebSocket and MCP support are imported only when
-a target needs them.
+a target needs them, and each module of this package on first use of one of its names.
 """
 
 from __future__ import annotations
 
-from .connecting import connect
-from .members import Federation, MemberState, MemberStatus
-from .targets import FrameTarget, TargetKind
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .connecting import connect
+    from .members import Federation, MemberState, MemberStatus
+    from .targets import FrameTarget, TargetKind
 
 __all__ = ["Federation", "FrameTarget", "MemberState", "MemberStatus", "TargetKind", "connect"]
+
+_LAZY = {
+    "Federation": ".members",
+    "FrameTarget": ".targets",
+    "MemberState": ".members",
+    "MemberStatus": ".members",
+    "TargetKind": ".targets",
+    "connect": ".connecting",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -5,11 +5,101 @@
 * :mod:`assistant_frames.formats.calls`: :func:`run_tool_calls` runs the tool calls of
   a model's response against the context and builds the messages that answer them.
 
-No vendor SDK is imported. Every name is also importable from ``assistant_frames``.
+No vendor SDK is imported. Every name is also importable from ``assistant_frames``. Each
+module is imported on first use of one of its names.
 """
 
-from . import calls, tools
-from .calls import *  # noqa: F403
-from .tools import *  # noqa: F403
+from __future__ import annotations
 
-__all__ = [*calls.__all__, *tools.__all__]
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from . import calls as calls
+    from . import tools as tools
+    from .calls import (
+        AnthropicToolResult,
+        AnthropicToolResultMessage,
+        OpenAIChatToolMessage,
+        OpenAIFunctionCallOutput,
+        ToolCallFormat,
+        ToolCallFormatError,
+        run_tool_calls,
+    )
+    from .tools import (
+        AnthropicTool,
+        MCPTool,
+        OpenAIChatTool,
+        OpenAIFunctionDefinition,
+        OpenAIResponsesTool,
+        to_anthropic_tools,
+        to_mcp_tools,
+        to_openai_chat_tools,
+        to_openai_responses_tools,
+    )
+
+# calls.__all__, then tools.__all__.
+__all__ = [
+    "AnthropicToolResult",
+    "AnthropicToolResultMessage",
+    "OpenAIChatToolMessage",
+    "OpenAIFunctionCallOutput",
+    "ToolCallFormat",
+    "ToolCallFormatError",
+    "run_tool_calls",
+    "AnthropicTool",
+    "MCPTool",
+    "OpenAIChatTool",
+    "OpenAIFunctionDefinition",
+    "OpenAIResponsesTool",
+    "to_anthropic_tools",
+    "to_mcp_tools",
+    "to_openai_chat_tools",
+    "to_openai_responses_tools",
+]
+
+_LAZY = {
+    "calls": "",  # the submodule itself
+    "tools": "",
+    **dict.fromkeys(
+        (
+            "AnthropicToolResult",
+            "AnthropicToolResultMessage",
+            "OpenAIChatToolMessage",
+            "OpenAIFunctionCallOutput",
+            "ToolCallFormat",
+            "ToolCallFormatError",
+            "run_tool_calls",
+        ),
+        ".calls",
+    ),
+    **dict.fromkeys(
+        (
+            "AnthropicTool",
+            "MCPTool",
+            "OpenAIChatTool",
+            "OpenAIFunctionDefinition",
+            "OpenAIResponsesTool",
+            "to_anthropic_tools",
+            "to_mcp_tools",
+            "to_openai_chat_tools",
+            "to_openai_responses_tools",
+        ),
+        ".tools",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if not module:
+        return importlib.import_module(f".{name}", __name__)
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

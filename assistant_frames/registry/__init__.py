@@ -1,19 +1,31 @@
 """Pure data and logic: tools, model contexts, registries and merging. No I/O."""
 
-from .annotations import ToolAnnotations
-from .context import ModelContext, ModelContextProvider, Subscribers, ToolConflict, Unsubscribe
-from .events import LogLevel, ToolEvent, ToolEventCallback, ToolLog, ToolProgress
-from .merge import ConflictPolicy, merge_model_contexts, namespaced
-from .registry import (
-    InstructionHandle,
-    ModelContextRegistry,
-    ProviderHandle,
-    ToolHandle,
-    UIResourceHandle,
-)
-from .schema import inline_refs
-from .tool import OutputSchema, Tool, ToolCallContext, ToolOptions, ToolType
-from .ui import ToolResult, ToolUI, UIResource
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .annotations import ToolAnnotations
+    from .context import (
+        ModelContext,
+        ModelContextProvider,
+        Subscribers,
+        ToolConflict,
+        Unsubscribe,
+    )
+    from .events import LogLevel, ToolEvent, ToolEventCallback, ToolLog, ToolProgress
+    from .merge import ConflictPolicy, merge_model_contexts, namespaced
+    from .registry import (
+        InstructionHandle,
+        ModelContextRegistry,
+        ProviderHandle,
+        ToolHandle,
+        UIResourceHandle,
+    )
+    from .schema import inline_refs
+    from .tool import OutputSchema, Tool, ToolCallContext, ToolOptions, ToolType
+    from .ui import ToolResult, ToolUI, UIResource
 
 __all__ = [
     "ConflictPolicy",
@@ -45,3 +57,44 @@ __all__ = [
     "merge_model_contexts",
     "namespaced",
 ]
+
+# Imported on first use (PEP 562), each from the module that defines it.
+_LAZY = {
+    name: module
+    for module, names in {
+        ".annotations": ("ToolAnnotations",),
+        ".context": (
+            "ModelContext",
+            "ModelContextProvider",
+            "Subscribers",
+            "ToolConflict",
+            "Unsubscribe",
+        ),
+        ".events": ("LogLevel", "ToolEvent", "ToolEventCallback", "ToolLog", "ToolProgress"),
+        ".merge": ("ConflictPolicy", "merge_model_contexts", "namespaced"),
+        ".registry": (
+            "InstructionHandle",
+            "ModelContextRegistry",
+            "ProviderHandle",
+            "ToolHandle",
+            "UIResourceHandle",
+        ),
+        ".schema": ("inline_refs",),
+        ".tool": ("OutputSchema", "Tool", "ToolCallContext", "ToolOptions", "ToolType"),
+        ".ui": ("ToolResult", "ToolUI", "UIResource"),
+    }.items()
+    for name in names
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -8,8 +8,8 @@ over stdio (:func:`spawn_worker`; the worker's side, ``serve_stdio``, serves a f
 is in :mod:`assistant_frames.frames`).
 :class:`Multiplexer` carries several protocols over one transport (the frame channel,
 JSON-RPC 2.0...), each on a sub-stream that is a transport in its own right.
-The WebSocket and stdio modules are imported on first use, so ``import
-assistant_frames`` stays light for workers that start often.
+Every name is imported on first use (PEP 562): a worker that starts often loads its stdio
+transport, not the others.
 """
 
 from __future__ import annotations
@@ -18,24 +18,23 @@ import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
 
-from .contract import (
-    CloseReason,
-    Connector,
-    Listener,
-    MessageTooLarge,
-    Transport,
-    TransportAttribute,
-    TransportClosed,
-    UnsendableMessage,
-    close_reason,
-    decode_message,
-    encode_message,
-)
-from .memory import MemoryTransport, copy_json, memory_pair
-from .multiplex import MultiplexedStream, Multiplexer, channel, frame_channel, jsonrpc
-
 if TYPE_CHECKING:
     from .attributes import WebSocketAttribute
+    from .contract import (
+        CloseReason,
+        Connector,
+        Listener,
+        MessageTooLarge,
+        Transport,
+        TransportAttribute,
+        TransportClosed,
+        UnsendableMessage,
+        close_reason,
+        decode_message,
+        encode_message,
+    )
+    from .memory import MemoryTransport, copy_json, memory_pair
+    from .multiplex import MultiplexedStream, Multiplexer, channel, frame_channel, jsonrpc
     from .stdio import StdioTransport, WorkerTransport, own_stdio, spawn_worker
     from .websocket import (
         HttpHandler,
@@ -86,21 +85,42 @@ __all__ = [
     "websocket_server",
 ]
 
+# Every name is imported on first use (PEP 562): a worker needs its stdio transport, not
+# the memory transport or the multiplexer.
 _LAZY = {
-    "StdioTransport": "stdio",
-    "WorkerTransport": "stdio",
-    "own_stdio": "stdio",
-    "spawn_worker": "stdio",
-    "HttpHandler": "websocket",
-    "HttpRequest": "websocket",
-    "HttpResponse": "websocket",
-    "WebSocketAttribute": "attributes",
-    "WebSocketListener": "websocket",
-    "WebSocketServer": "websocket",
-    "WebSocketTransport": "websocket",
-    "connect_websocket": "websocket",
-    "websocket_listener": "websocket",
-    "websocket_server": "websocket",
+    "CloseReason": ".contract",
+    "Connector": ".contract",
+    "Listener": ".contract",
+    "MessageTooLarge": ".contract",
+    "Transport": ".contract",
+    "TransportAttribute": ".contract",
+    "TransportClosed": ".contract",
+    "UnsendableMessage": ".contract",
+    "close_reason": ".contract",
+    "decode_message": ".contract",
+    "encode_message": ".contract",
+    "MemoryTransport": ".memory",
+    "copy_json": ".memory",
+    "memory_pair": ".memory",
+    "MultiplexedStream": ".multiplex",
+    "Multiplexer": ".multiplex",
+    "channel": ".multiplex",
+    "frame_channel": ".multiplex",
+    "jsonrpc": ".multiplex",
+    "StdioTransport": ".stdio",
+    "WorkerTransport": ".stdio",
+    "own_stdio": ".stdio",
+    "spawn_worker": ".stdio",
+    "HttpHandler": ".websocket",
+    "HttpRequest": ".websocket",
+    "HttpResponse": ".websocket",
+    "WebSocketAttribute": ".attributes",
+    "WebSocketListener": ".websocket",
+    "WebSocketServer": ".websocket",
+    "WebSocketTransport": ".websocket",
+    "connect_websocket": ".websocket",
+    "websocket_listener": ".websocket",
+    "websocket_server": ".websocket",
 }
 
 
@@ -110,9 +130,13 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    value = getattr(importlib.import_module(module, __name__), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
 
 
 def _deprecated_serve_stdio() -> Any:
