@@ -24,7 +24,7 @@ from .protocol import (
     ToolCall,
     ToolCancel,
 )
-from .serialization import context_changes
+from .serialization import WireLineage, context_changes
 
 __all__ = [
     "CallCancelled",
@@ -217,13 +217,16 @@ class FrameMachine(Generic[H]):
 
     # -- context ---------------------------------------------------------------------------
 
-    def context_update(self, wire: SerializedModelContext) -> dict[str, Any] | None:
+    def context_update(
+        self, wire: SerializedModelContext, lineage: WireLineage | None = None
+    ) -> dict[str, Any] | None:
         """The context message to send for ``wire``, or ``None``.
 
         Sent to a subscribed host when it differs from what was last sent, and to a host
         that asked (a request) even when it does not: a ``model-context-update``, or to a
         host that asked for patches, a ``model-context-patch`` of what changed (answers
-        to requests stay whole, numbered).
+        to requests stay whole, numbered). ``lineage`` says how ``wire``'s tools were
+        made from earlier ones (see :func:`~.serialization.context_changes`).
         """
         force, self.force_context = self.force_context, False
         if not (force or self.subscribed):
@@ -232,7 +235,7 @@ class FrameMachine(Generic[H]):
         if self.patches and not force and last is not None:
             if wire is last:
                 return None
-            changes = context_changes(last, wire)
+            changes = context_changes(last, wire, lineage)
             if changes is None:
                 return None
             self.last_sent = wire

@@ -33,6 +33,7 @@ from ..errors import (
 from ..registry.context import ModelContext
 from ..registry.events import ToolEvent, ToolEventCallback
 from ..registry.tool import Tool
+from ..registry.tool_map import ToolMap
 from . import protocol
 from .protocol import (
     MalformedMessage,
@@ -503,19 +504,22 @@ class HostMachine:
         tools = held.tools
         specs = protocol.check_tools(changes.get("tools"))
         if specs or patch.removed:
-            tools, tool_specs = dict(tools), dict(wire.get("tools") or {})
-            for name in patch.removed:
-                tools.pop(name, None)
-                tool_specs.pop(name, None)
             make_tool = self._make_tool
-            for name, spec in specs.items():
-                tools[name] = make_tool(name, protocol.check_tool(name, spec))
-                tool_specs[name] = spec
+            put = {
+                name: make_tool(name, protocol.check_tool(name, spec))
+                for name, spec in specs.items()
+            }
+            # A map that knows its steps: who namespaces it follows only what changed.
+            tools = ToolMap.derived(tools, tuple(patch.removed), put)
+            tool_specs = dict(wire.get("tools") or {})
+            for name in patch.removed:
+                tool_specs.pop(name, None)
+            tool_specs.update(specs)
             order = patch.order
             if order is not None:
                 if len(order) != len(tools) or not tools.keys() >= set(order):
                     raise ValueError("its order does not name every tool once")
-                tools = {name: tools[name] for name in order}
+                tools = ToolMap((name, tools[name]) for name in order)
                 tool_specs = {name: tool_specs[name] for name in order}
             wire["tools"] = tool_specs
         ui_resources = held.ui_resources
@@ -551,7 +555,7 @@ class HostMachine:
                 system=system, tools=previous_tools, ui_resources=ui_resources
             ), True
         changed = system_changed or resources_changed or len(specs) != len(previous_specs)
-        tools: dict[str, Tool] = {}
+        tools = ToolMap()
         make_tool = self._make_tool
         for name, spec in specs.items():
             old = previous_tools.get(name)

@@ -20,6 +20,7 @@ from ..registry.context import ModelContext, ModelContextProvider, Unsubscribe
 from ..registry.events import ToolEvent, ToolEventCallback, ToolProgress
 from ..registry.registry import ModelContextRegistry
 from ..registry.tool import Tool, ToolCallContext
+from ..registry.tool_map import ToolMap
 from ..transports.contract import CLOSED_ERRORS, TransportAttribute
 from . import protocol
 from .frame_machine import (
@@ -35,6 +36,7 @@ from .protocol import (
     SerializedModelContext,
     SerializedTool,
 )
+from .serialization import WireLineage, derive_wire_tools
 
 __all__ = ["DEFAULT_MAX_ARGUMENT_BYTES", "AssistantFrameProvider"]
 
@@ -98,6 +100,8 @@ class AssistantFrameProvider:
         self._wire: SerializedModelContext = {}
         self._tools_source: Mapping[str, Tool] | None = None
         self._tools_wire: dict[str, SerializedTool] = {}
+        # How _tools_wire was made from the one before, for the machines' patches.
+        self._wire_lineage: WireLineage | None = None
         for provider in providers:
             self.add_model_context_provider(provider)
 
@@ -223,9 +227,16 @@ class AssistantFrameProvider:
     def _current_wire(self) -> SerializedModelContext:
         context = self._registry.get_model_context()
         if context is not self._wire_source:
-            if context.tools is not self._tools_source:  # not an instructions-only change
-                self._tools_source = context.tools
-                self._tools_wire = protocol.serialize_tools(context.tools)
+            tools = context.tools
+            if tools is not self._tools_source:  # not an instructions-only change
+                lineage = tools.lineage(self._tools_source) if type(tools) is ToolMap else None
+                previous = self._tools_wire
+                if lineage is None:
+                    self._tools_wire = protocol.serialize_tools(tools)
+                else:  # the same steps on the wire form: only the changed tools serialized
+                    self._tools_wire = derive_wire_tools(previous, tools, lineage)
+                self._tools_source = tools
+                self._wire_lineage = None if lineage is None else (previous, lineage)
             self._wire = protocol.serialize_context(context, tools=self._tools_wire)
             self._wire_source = context
         return self._wire
@@ -245,7 +256,7 @@ class AssistantFrameProvider:
             await connection.wake.wait()
             connection.wake = anyio.Event()
             await anyio.lowlevel.checkpoint()  # let the rest of a burst land first
-            message = machine.context_update(self._current_wire())
+            message = machine.context_update(self._current_wire(), self._wire_lineage)
             if message is None:
                 continue
             try:

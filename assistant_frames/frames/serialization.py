@@ -19,6 +19,7 @@ from typing_extensions import TypedDict
 from ..registry.annotations import ToolAnnotations
 from ..registry.context import ModelContext
 from ..registry.tool import Tool, ToolOptions
+from ..registry.tool_map import Lineage
 
 __all__ = [
     "NotJSONSerializable",
@@ -28,6 +29,7 @@ __all__ = [
     "ContextChanges",
     "check_tools",
     "context_changes",
+    "derive_wire_tools",
     "serialize_context",
     "serialize_tool",
     "serialize_tools",
@@ -115,6 +117,25 @@ def serialize_tools(tools: Mapping[str, Tool]) -> dict[str, SerializedTool]:
     return {name: tool.serialized_form(_wire_form) for name, tool in tools.items()}
 
 
+#: How a context's tools in wire form were made from earlier ones: that earlier dict,
+#: and the names removed then put (see :class:`~assistant_frames.registry.tool_map.ToolMap`).
+WireLineage = tuple[dict[str, SerializedTool], Lineage]
+
+
+def derive_wire_tools(
+    previous: dict[str, SerializedTool], tools: Mapping[str, Tool], lineage: Lineage
+) -> dict[str, SerializedTool]:
+    """``tools`` in wire form, made from ``previous`` (the wire form of the map they were
+    derived from) by the same steps: only the tools put are serialized."""
+    removed, put = lineage
+    wire = dict(previous)
+    for name in removed:
+        wire.pop(name, None)
+    for name in put:
+        wire[name] = tools[name].serialized_form(_wire_form)
+    return wire
+
+
 def serialize_context(
     context: ModelContext, *, tools: dict[str, SerializedTool] | None = None
 ) -> SerializedModelContext:
@@ -146,12 +167,17 @@ class ContextChanges(NamedTuple):
 
 
 def context_changes(
-    old: SerializedModelContext, new: SerializedModelContext
+    old: SerializedModelContext,
+    new: SerializedModelContext,
+    lineage: WireLineage | None = None,
 ) -> ContextChanges | None:
     """What changed from ``old`` to ``new`` (both in wire form), or ``None``: nothing.
 
-    An unchanged tool is usually the same object in both (tools cache their wire form),
-    so a change costs one identity check per tool. The order of the tools counts only
+    With ``lineage`` (how ``new``'s tools were made from earlier ones) and ``old``
+    holding those very ones, only the tools it names are looked at: a removed one is
+    removed, then each put one is put (last if it is new or was removed). Otherwise an
+    unchanged tool is usually the same object in both (tools cache their wire form), so
+    a change costs one identity check per tool. The order of the tools counts only
     where tools came or went (a reorder alone is no change, as for whole contexts).
     """
     changed: SerializedModelContext = {}
@@ -162,7 +188,12 @@ def context_changes(
     new_tools = new.get("tools") or {}
     removed: list[str] = []
     order: list[str] | None = None
-    if new_tools is not old_tools:
+    if lineage is not None and lineage[0] is old.get("tools") and new_tools:
+        gone, put = lineage[1]
+        removed = list(gone)
+        if put:
+            changed["tools"] = {name: new_tools[name] for name in put}
+    elif new_tools is not old_tools:
         tools: dict[str, SerializedTool] = {}
         added: list[str] = []
         for name, spec in new_tools.items():

@@ -8,6 +8,7 @@ from typing import Any, Literal, TypeAlias
 from ..errors import ToolConflictError
 from .context import NO_UI_RESOURCES, ModelContext, ModelContextProvider, ToolConflict
 from .tool import Tool
+from .tool_map import ToolMap
 from .ui import UIResource
 
 __all__ = ["ConflictPolicy", "merge_model_contexts", "namespaced"]
@@ -121,20 +122,43 @@ def _update_lower(target: dict[str, Any], values: Mapping[str, Any] | None) -> N
             target.setdefault(key, value)
 
 
-def namespaced(context: ModelContext, namespace: str, separator: str = "_") -> ModelContext:
+def namespaced(
+    context: ModelContext,
+    namespace: str,
+    separator: str = "_",
+    *,
+    previous: tuple[Mapping[str, Tool], ToolMap] | None = None,
+) -> ModelContext:
     """A copy of ``context`` whose tools are named ``<namespace><separator><name>``.
 
     Calls to a renamed tool still reach the original (a remote frame still sees its own
     name), so namespacing is purely how the parent and its model see the tool. UI
     resources keep their URIs, so a renamed tool's ``_meta.ui`` still points at its own.
+    ``previous``, the tools of an earlier context and their namespaced map, lets only the
+    tools that changed since be renamed, when ``context``'s were made from those.
     """
     prefix = f"{namespace}{separator}"
+    tools = context.tools
+    lineage = None
+    if previous is not None and type(tools) is ToolMap:
+        lineage = tools.lineage(previous[0])
+    renamed: ToolMap
+    if lineage is None:
+        renamed = ToolMap(
+            (f"{prefix}{name}", tool.replace(name=f"{prefix}{name}"))
+            for name, tool in tools.items()
+        )
+    else:
+        assert previous is not None
+        removed, put = lineage
+        renamed = ToolMap.derived(
+            previous[1],
+            tuple(f"{prefix}{name}" for name in removed),
+            {f"{prefix}{name}": tools[name].replace(name=f"{prefix}{name}") for name in put},
+        )
     return ModelContext(
         system=context.system,
-        tools={
-            f"{prefix}{name}": tool.replace(name=f"{prefix}{name}")
-            for name, tool in context.tools.items()
-        },
+        tools=renamed,
         priority=context.priority,
         call_settings=context.call_settings,
         config=context.config,

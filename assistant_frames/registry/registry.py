@@ -21,6 +21,7 @@ from .context import (
 )
 from .merge import ConflictPolicy, _merge, namespaced
 from .tool import _UNSET, ExecuteFunction, Parameters, Tool, ToolOptions
+from .tool_map import ToolMap
 from .ui import UIResource
 
 if TYPE_CHECKING:
@@ -65,7 +66,12 @@ class ModelContextRegistry:
         self.strict = strict
         self._ids = itertools.count()
         self._tools: dict[int, Tool] = {}
-        self._tools_by_name: dict[str, Tool] | None = None  # cache; never mutated once built
+        self._tools_by_name: ToolMap | None = None  # cache; never mutated once built
+        # The last map built and what changed since (names removed, names put); ``None``:
+        # build the next one whole.
+        self._tools_built: ToolMap | None = None
+        self._removed: dict[str, None] | None = {}
+        self._put: dict[str, None] | None = {}
         self._tool_names: dict[str, int] = {}
         self._instructions: dict[int, str] = {}
         self._providers: dict[int, _ProviderEntry] = {}
@@ -262,8 +268,11 @@ class ModelContextRegistry:
         self._tools_by_name = None
         self._tools[key] = tool
         self._tool_names[tool.name] = key
-        if previous is not None and previous.name != tool.name:
-            del self._tool_names[previous.name]
+        renamed = previous is not None and previous.name != tool.name
+        if renamed:
+            del self._tool_names[previous.name]  # type: ignore[union-attr]
+        if renamed or self.strict:
+            self._put = self._removed = None  # the next map is built whole
         try:
             self._check_strict()
         except ToolConflictError:
@@ -274,7 +283,10 @@ class ModelContextRegistry:
                 self._tools[key] = previous
                 self._tool_names[previous.name] = key
             self._tools_by_name = None
+            self._put = self._removed = None  # the check built a map with it: build whole
             raise
+        if self._put is not None:
+            self._put[tool.name] = None
         self._changed()
 
     def _remove_tool(self, key: int) -> None:
@@ -282,6 +294,9 @@ class ModelContextRegistry:
         if tool is not None:
             self._tools_by_name = None
             del self._tool_names[tool.name]
+            if self._removed is not None and self._put is not None:
+                self._put.pop(tool.name, None)
+                self._removed[tool.name] = None
             self._changed()
 
     def _check_strict(self) -> None:
@@ -292,11 +307,21 @@ class ModelContextRegistry:
         self._cache = None
         self._subscribers.notify()
 
-    def _own_tools(self) -> dict[str, Tool]:
-        """The registry's own tools by name; the same object until a tool changes."""
+    def _own_tools(self) -> ToolMap:
+        """The registry's own tools by name; the same object until a tool changes, then
+        made from the last one (:class:`ToolMap`: followers see what changed)."""
         tools = self._tools_by_name
         if tools is None:
-            tools = self._tools_by_name = {tool.name: tool for tool in self._tools.values()}
+            built, removed, put = self._tools_built, self._removed, self._put
+            if built is not None and removed is not None and put is not None:
+                by_key, tool_names = self._tools, self._tool_names
+                tools = ToolMap.derived(
+                    built, tuple(removed), {name: by_key[tool_names[name]] for name in put}
+                )
+            else:
+                tools = ToolMap((tool.name, tool) for tool in self._tools.values())
+            self._tools_by_name = self._tools_built = tools
+            self._removed, self._put = {}, {}
         return tools
 
     def _build(self, conflict: ConflictPolicy) -> ModelContext:
@@ -354,7 +379,11 @@ class _ProviderEntry:
             return self._adjusted
         adjusted = context
         if self.namespace:
-            adjusted = namespaced(adjusted, self.namespace)
+            seen, before = self._seen, self._adjusted
+            previous = None
+            if seen is not None and before is not None and type(before.tools) is ToolMap:
+                previous = (seen.tools, before.tools)  # rename only what changed since
+            adjusted = namespaced(adjusted, self.namespace, previous=previous)
         if self.priority is not None and adjusted.priority != self.priority:
             adjusted = dataclass_replace(adjusted, priority=self.priority)
         self._seen, self._adjusted = context, adjusted
