@@ -39,25 +39,25 @@ ON_REQUEST = [*OPTIONAL, "assistant_frames.federation", "assistant_frames.format
 #: The packages whose names load on first use (each has a ``_LAZY`` table).
 LAZY_PACKAGES = [
     "assistant_frames",
+    "assistant_frames.apps",
+    "assistant_frames.asgi",
     "assistant_frames.federation",
     "assistant_frames.formats",
     "assistant_frames.frames",
+    "assistant_frames.mcp",
     "assistant_frames.registry",
     "assistant_frames.transports",
+    "assistant_frames.widgets",
 ]
 
 #: Every package with an ``__all__``: each of its names must resolve.
 PUBLIC_PACKAGES = [
     *LAZY_PACKAGES,
-    "assistant_frames.apps",
     "assistant_frames.apps.protocol",
-    "assistant_frames.asgi",
     "assistant_frames.browser",
     "assistant_frames.cli",
-    "assistant_frames.mcp",
     "assistant_frames.nats",
     "assistant_frames.transports.websocket",
-    "assistant_frames.widgets",
 ]
 
 
@@ -149,6 +149,30 @@ def test_type_checkers_see_every_lazy_name(name: str) -> None:
     package = importlib.import_module(name)
     path = PACKAGE.joinpath(*name.split(".")[1:], "__init__.py")
     assert _type_checking_imports(path) == package._LAZY
+
+
+def test_a_former_name_loads_the_new_one_and_warns_where_it_is_used() -> None:
+    code = textwrap.dedent(
+        """
+        import sys, warnings
+        import assistant_frames.mcp as package
+        assert "assistant_frames.mcp.frame" not in sys.modules
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            old = package.MCPFrame
+        assert old is package.MCPFrameHost
+        assert [(w.category, w.filename) for w in caught] == [(DeprecationWarning, "<string>")]
+        print(caught[0].message)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == (
+        "assistant_frames.mcp.MCPFrame is deprecated and goes in the next minor release; "
+        "use assistant_frames.mcp.MCPFrameHost"
+    )
 
 
 def test_the_version_and_the_former_side_effect_submodules() -> None:

@@ -10,17 +10,21 @@ Needs the ``mcp`` extra (it reuses the ``mcp`` SDK's types).
 
 from __future__ import annotations
 
-from . import protocol
-from .app import App
-from .bridge import AppBridge
-from .client_server import ClientServer
-from .csp import DEFAULT_CSP, CspError, allow_attribute, build_csp
-from .display import allowed_display_modes, build_host_context, choose_display_mode
-from .errors import AppDisconnected, AppError, AppRequestError, AppTimeout
-from .forwarding import AppServer
-from .links import LinkPolicy
-from .resource import AppResource, AppResourceError, resolve_resource
-from .view import AppView, ViewState
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from . import protocol
+    from .app import App
+    from .bridge import AppBridge
+    from .client_server import ClientServer
+    from .csp import DEFAULT_CSP, CspError, allow_attribute, build_csp
+    from .display import allowed_display_modes, build_host_context, choose_display_mode
+    from .errors import AppDisconnected, AppError, AppRequestError, AppTimeout
+    from .forwarding import AppServer
+    from .links import LinkPolicy
+    from .resource import AppResource, AppResourceError, resolve_resource
+    from .view import AppView, ViewState
 
 __all__ = [
     "DEFAULT_CSP",
@@ -46,3 +50,44 @@ __all__ = [
     "protocol",
     "resolve_resource",
 ]
+
+# Imported on first use (PEP 562): the codec without the bridge, a view without the page.
+_LAZY = {
+    "protocol": "",
+    "App": ".app",
+    "AppBridge": ".bridge",
+    "ClientServer": ".client_server",
+    "CspError": ".csp",
+    "DEFAULT_CSP": ".csp",
+    "allow_attribute": ".csp",
+    "build_csp": ".csp",
+    "allowed_display_modes": ".display",
+    "build_host_context": ".display",
+    "choose_display_mode": ".display",
+    "AppDisconnected": ".errors",
+    "AppError": ".errors",
+    "AppRequestError": ".errors",
+    "AppTimeout": ".errors",
+    "AppServer": ".forwarding",
+    "LinkPolicy": ".links",
+    "AppResource": ".resource",
+    "AppResourceError": ".resource",
+    "resolve_resource": ".resource",
+    "AppView": ".view",
+    "ViewState": ".view",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if not module:  # a submodule
+        return importlib.import_module(f".{name}", __name__)
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

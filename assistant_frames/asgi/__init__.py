@@ -21,6 +21,9 @@ See ``docs/running.md``.
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 try:
     import starlette  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -28,10 +31,11 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "assistant_frames.asgi needs Starlette: pip install 'assistant-frames[asgi]'"
     ) from exc
 
-from .app_page import AppPageApp, app_page_app
-from .endpoint import DEFAULT_MAX_MESSAGE_BYTES, FrameEndpoint, Handler, frame_endpoint
-from .files import FilesApp, files_app, relay_app
-from .transport import ASGIAttribute, ASGIWebSocketTransport
+if TYPE_CHECKING:
+    from .app_page import AppPageApp, app_page_app
+    from .endpoint import DEFAULT_MAX_MESSAGE_BYTES, FrameEndpoint, Handler, frame_endpoint
+    from .files import FilesApp, files_app, relay_app
+    from .transport import ASGIAttribute, ASGIWebSocketTransport
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -46,3 +50,31 @@ __all__ = [
     "frame_endpoint",
     "relay_app",
 ]
+
+# Imported on first use (PEP 562): serving files needs no frame endpoint.
+_LAZY = {
+    "AppPageApp": ".app_page",
+    "app_page_app": ".app_page",
+    "DEFAULT_MAX_MESSAGE_BYTES": ".endpoint",
+    "FrameEndpoint": ".endpoint",
+    "Handler": ".endpoint",
+    "frame_endpoint": ".endpoint",
+    "FilesApp": ".files",
+    "files_app": ".files",
+    "relay_app": ".files",
+    "ASGIAttribute": ".transport",
+    "ASGIWebSocketTransport": ".transport",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -5,7 +5,8 @@ Needs the ``mcp`` extra (``pip install 'assistant-frames[mcp]'``).
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from typing import TYPE_CHECKING, Any
 
 try:
     import mcp as _mcp  # noqa: F401
@@ -15,17 +16,12 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from .._deprecated import renamed
-from ._openai import SKYBRIDGE_MIME_TYPE, AppDialect, skybridge_uri
-from .frame import MCPFrameHost
-from .http_auth import HTTPAuth
-from .server import MCPContextServer
 
-_RENAMED = {"MCPFrame": "MCPFrameHost"}  # 0.2.0; the old name goes in 0.3.0
-
-
-def __getattr__(name: str) -> Any:
-    return renamed(__name__, name, _RENAMED, globals())
-
+if TYPE_CHECKING:
+    from ._openai import SKYBRIDGE_MIME_TYPE, AppDialect, skybridge_uri
+    from .frame import MCPFrameHost
+    from .http_auth import HTTPAuth
+    from .server import MCPContextServer
 
 __all__ = [
     "SKYBRIDGE_MIME_TYPE",
@@ -35,3 +31,35 @@ __all__ = [
     "MCPFrameHost",
     "skybridge_uri",
 ]
+
+# Imported on first use (PEP 562): a host of MCP servers needs no MCP server of its own.
+_LAZY = {
+    "SKYBRIDGE_MIME_TYPE": "._openai",
+    "AppDialect": "._openai",
+    "HTTPAuth": ".http_auth",
+    "MCPContextServer": ".server",
+    "MCPFrameHost": ".frame",
+    "skybridge_uri": "._openai",
+}
+
+_RENAMED = {"MCPFrame": "MCPFrameHost"}  # 0.2.0; the old name goes in 0.3.0
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RENAMED:  # the new name's object (imported first), with a DeprecationWarning
+        _load(_RENAMED[name])
+        return renamed(__name__, name, _RENAMED, globals())
+    return _load(name)
+
+
+def _load(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -9,11 +9,15 @@ itself is in :mod:`assistant_frames.widgets.protocol`, without I/O.
 
 from __future__ import annotations
 
-from . import protocol
-from .host import MethodError, WidgetHost
-from .keeper import WIDGET_STATE_METHOD, InvalidWidgetState, WidgetStateKeeper
-from .manifest import BASE_METHODS, PERMISSION_METHODS, WidgetManifest
-from .store import MemoryWidgetStateStore, SQLiteWidgetStateStore, WidgetState, WidgetStateStore
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from . import protocol
+    from .host import MethodError, WidgetHost
+    from .keeper import WIDGET_STATE_METHOD, InvalidWidgetState, WidgetStateKeeper
+    from .manifest import BASE_METHODS, PERMISSION_METHODS, WidgetManifest
+    from .store import MemoryWidgetStateStore, SQLiteWidgetStateStore, WidgetState, WidgetStateStore
 
 __all__ = [
     "BASE_METHODS",
@@ -30,3 +34,35 @@ __all__ = [
     "WidgetStateStore",
     "protocol",
 ]
+
+# Imported on first use (PEP 562): the wire, the manifest or a store without the host.
+_LAZY = {
+    "protocol": "",
+    "MethodError": ".host",
+    "WidgetHost": ".host",
+    "InvalidWidgetState": ".keeper",
+    "WIDGET_STATE_METHOD": ".keeper",
+    "WidgetStateKeeper": ".keeper",
+    "BASE_METHODS": ".manifest",
+    "PERMISSION_METHODS": ".manifest",
+    "WidgetManifest": ".manifest",
+    "MemoryWidgetStateStore": ".store",
+    "SQLiteWidgetStateStore": ".store",
+    "WidgetState": ".store",
+    "WidgetStateStore": ".store",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if not module:  # a submodule
+        return importlib.import_module(f".{name}", __name__)
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
