@@ -8,7 +8,7 @@ the frame that owns the tool. Wire-compatible with assistant-ui's Assistant Fram
 
 from __future__ import annotations
 
-import importlib
+from ._lazy import lazy_exports
 
 # Not typing.TYPE_CHECKING: importing typing would be most of what ``import
 # assistant_frames`` costs. Type checkers take any ``TYPE_CHECKING`` to be true.
@@ -243,20 +243,16 @@ _SUBMODULES = ("calls", "errors", "federation", "formats", "frames", "registry",
 _LAZY.update(dict.fromkeys(_SUBMODULES, ""))
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        if name == "__version__":  # read from the installed metadata (see _version.py)
-            from ._version import package_version
+_load, _names = lazy_exports(__name__, globals(), _LAZY)
 
-            return package_version()
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if not module:  # a submodule
-        return importlib.import_module(f".{name}", __name__)
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":  # read from the installed metadata (see _version.py)
+        from ._version import package_version
+
+        return package_version()
+    return _load(name)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY, "__version__"})
+    return [*_names(), "__version__"]

@@ -81,7 +81,7 @@ def _under(modules: set[str], names: list[str]) -> list[str]:
 
 def test_importing_the_package_loads_nothing_else() -> None:
     loaded = _loaded_after("import assistant_frames")
-    assert _under(loaded, ["assistant_frames"]) == ["assistant_frames"]
+    assert _under(loaded, ["assistant_frames"]) == ["assistant_frames", "assistant_frames._lazy"]
     assert _under(loaded, [*HEAVY, "pydantic", "anyio", "asyncio", "typing"]) == []
 
 

@@ -5,8 +5,9 @@ Needs the ``mcp`` extra (``pip install 'assistant-frames[mcp]'``).
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
+
+from .._lazy import lazy_exports
 
 try:
     import mcp as _mcp  # noqa: F401
@@ -52,14 +53,4 @@ def __getattr__(name: str) -> Any:
     return _load(name)
 
 
-def _load(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+_load, __dir__ = lazy_exports(__name__, globals(), _LAZY)

@@ -14,9 +14,10 @@ transport, not the others.
 
 from __future__ import annotations
 
-import importlib
 import warnings
 from typing import TYPE_CHECKING, Any
+
+from .._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from .attributes import WebSocketAttribute
@@ -124,19 +125,13 @@ _LAZY = {
 }
 
 
+_load, __dir__ = lazy_exports(__name__, globals(), _LAZY)
+
+
 def __getattr__(name: str) -> Any:
     if name == "serve_stdio":
         return _deprecated_serve_stdio()
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return _load(name)
 
 
 def _deprecated_serve_stdio() -> Any:
