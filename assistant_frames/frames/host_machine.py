@@ -517,7 +517,7 @@ class HostMachine:
             tool_specs.update(specs)
             order = patch.order
             if order is not None:
-                if len(order) != len(tools) or not tools.keys() >= set(order):
+                if len(order) != len(tools) or set(order) != tools.keys():
                     raise ValueError("its order does not name every tool once")
                 tools = ToolMap((name, tools[name]) for name in order)
                 tool_specs = {name: tool_specs[name] for name in order}

@@ -185,6 +185,22 @@ def test_an_unusable_patch_keeps_the_context_and_the_next_one_resyncs() -> None:
     assert event.sends == (protocol.encode_context_request(),)
 
 
+def test_a_patch_whose_order_does_not_name_every_tool_once_is_not_applied() -> None:
+    host, _ = subscribed_host({"tools": {"a": spec("A"), "b": spec("B")}})
+    held = host.context
+    for order in (["a", "a", "c"], ["a", "c"], ["c", "b", "a", "a"]):
+        host.patch_seq = 0
+        event = host.receive(
+            envelope({**patch(1, {"tools": {"c": spec("C")}})["message"], "order": order})
+        )
+        assert isinstance(event, HostMalformed)
+        assert host.context is held
+    host.patch_seq = 0
+    good = {**patch(1, {"tools": {"c": spec("C")}})["message"], "order": ["c", "a", "b"]}
+    assert isinstance(host.receive(envelope(good)), ContextChanged)
+    assert list(host.context.tools) == ["c", "a", "b"]
+
+
 def test_a_patch_before_any_subscription_asks_for_a_snapshot() -> None:
     host = HostMachine(ToolFactory(), id_prefix="t-")
     host.open()
