@@ -29,7 +29,9 @@ SETTLE_SECONDS = 0.05  # quiet time for a connection's background chatter to fin
 class CountingStream(ObjectStream[Any]):
     """Wraps the host's transport end; counts the context messages it receives."""
 
-    CONTEXT_TYPES = frozenset({"model-context-update", "model-context-response"})
+    CONTEXT_TYPES = frozenset(
+        {"model-context-update", "model-context-response", "model-context-patch"}
+    )
 
     def __init__(self, inner: ObjectStream[Any]) -> None:
         self.inner = inner
