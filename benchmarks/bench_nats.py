@@ -335,14 +335,7 @@ async def _discovery(
         log(f"nats discovery: repeat {repeat + 1}/{config.nats_discoveries}")
         # The frames first, then the parent: from entering the discovery.
         prefix = f"benchmark.running{repeat}"
-        async with nats_frames_child(kids, url, prefix, "frame", count):
-            parent = ModelContextRegistry()
-            gc.collect()
-            start = time.perf_counter()
-            with anyio.fail_after(TIMEOUT_SECONDS):
-                async with NATSDiscovery(parent, nats=url, prefix=prefix):
-                    await _all_visible(parent, count)
-                    result.discovery_enter_s.append(time.perf_counter() - start)
+        result.discovery_enter_s.append(await _discover_running(kids, url, prefix, count))
         # The parent first, then the frames: from the child serving them all (and from
         # starting the child), with the discovery's default round interval.
         prefix = f"benchmark.joining{repeat}"
@@ -364,22 +357,29 @@ async def _discovery_large(
 ) -> None:
     """(u'): (u) with ``config.nats_frames_large`` frames, all served by one child
     process (as (u)'s are)."""
-    from assistant_frames.nats import NATSDiscovery
-
     count = result.frames_large = config.nats_frames_large
     for repeat in range(config.nats_discoveries_large):
         log(
             f"nats discovery, {count:,} frames: repeat {repeat + 1}/{config.nats_discoveries_large}"
         )
         prefix = f"benchmark.large{repeat}"
-        async with nats_frames_child(kids, url, prefix, "frame", count):
-            parent = ModelContextRegistry()
-            gc.collect()
-            start = time.perf_counter()
-            with anyio.fail_after(TIMEOUT_SECONDS):
-                async with NATSDiscovery(parent, nats=url, prefix=prefix):
-                    await _all_visible(parent, count)
-                    result.discovery_large_enter_s.append(time.perf_counter() - start)
+        result.discovery_large_enter_s.append(await _discover_running(kids, url, prefix, count))
+
+
+async def _discover_running(kids: Children, url: str, prefix: str, count: int) -> float:
+    """Seconds from entering a discovery to the parent holding ``count`` frames already
+    running (one child process serves them all)."""
+    from assistant_frames.nats import NATSDiscovery
+
+    async with nats_frames_child(kids, url, prefix, "frame", count):
+        parent = ModelContextRegistry()
+        gc.collect()
+        start = time.perf_counter()
+        with anyio.fail_after(TIMEOUT_SECONDS):
+            async with NATSDiscovery(parent, nats=url, prefix=prefix):
+                await _all_visible(parent, count)
+                elapsed = time.perf_counter() - start
+    return elapsed
 
 
 async def bench_nats(config: Config, backend: str, log: Callable[[str], None]) -> NATSResult:

@@ -46,11 +46,11 @@ _LAZY = {
 _RENAMED = {"MCPFrame": "MCPFrameHost"}  # 0.2.0; the old name goes in 0.3.0
 
 
+_load, __dir__ = lazy_exports(__name__, globals(), _LAZY)
+
+
 def __getattr__(name: str) -> Any:
     if name in _RENAMED:  # the new name's object (imported first), with a DeprecationWarning
         _load(_RENAMED[name])
         return renamed(__name__, name, _RENAMED, globals())
     return _load(name)
-
-
-_load, __dir__ = lazy_exports(__name__, globals(), _LAZY)
