@@ -151,6 +151,8 @@ def frames_expected(runner: str) -> dict[str, Any]:
         "ws fail": ["ToolCallError", "no reason", "fail", "ws"],
         "ws timeout": "ToolCallTimeout",
         "connect_websocket add": 2,
+        "live tool added": 42,
+        "live changes as patches": 2,
         "ws wrong token": "HandshakeRejected",
         "nap timeout": "ToolCallTimeout",
         "after an abandoned thread": [2, 0],

@@ -33,7 +33,8 @@ async def main() -> None:
         report("memory count", await frame.call_tool("count", {"n": 3}, on_event=events.append))
         report("memory count events", progress_of(events))
 
-    provider = AssistantFrameProvider(calculator("ws"))
+    ws_registry = calculator("ws")
+    provider = AssistantFrameProvider(ws_registry)
     files = {"/hello.txt": (b"hello from the frame server", "text/plain")}
     async with websocket_server(provider.serve, token=TOKEN, http_files=files) as server:
         report("ws http file", await http(f"http://127.0.0.1:{server.port}/hello.txt"))
@@ -66,6 +67,17 @@ async def main() -> None:
         ):
             await host.wait_for_context(timeout=5)
             report("connect_websocket add", await host.call_tool("add", {"a": 1, "b": 1}))
+            # Live changes: the host asked for patches; a tool comes and goes.
+            await wait_until(
+                lambda: any(c.machine.patches for c in provider._connections),
+                "the frame heard the host ask for patches",
+            )
+            double = ws_registry.add_tool("double", lambda n: 2 * n)
+            await wait_until(lambda: "double" in host.get_model_context().tools, "tool added")
+            report("live tool added", await host.call_tool("double", {"n": 21}))
+            double.remove()
+            await wait_until(lambda: "double" not in host.get_model_context().tools, "removed")
+            report("live changes as patches", host._machine.patch_seq)
         try:
             async with connect(server.url, token="wrong", name="intruder", connect_timeout=5):
                 pass
