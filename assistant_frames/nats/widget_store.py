@@ -257,8 +257,8 @@ class NATSWidgetStateStore:
         A compare-and-set like every write (:meth:`update` with a change that ignores
         the current state): of two hosts saving at once, the later write wins, whole.
         """
-        self._encode(widget_id, state)  # refused before any request
-        await self.update(widget_id, lambda _current: state)
+        value = self._encode(widget_id, state)  # refused before any request; encoded once
+        await self._compare_and_set(widget_id, lambda _current: (state, value))
 
     async def update(
         self, widget_id: str, change: Callable[[WidgetState], WidgetState]
@@ -274,12 +274,25 @@ class NATSWidgetStateStore:
         is written), :class:`WidgetStateStoreError` when NATS fails; an exception of
         ``change`` propagates as it is, with nothing written.
         """
+
+        def step(current: WidgetState) -> tuple[WidgetState, bytes | None]:
+            state = change(current)
+            return state, self._encode(widget_id, state)
+
+        return await self._compare_and_set(widget_id, step)
+
+    async def _compare_and_set(
+        self,
+        widget_id: str,
+        step: Callable[[WidgetState], tuple[WidgetState, bytes | None]],
+    ) -> WidgetState:
+        """Write what ``step(current)`` gives (the state and its encoding, ``None`` to
+        delete) if nobody wrote since ``current`` was read; else read and try again."""
         kv = self._bucket()
         key = widget_key(widget_id)
         for attempt in range(1, self.attempts + 1):
             current, revision = await self._read(kv, widget_id)
-            state = change(current)
-            value = self._encode(widget_id, state)
+            state, value = step(current)
             try:
                 if value is None:
                     if current is not None:
