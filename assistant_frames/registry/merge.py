@@ -22,6 +22,9 @@ different priorities never conflict: the higher priority wins.
 """
 
 Source: TypeAlias = ModelContext | ModelContextProvider
+Item: TypeAlias = tuple[ModelContext, object]  # a context and the source it came from
+#: A merge's sorted items and its result: what the next merge may start from.
+Merged: TypeAlias = tuple[list[Item], ModelContext]
 
 
 def merge_model_contexts(
@@ -37,11 +40,11 @@ def merge_model_contexts(
     publishing a colliding name. ``call_settings`` and ``config`` are merged key by key,
     higher priority winning.
     """
-    items: list[tuple[ModelContext, object]] = []
+    items: list[Item] = []
     for source in _flatten(sources):
         context = source if isinstance(source, ModelContext) else source.get_model_context()
         items.append((context, source))
-    return _merge(items, conflict)
+    return _merge(items, conflict)[1]
 
 
 def _flatten(sources: tuple[Source | Iterable[Source], ...]) -> Iterable[Source]:
@@ -54,30 +57,61 @@ def _flatten(sources: tuple[Source | Iterable[Source], ...]) -> Iterable[Source]
             raise TypeError(f"Cannot merge {source!r}: not a ModelContext or a provider")
 
 
-def _merge(items: list[tuple[ModelContext, object]], conflict: ConflictPolicy) -> ModelContext:
+def _merge(items: list[Item], conflict: ConflictPolicy, previous: Merged | None = None) -> Merged:
+    """Merge ``items``; ``previous``, an earlier merge under the same ``conflict`` policy,
+    lets a change of a few tools cost as much as the change, not every tool again."""
     if conflict not in ("first", "last", "error"):
         raise ValueError(f"conflict must be 'first', 'last' or 'error', not {conflict!r}")
     items = sorted(items, key=lambda item: -item[0].priority)  # stable
     with_tools = [context for context, _ in items if context.tools]
+    merged: tuple[Mapping[str, Tool], tuple[ToolConflict, ...]] | None = None
     if len(with_tools) == 1:  # nothing to resolve: share the one mapping (often 1,000s)
-        tools_only: Mapping[str, Tool] | None = with_tools[0].tools
-    else:
-        tools_only = None
+        merged = with_tools[0].tools, tuple(c for context, _ in items for c in context.conflicts)
+    elif previous is not None:
+        merged = _merge_changes(items, *previous)
+    tools, conflicts = _merge_tools(items, conflict) if merged is None else merged
     systems: list[str] = []
-    tools: dict[str, Tool] = {}
-    owners: dict[str, tuple[int, object]] = {}  # name -> (priority, source)
-    conflicts: list[ToolConflict] = []
     call_settings: dict[str, Any] = {}
     config: dict[str, Any] = {}
     ui_resources: dict[str, UIResource] = {}
-    for context, source in items:
+    for context, _ in items:
         for uri, resource in context.ui_resources.items():
             ui_resources.setdefault(uri, resource)  # as settings: the higher priority wins
-        conflicts.extend(context.conflicts)  # resolved further down: still worth reporting
         if context.system:
             systems.append(context.system)
+        _update_lower(call_settings, context.call_settings)
+        _update_lower(config, context.config)
+    result = ModelContext(
+        system="\n\n".join(systems) or None,
+        tools=tools,
+        call_settings=call_settings or None,
+        config=config or None,
+        conflicts=conflicts,
+        waiting=tuple(name for context, _ in items for name in context.waiting),
+        ui_resources=ui_resources or NO_UI_RESOURCES,
+    )
+    return items, result
+
+
+def _merge_tools(
+    items: list[Item], conflict: ConflictPolicy
+) -> tuple[ToolMap, tuple[ToolConflict, ...]]:
+    """Every item's tools, resolved by priority and ``conflict``; the conflicts (each
+    context's own, then those of this merge, in item order)."""
+    tools = ToolMap()
+    for context, _ in items:
+        tools.update(context.tools)
+    if len(tools) == sum(len(context.tools) for context, _ in items):
+        # No name twice (the common case, and namespaced members' always): nothing to
+        # resolve, and ``update`` ran at C speed.
+        return tools, tuple(c for context, _ in items for c in context.conflicts)
+    tools = ToolMap()
+    owners: dict[str, tuple[int, object]] = {}  # name -> (priority, source)
+    conflicts: list[ToolConflict] = []
+    for context, source in items:
+        conflicts.extend(context.conflicts)  # resolved further down: still worth reporting
         priority = context.priority
-        for name, tool in () if tools_only is not None else context.tools.items():
+        for name, tool in context.tools.items():
             existing = tools.get(name)
             if existing is None:
                 tools[name] = tool
@@ -102,17 +136,50 @@ def _merge(items: list[tuple[ModelContext, object]], conflict: ConflictPolicy) -
                 conflicts.append(
                     ToolConflict(name, priority, existing, tool, existing_source, source)
                 )
-        _update_lower(call_settings, context.call_settings)
-        _update_lower(config, context.config)
-    return ModelContext(
-        system="\n\n".join(systems) or None,
-        tools=tools if tools_only is None else tools_only,
-        call_settings=call_settings or None,
-        config=config or None,
-        conflicts=tuple(conflicts),
-        waiting=tuple(name for context, _ in items for name in context.waiting),
-        ui_resources=ui_resources or NO_UI_RESOURCES,
-    )
+    return tools, tuple(conflicts)
+
+
+def _merge_changes(
+    items: list[Item], before: list[Item], merged: ModelContext
+) -> tuple[ToolMap, tuple[ToolConflict, ...]] | None:
+    """The tools :func:`_merge_tools` would give, made from ``merged`` (the merge of
+    ``before``) by repeating each changed item's steps (:meth:`ToolMap.lineage`).
+
+    ``None`` unless that gives the very same map, order included: the same sources at
+    the same priorities, each changed item's tools made from its tools before, no name
+    a changed item touched offered by another item (no priority or conflict to
+    resolve), and a name new to an item only when no later item has tools (a full
+    merge would put it before theirs).
+    """
+    if len(items) != len(before) or type(merged.tools) is not ToolMap:
+        return None
+    removed: list[str] = []
+    put: dict[str, Tool] = {}
+    for index, ((context, source), (old, old_source)) in enumerate(zip(items, before, strict=True)):
+        if source is not old_source or context.priority != old.priority:
+            return None
+        if context.conflicts != old.conflicts:
+            return None
+        tools = context.tools
+        if tools is old.tools:
+            continue
+        lineage = tools.lineage(old.tools) if type(tools) is ToolMap else None
+        if lineage is None:
+            return None
+        gone, changed = lineage
+        others = [c.tools for i, (c, _) in enumerate(items) if i != index and c.tools]
+        if any(name in other for other in others for name in (*gone, *changed)):
+            return None
+        last = not any(c.tools for c, _ in items[index + 1 :])
+        moved = set(gone)
+        for name in changed:
+            if not last and (name in moved or name not in merged.tools):
+                return None
+            put[name] = tools[name]
+        removed.extend(gone)
+    if not removed and not put:
+        return merged.tools, merged.conflicts
+    return ToolMap.derived(merged.tools, tuple(removed), put), merged.conflicts
 
 
 def _update_lower(target: dict[str, Any], values: Mapping[str, Any] | None) -> None:
@@ -143,7 +210,9 @@ def namespaced(
     if previous is not None and type(tools) is ToolMap:
         lineage = tools.lineage(previous[0])
     renamed: ToolMap
-    if lineage is None:
+    if previous is not None and tools is previous[0]:
+        renamed = previous[1]  # the same tools (another part of the context changed)
+    elif lineage is None:
         renamed = ToolMap(
             (f"{prefix}{name}", tool.replace(name=f"{prefix}{name}"))
             for name, tool in tools.items()

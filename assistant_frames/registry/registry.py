@@ -19,7 +19,7 @@ from .context import (
     ToolConflict,
     Unsubscribe,
 )
-from .merge import ConflictPolicy, _merge, namespaced
+from .merge import ConflictPolicy, Merged, _merge, namespaced
 from .tool import _UNSET, ExecuteFunction, Parameters, Tool, ToolOptions
 from .tool_map import ToolMap
 from .ui import UIResource
@@ -78,6 +78,7 @@ class ModelContextRegistry:
         self._ui_resources: dict[str, UIResource] = {}
         self._subscribers = Subscribers()
         self._cache: ModelContext | None = None
+        self._merged: Merged | None = None  # the last merge with providers, to start from
         self._reported: set[tuple[str, int, int]] = set()
 
     # -- ModelContextProvider ------------------------------------------------------------
@@ -335,7 +336,10 @@ class ModelContextRegistry:
             return own
         items: list[tuple[ModelContext, object]] = [(own, self)]
         items.extend((entry.context(), entry.provider) for entry in self._providers.values())
-        return dataclass_replace(_merge(items, conflict), priority=self.priority)
+        if conflict != self.conflict:  # strict's check: a merge of its own
+            return _merge(items, conflict)[1]
+        self._merged = merged = _merge(items, conflict, self._merged)
+        return dataclass_replace(merged[1], priority=self.priority)
 
     def _report(self, conflicts: tuple[ToolConflict, ...]) -> None:
         for c in conflicts:

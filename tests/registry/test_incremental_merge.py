@@ -1,0 +1,141 @@
+"""A parent registry's merged context, made change by change from the last merge
+(``registry.merge._merge_changes``), is exactly what a merge of everything again gives:
+the same tools in the same order, the same conflicts."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from assistant_frames import ModelContext, ModelContextRegistry, merge_model_contexts
+from assistant_frames.registry.registry import ToolHandle
+from assistant_frames.registry.tool_map import ToolMap
+
+NAMES = [f"t{i}" for i in range(6)]  # few names: children without a namespace collide
+
+
+def lookup(query: str) -> str:
+    """Look something up."""
+    return query
+
+
+class Federation:
+    """A parent with tools of its own and children, some namespaced, at two priorities."""
+
+    def __init__(self, children: list[tuple[str | None, int]]) -> None:
+        self.parent = ModelContextRegistry()
+        self.parent.add_tool("own", lookup)
+        self.children = [ModelContextRegistry() for _ in children]
+        self.handles: list[list[ToolHandle]] = [[] for _ in children]
+        self.count = 0
+        for child, (namespace, priority) in zip(self.children, children, strict=True):
+            self.parent.add_provider(child, namespace=namespace, priority=priority)
+
+    def apply(self, which: int, op: str, pick: int) -> None:
+        child, handles = self.children[which], self.handles[which]
+        self.count += 1
+        if op == "add" or not handles:
+            handles.append(
+                child.add_tool(f"{NAMES[pick % len(NAMES)]}_{which}_{self.count}", lookup)
+            )
+            return
+        if op == "add-common":  # a name other children may have too (not this one twice)
+            name = NAMES[pick % len(NAMES)]
+            if name not in child.get_model_context().tools:
+                handles.append(child.add_tool(name, lookup))
+            return
+        handle = handles[pick % len(handles)]
+        if op == "update":
+            handle.update(description=f"change {self.count}")
+        elif op == "rename":
+            handle.update(name=f"r{self.count}")
+        elif op == "remove":
+            handle.remove()
+            handles.remove(handle)
+
+    def rebuilt(self) -> ModelContext:
+        """Everything merged again, from plain copies (no map to start from)."""
+        parent = self.parent
+        own = ModelContext(tools=dict(parent._own_tools()), priority=parent.priority)
+        items = [own] + [
+            ModelContext(
+                tools=dict(entry.context().tools),
+                priority=entry.context().priority,
+                conflicts=entry.context().conflicts,
+            )
+            for entry in parent._providers.values()
+        ]
+        return merge_model_contexts(items, conflict=parent.conflict)
+
+
+def described(context: ModelContext) -> list[tuple[str, str | None, object]]:
+    return [(name, tool.description, tool.execute) for name, tool in context.tools.items()]
+
+
+children = st.lists(
+    st.tuples(st.sampled_from([None, "a", "b", "c"]), st.sampled_from([0, 0, 1])),
+    min_size=1,
+    max_size=4,
+)
+steps = st.lists(
+    st.tuples(
+        st.integers(0, 3),
+        st.sampled_from(["add", "add", "add-common", "update", "rename", "remove"]),
+        st.integers(0, 50),
+    ),
+    max_size=40,
+)
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(children=children, steps=steps, batch=st.integers(1, 3))
+def test_a_merge_made_from_the_last_one_is_what_merging_again_gives(
+    children: list[tuple[str | None, int]], steps: list[tuple[int, str, int]], batch: int
+) -> None:
+    federation = Federation(children)
+    for index, (which, op, pick) in enumerate(steps):
+        federation.apply(which % len(children), op, pick)
+        if index % batch:
+            continue
+        merged = federation.parent.get_model_context()
+        again = federation.rebuilt()
+        assert described(merged) == described(again)
+        assert [(c.name, c.kept, c.dropped) for c in merged.conflicts] == [
+            (c.name, c.kept, c.dropped) for c in again.conflicts
+        ]
+
+
+def test_a_change_in_one_member_is_merged_from_the_last_merge() -> None:
+    """The path is taken: the parent's tools are made from its previous tools, so whoever
+    follows the parent (a frame serving it) sees the one change too."""
+    federation = Federation([("a", 0), ("b", 0), ("c", 0)])
+    for which in range(3):
+        for _ in range(100):
+            federation.apply(which, "add", 0)
+    before = federation.parent.get_model_context().tools
+    federation.apply(1, "update", 7)
+    after = federation.parent.get_model_context().tools
+    assert isinstance(after, ToolMap)
+    removed, put = after.lineage(before) or ((), ())
+    assert removed == ()
+    assert len(put) == 1
+    assert put[0].startswith("b_")
+    assert list(after) == list(before)  # updated in place: the order stays
+    federation.apply(2, "add", 3)  # new in the last member: goes last
+    latest = federation.parent.get_model_context().tools
+    assert isinstance(latest, ToolMap)
+    assert latest.lineage(after) is not None
+    assert list(latest)[-1].startswith("c_")
+    assert described(federation.parent.get_model_context()) == described(federation.rebuilt())
+
+
+def test_a_new_tool_in_an_earlier_member_is_merged_again_in_its_place() -> None:
+    federation = Federation([("a", 0), ("b", 0)])
+    federation.apply(0, "add", 0)
+    federation.apply(1, "add", 0)
+    before = federation.parent.get_model_context().tools
+    federation.apply(0, "add", 1)
+    after = federation.parent.get_model_context()
+    assert isinstance(after.tools, ToolMap)
+    assert after.tools.lineage(before) is None  # merged whole: its place is before b's
+    assert [name[:2] for name in after.tools] == ["ow", "a_", "a_", "b_"]
