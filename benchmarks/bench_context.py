@@ -121,6 +121,9 @@ async def bench_burst(config: Config) -> BurstResult:
         )
 
 
+MERGED_MEMBERS = 10  # members of the merged propagation row
+
+
 @dataclass
 class PropagationResult:
     tools: int
@@ -131,25 +134,39 @@ class PropagationResult:
     max_ms: float
     median_ms_by_kind: dict[str, float]
     setup_ms: float
+    members: int = 1  # registries merged (namespaced) into the one served; 1: itself
 
     @property
     def us_per_tool(self) -> float:
         """The median spread over the registry's tools, in µs."""
         return self.median_ms * 1000 / self.tools
 
+    @property
+    def label(self) -> str:
+        if self.members == 1:
+            return f"{self.tools:,} tools"
+        return f"{self.tools:,} tools in {self.members} members"
 
-async def bench_propagation(config: Config, tools: int | None = None) -> PropagationResult:
+
+async def bench_propagation(
+    config: Config, tools: int | None = None, members: int = 1
+) -> PropagationResult:
     """One change in a registry of ``tools`` tools (``config.propagation_tools`` by
-    default) to the host's subscriber."""
+    default) to the host's subscriber. With ``members`` > 1, the tools are spread over
+    that many registries merged, namespaced, into the one served (a federation's
+    parent), and each change is made in one member in turn."""
     tools = config.propagation_tools if tools is None else tools
     clock = time.perf_counter_ns
     setup_start = clock()
     registry = ModelContextRegistry()
+    owners = [registry] if members == 1 else [ModelContextRegistry() for _ in range(members)]
+    for index, member in enumerate(owners if members > 1 else ()):
+        registry.add_provider(member, namespace=f"m{index}")
     handles = [
-        registry.add_tool(f"tool_{i}", small_tool, description=f"Tool number {i}")
+        owners[i % members].add_tool(f"tool_{i}", small_tool, description=f"Tool number {i}")
         for i in range(tools)
     ]
-    instruction = registry.add_instruction("You are a benchmark.")
+    instruction = owners[-1].add_instruction("You are a benchmark.")
     async with served(registry) as (host, _):
         if len(host.get_model_context().tools) != tools:
             raise RuntimeError("propagation: the host does not hold every tool")
@@ -159,7 +176,7 @@ async def bench_propagation(config: Config, tools: int | None = None) -> Propaga
         added: list[Any] = []
 
         def add_tool(k: int) -> None:
-            added.append(registry.add_tool(f"extra_{k}", small_tool))
+            added.append(owners[k % members].add_tool(f"extra_{k}", small_tool))
 
         def update_tool(k: int) -> None:
             handles[(k * 37) % len(handles)].update(description=f"Updated, change {k}")
@@ -205,4 +222,5 @@ async def bench_propagation(config: Config, tools: int | None = None) -> Propaga
             if values
         },
         setup_ms=setup_ms,
+        members=members,
     )

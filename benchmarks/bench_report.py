@@ -37,6 +37,7 @@ def targets_for(
     burst: BurstResult,
     propagation: PropagationResult,
     propagation_large: PropagationResult,
+    propagation_merged: PropagationResult,
     cross: CrossProcess,
     apps: AppsResult,
 ) -> list[Target]:
@@ -147,6 +148,13 @@ def targets_for(
             "<= 1 ms",
             propagation_large.median_ms <= 1,
         ),
+        Target(
+            f"propagation, {propagation_merged.label}: change -> host, median",
+            propagation_merged.median_ms,
+            "ms",
+            "<= 1 ms",
+            propagation_merged.median_ms <= 1,
+        ),
     ]
     return out + cross_process_targets(cross)
 
@@ -237,6 +245,7 @@ def render(
     burst: BurstResult,
     propagation: PropagationResult,
     propagation_large: PropagationResult,
+    propagation_merged: PropagationResult,
     cross: CrossProcess,
     apps: AppsResult,
     targets: list[Target],
@@ -287,7 +296,7 @@ def render(
         )
     lines += ["", *render_fastmcp_mount(calls)]
     lines += ["", *render_apps(apps)]
-    lines += ["", *render_propagation(propagation, propagation_large)]
+    lines += ["", *render_propagation(propagation, propagation_large, propagation_merged)]
     lines += [
         "",
         *render_cross_process(cross),
@@ -358,19 +367,21 @@ def render_fastmcp_mount(calls: dict[str, CallResult]) -> list[str]:
     return lines
 
 
-def render_propagation(small: PropagationResult, large: PropagationResult) -> list[str]:
-    """Propagation at two sizes: the median, and the median per tool of the registry."""
+def render_propagation(small: PropagationResult, *larger: PropagationResult) -> list[str]:
+    """Propagation at several sizes: the median, and the median per tool of the registry
+    (growth: over the smallest)."""
     lines = [
         f"{'propagation: change -> host callback':<38}{'median ms':>20}{'p90 ms':>10}"
         f"{'µs per tool   growth':>24}",
     ]
-    for result in (small, large):
+    for result in (small, *larger):
         growth = "" if result is small else f"{result.median_ms / small.median_ms:.2f}x"
         per_tool = f"{result.us_per_tool:.3f} {growth:>8}"
         lines.append(
-            f"{f'{result.tools:,} tools':<38}{result.median_ms:>20.2f}{result.p90_ms:>10.2f}"
-            f"{per_tool:>24}"
+            f"{result.label:<38}{result.median_ms:>20.2f}{result.p90_ms:>10.2f}{per_tool:>24}"
         )
+    kinds = ", ".join(f"{k} {v:.2f}" for k, v in larger[-1].median_ms_by_kind.items())
+    lines.append(f"  {larger[-1].label}, median ms by kind: {kinds}")
     return lines
 
 
@@ -521,6 +532,7 @@ def to_json(
     burst: BurstResult,
     propagation: PropagationResult,
     propagation_large: PropagationResult,
+    propagation_merged: PropagationResult,
     cross: CrossProcess,
     apps: AppsResult,
     targets: list[Target],
@@ -551,6 +563,7 @@ def to_json(
         "burst": asdict(burst),
         "propagation": asdict(propagation),
         "propagation_large": asdict(propagation_large),
+        "propagation_merged": asdict(propagation_merged),
         "propagation_growth_large_over_small": _rounded(
             propagation_large.median_ms / propagation.median_ms
         ),

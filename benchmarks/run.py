@@ -30,7 +30,8 @@ It prints one table, measured in one run on one machine:
 * burst: how many context messages reach a connected host for 1,000 synchronous
   ``registry.add_tool`` calls;
 * propagation: time from one change in a 1,000-tool registry to the host's subscriber,
-  and in a 10,000-tool one (the growth per tool);
+  in a 10,000-tool one (the growth per tool), and in 10,000 tools spread over 10
+  members merged into the served registry (a federation's parent);
 * across processes, sequential latency of the same call: (d) a bare ``websockets``
   echo vs (e) assistant-frames over ``connect_websocket``/``websocket_server`` on
   127.0.0.1; (f) a bare newline-JSON echo through a child's pipes vs (g) a
@@ -69,7 +70,7 @@ import anyio
 from bench_apps import bench_apps
 from bench_calls import bench_calls
 from bench_common import FULL, QUICK, Config
-from bench_context import bench_burst, bench_propagation
+from bench_context import MERGED_MEMBERS, bench_burst, bench_propagation
 from bench_fastmcp import bench_fastmcp_mount
 from bench_mcp import bench_mcp_interop
 from bench_report import render, targets_for, to_json
@@ -101,10 +102,15 @@ async def run(config: Config, backend: str) -> tuple[str, dict[str, Any]]:
     log(f"propagation, {config.propagation_tools_large:,} tools")
     propagation_large = await bench_propagation(config, config.propagation_tools_large)
     gc.collect()
+    log(f"propagation, {config.propagation_tools_large:,} tools in {MERGED_MEMBERS} members")
+    propagation_merged = await bench_propagation(
+        config, config.propagation_tools_large, MERGED_MEMBERS
+    )
+    gc.collect()
     cross = await bench_cross_process(config, backend, log)
     elapsed = time.perf_counter() - started
 
-    figures = (calls, burst, propagation, propagation_large, cross, apps)
+    figures = (calls, burst, propagation, propagation_large, propagation_merged, cross, apps)
     targets = targets_for(*figures)
     text = render(config, backend, *figures, targets, elapsed)
     data = to_json(config, backend, *figures, targets, elapsed)
