@@ -2,11 +2,17 @@
 
 Each replica of a frame is a NATS service named after the frame (the NATS service API,
 ``nats.micro``), with the prefix in its metadata. Discovery asks ``$SRV.INFO`` every
-``interval`` seconds, collects the answers for ``window`` seconds, and keeps a
+``interval`` seconds, collects the answers for up to ``window`` seconds, and keeps a
 :class:`~assistant_frames.Federation` in step: a frame seen for the first time joins it
 (its tools as ``<frame>_<tool>``), and a frame no replica answered for in ``missed``
 rounds in a row leaves it. Nothing restarts: frames started after the parent appear on
 their own.
+
+A round ends before ``window`` once every frame already in the federation has answered,
+at least one frame has, and no answer came for ``quiet`` seconds: answers come in one
+burst, so waiting longer finds nothing more. A round in which a known frame is silent,
+or no frame answers at all, lasts the whole ``window``: that silence is what removes a
+frame, so a slow answer must not be mistaken for it.
 """
 
 from __future__ import annotations
@@ -52,6 +58,11 @@ class NATSDiscovery(Driver):
     frames live (:attr:`registry` their merged tools, namespaced by frame), each a
     :class:`~assistant_frames.nats.NATSFrameHost` sharing this one NATS client.
     ``timeout`` bounds each call and ``liveness`` each silent replica, as on a host.
+
+    A round collects answers for at most ``window`` seconds, and ends sooner once every
+    frame in the federation has answered and then ``quiet`` seconds passed with no
+    answer (at least one frame must have answered: an empty round lasts ``window``). A
+    ``quiet`` of ``window`` or more makes every round last ``window``.
     """
 
     _noun = "NATSDiscovery"
@@ -65,6 +76,7 @@ class NATSDiscovery(Driver):
         prefix: str = DEFAULT_PREFIX,
         interval: float = 1.0,
         window: float = 0.25,
+        quiet: float = 0.025,
         missed: int = 3,
         timeout: float | None = 30.0,
         connect_timeout: float = 10.0,
@@ -73,12 +85,15 @@ class NATSDiscovery(Driver):
     ) -> None:
         if not interval > 0 or not 0 < window <= interval:
             raise ValueError("interval must be positive, and window in (0, interval]")
+        if not quiet > 0:
+            raise ValueError(f"quiet must be positive, not {quiet!r}")
         if missed < 1:
             raise ValueError(f"missed must be at least 1, not {missed!r}")
         self.name = name
         self.prefix = check_prefix(prefix)
         self.interval = interval
         self.window = window
+        self.quiet = quiet
         self.missed = missed
         self.liveness = liveness
         self.federation = Federation(registry, timeout=timeout, connect_timeout=connect_timeout)
@@ -238,20 +253,42 @@ class NATSDiscovery(Driver):
         return self._client
 
     async def _ask(self) -> set[str]:
-        """The frames whose replicas answer ``$SRV.INFO`` within the window."""
+        """The frames whose replicas answer ``$SRV.INFO`` within the window.
+
+        Returns once the window is over, or sooner: once every frame in the federation
+        when asking has answered, one at least, and no answer (of any service: they come
+        in one burst) came for ``quiet`` seconds. A frame joined by another round since
+        is not waited for (its silence here counts for nothing, see :meth:`_apply`).
+        """
         client = self._client_or_fail()
         found: set[str] = set()
+        expected = set(self.federation)  # whose silence would count: wait for each
+        last = 0.0  # when the latest answer came
+        heard = anyio.Event()  # set by an answer, replaced before each wait
 
         async def collect(msg: Msg) -> None:
+            nonlocal last
+            last = anyio.current_time()
             name = _frame_of(msg.data, self.prefix)
             if name is not None:
                 found.add(name)
+            heard.set()
 
         inbox = client.new_inbox()
         subscription = await client.subscribe(inbox, cb=collect)
         try:
             await client.publish(_INFO, b"", reply=inbox)
-            await anyio.sleep(self.window)
+            deadline = anyio.current_time() + self.window
+            while True:
+                now = anyio.current_time()
+                wake = deadline
+                if found and expected <= found:  # all in: until answers go quiet
+                    wake = min(deadline, last + self.quiet)
+                if now >= wake:
+                    break
+                heard = anyio.Event()
+                with anyio.move_on_after(wake - now):
+                    await heard.wait()
         finally:
             try:
                 await subscription.unsubscribe()
