@@ -12,19 +12,14 @@ frame's document id, and a request's id is echoed. It never awaits: feed it what
 
 from __future__ import annotations
 
-from typing import Any, Generic, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from . import protocol
-from .protocol import (
-    MalformedMessage,
-    ModelContextRequest,
-    ModelContextSubscribe,
-    ModelContextUnsubscribe,
-    SerializedModelContext,
-    ToolCall,
-    ToolCancel,
-)
+from .protocol import MalformedMessage, SerializedModelContext
 from .serialization import WireLineage, context_changes
+
+if TYPE_CHECKING:  # the message models: read from protocol when a message needs them
+    from .protocol import ModelContextRequest, ModelContextSubscribe, ToolCall, ToolCancel
 
 __all__ = [
     "CallCancelled",
@@ -146,7 +141,10 @@ class FrameMachine(Generic[H]):
             if document is not None and document != self.document_id:
                 return self._refuse(call_id)
             return CallRequested(call_id, name, args, self.calls.pop(call_id, None), events)
-        try:
+        control = protocol.fast_host_message(raw)
+        if control is not None:
+            return self._control(*control)
+        try:  # not on a fast path: the message models (and Pydantic) decide
             message = protocol.decode(raw)
         except MalformedMessage as exc:
             self.malformed += 1
@@ -161,32 +159,45 @@ class FrameMachine(Generic[H]):
         if message is None:
             return None
         kind = type(message)
-        if kind is ToolCall:
-            call = cast(ToolCall, message)
+        if kind is protocol.ToolCall:
+            call = cast("ToolCall", message)
             if call.document_id is not None and call.document_id != self.document_id:
                 return self._refuse(call.id)
             return CallRequested(
                 call.id, call.tool_name, call.args, self.calls.pop(call.id, None), call.wants_events
             )
-        if kind is ToolCancel:
-            handle = self.calls.pop(cast(ToolCancel, message).id, None)
+        if kind is protocol.ToolCancel:
+            return self._control("tool-cancel", cast("ToolCancel", message).id)
+        if kind is protocol.ModelContextRequest:
+            request_id = cast("ModelContextRequest", message).request_id
+            return self._control("model-context-request", request_id)
+        if kind is protocol.ModelContextSubscribe:
+            patches = cast("ModelContextSubscribe", message).wants_patches
+            return self._control("model-context-subscribe", patches)
+        if kind is protocol.ModelContextUnsubscribe:
+            return self._control("model-context-unsubscribe", None)
+        return None  # frame -> host types arriving at a frame: not for us
+
+    def _control(self, kind: str, value: Any) -> FrameEvent | None:
+        """Apply a host's context message or ``tool-cancel`` (see
+        :func:`~.protocol.fast_host_message`, whose ``(type, value)`` this takes)."""
+        if kind == "tool-cancel":
+            handle = self.calls.pop(value, None)
             return None if handle is None else CallCancelled(handle)
-        if kind is ModelContextRequest:
+        if kind == "model-context-request":
             self.subscribed = True
             self.force_context = True  # answered even if nothing changed
-            request_id = cast(ModelContextRequest, message).request_id
-            if request_id is not None:  # a later request without one still echoes it
-                self.request_id = request_id
+            if value is not None:  # a later request without an id still echoes this one
+                self.request_id = value
             return _CONTEXT_WANTED
-        if kind is ModelContextSubscribe:
+        if kind == "model-context-subscribe":
             self.subscribed = True
-            if cast(ModelContextSubscribe, message).wants_patches and not self.patches:
+            if value and not self.patches:
                 self.patches = True  # the next patch follows from what was last sent
                 self.seq = 0
             return _CONTEXT_WANTED
-        if kind is ModelContextUnsubscribe:
-            self.subscribed = self.patches = False
-        return None  # frame -> host types arriving at a frame: not for us
+        self.subscribed = self.patches = False  # model-context-unsubscribe
+        return None
 
     def _refuse(self, call_id: str) -> Refused:
         """A call for another document (the host knew an earlier one): not run, as in

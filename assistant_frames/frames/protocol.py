@@ -9,22 +9,13 @@ plain JSON-compatible dicts to send. Nothing here awaits or touches a transport.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Final
 
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    StrictFloat,
-    StrictInt,
-    TypeAdapter,
-    ValidationError,
-)
-from typing_extensions import TypedDict
+from pydantic_core import ValidationError
 
 from .._text import describe_validation_error
 from ..errors import DOCUMENT_CHANGED, PROVIDER_DISPOSED, RESULT_NOT_SENDABLE
-from ..registry.events import LogLevel, ToolEvent, ToolLog, ToolProgress
+from ..registry.events import ToolEvent, ToolProgress
 from ..registry.ui import ToolResult as ThreeTierResult
 from ..registry.ui import UIResource
 from .serialization import (
@@ -40,6 +31,23 @@ from .serialization import (
     to_json_value,
     tool_options,
 )
+
+if TYPE_CHECKING:
+    from ._messages import (
+        FrameMessage,
+        ModelContextPatch,
+        ModelContextRequest,
+        ModelContextResponse,
+        ModelContextSubscribe,
+        ModelContextUnsubscribe,
+        ModelContextUpdate,
+        ProviderDisposedMessage,
+        ToolCall,
+        ToolCancel,
+        ToolLogMessage,
+        ToolProgressMessage,
+        ToolResult,
+    )
 
 __all__ = [
     "CHANNEL",
@@ -76,6 +84,7 @@ __all__ = [
     "encode_tool_error",
     "encode_tool_event",
     "encode_tool_result",
+    "fast_host_message",
     "fast_tool_call",
     "fast_tool_result",
     "check_tool",
@@ -89,211 +98,41 @@ __all__ = [
 
 CHANNEL: Final = "assistant-ui-frame"
 
-
-class _ReceivedContext(TypedDict, total=False):
-    """What a received context must look like before its tools are checked one by one.
-
-    Tools are checked by :func:`check_tool` while the host walks them anyway, rather
-    than by Pydantic up front: a context can hold thousands of tools.
-    """
-
-    system: str | None
-    tools: Any  # checked by check_tools
-    uiResources: Any  # checked by decode_ui_resources
-
-
-class _Message(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
-
-    #: The sending frame's document (``@assistant-ui/core`` 0.3.35): one per page load
-    #: or provider session, stamped by frames on everything they send and by hosts on
-    #: their ``tool-call``s. ``None`` from older peers.
-    document_id: str | None = Field(None, alias="documentId")
-
-
-class ModelContextRequest(_Message):
-    """host -> frame: send me your context (and, per the JS host, keep me updated).
-
-    ``requestId`` (0.3.35) is echoed by the ``model-context-update`` that answers it.
-    """
-
-    type: Literal["model-context-request"] = "model-context-request"
-    request_id: str | None = Field(None, alias="requestId")
+# The message models are Pydantic models, in ._messages: imported on first use (PEP 562),
+# by decode() or by their names here. A frame reads what hosts send it on the fast paths
+# (fast_tool_call, fast_host_message) and so starts without them, or Pydantic.
+_MESSAGES: Final = frozenset(
+    {
+        "FrameMessage",
+        "ModelContextPatch",
+        "ModelContextRequest",
+        "ModelContextResponse",
+        "ModelContextSubscribe",
+        "ModelContextUnsubscribe",
+        "ModelContextUpdate",
+        "ProviderDisposedMessage",
+        "ToolCall",
+        "ToolCancel",
+        "ToolLogMessage",
+        "ToolProgressMessage",
+        "ToolResult",
+        "three_tier_value",
+    }
+)
 
 
-class ModelContextSubscribe(_Message):
-    """host -> frame: push every change to me until I unsubscribe.
+def __getattr__(name: str) -> Any:
+    if name not in _MESSAGES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from . import _messages
 
-    ``patches: true`` (this library's addition; the JS frame ignores the whole message)
-    asks for each change as a ``model-context-patch`` rather than a whole snapshot.
-    """
-
-    type: Literal["model-context-subscribe"] = "model-context-subscribe"
-    patches: Any = None  # only ``true`` asks; anything else is ignored
-
-    @property
-    def wants_patches(self) -> bool:
-        """True when the host asked for changes as patches."""
-        return self.patches is True
+    value = getattr(_messages, name)
+    globals()[name] = value
+    return value
 
 
-class ModelContextUnsubscribe(_Message):
-    """host -> frame: stop pushing changes."""
-
-    type: Literal["model-context-unsubscribe"] = "model-context-unsubscribe"
-
-
-class ModelContextUpdate(_Message):
-    """frame -> host: the frame's whole current context (``requestId``: the request it
-    answers, if that one had an id)."""
-
-    type: Literal["model-context-update"] = "model-context-update"
-    context: _ReceivedContext
-    request_id: str | None = Field(None, alias="requestId")
-    #: To a host that asked for patches: the number the next patch follows from.
-    seq: StrictInt | None = None
-
-
-class ModelContextResponse(_Message):
-    """frame -> host: same as an update; accepted, never sent (the JS host ignores it)."""
-
-    type: Literal["model-context-response"] = "model-context-response"
-    context: _ReceivedContext
-    request_id: str | None = Field(None, alias="requestId")
-
-
-class ModelContextPatch(_Message):
-    """frame -> host, to a host that subscribed with ``patches: true``: what changed
-    since the context numbered ``seq - 1`` (this library's addition).
-
-    ``context`` holds only what changed: ``system`` when it did (``null``: none now),
-    the tools added or replaced, ``uiResources`` whole when they changed; ``removed``
-    names the tools that went, ``order`` all of them in order when the added ones do
-    not simply go last. A host whose context is not number ``seq - 1`` asks for
-    a snapshot instead (a ``model-context-request``).
-    """
-
-    type: Literal["model-context-patch"] = "model-context-patch"
-    seq: StrictInt
-    context: _ReceivedContext
-    removed: list[str] = []
-    #: Every tool's name in order, when the added tools do not simply go last.
-    order: list[str] | None = None
-
-
-class ProviderDisposedMessage(_Message):
-    """frame -> host (0.3.35): the frame stopped serving; its running calls were answered
-    with an error, and it takes no new ones until its next ``model-context-update``."""
-
-    type: Literal["provider-disposed"] = "provider-disposed"
-
-
-class ToolCall(_Message):
-    """host -> frame: run ``tool_name`` with ``args``; answer with a ``tool-result``.
-
-    ``events: true`` (this library's addition; the JS frame ignores it) asks for the
-    call's ``tool-progress`` and ``tool-log`` messages; without it none are sent.
-    """
-
-    type: Literal["tool-call"] = "tool-call"
-    id: str
-    tool_name: str = Field(alias="toolName")
-    args: Any = None
-    events: Any = None  # only ``true`` asks; anything else is ignored
-
-    @property
-    def wants_events(self) -> bool:
-        """True when the host asked for this call's progress and log messages."""
-        return self.events is True
-
-
-class ToolCancel(_Message):
-    """host -> frame: abandon call ``id``; no result is sent for it."""
-
-    type: Literal["tool-cancel"] = "tool-cancel"
-    id: str
-
-
-class ToolResult(_Message):
-    """frame -> host: the outcome of call ``id``.
-
-    A string ``error`` (even empty) means failure; anything else is success with
-    ``result`` (a missing ``result`` is success with ``None``), as in the JS host.
-    """
-
-    type: Literal["tool-result"] = "tool-result"
-    id: str
-    result: Any = None
-    error: Any = None
-    # This library's additions (the JS host ignores them): a three-tier result's parts.
-    content: Any = None
-    structuredContent: Any = None
-    meta: Any = Field(None, alias="_meta")
-
-    def value(self) -> Any:
-        """``result``, or the three-tier result the extra fields describe."""
-        return three_tier_value(self.result, self.content, self.structuredContent, self.meta)
-
-    @property
-    def failed(self) -> bool:
-        """True when the frame reported an error."""
-        return isinstance(self.error, str)
-
-
-_Number = StrictInt | StrictFloat
-
-
-class ToolProgressMessage(_Message):
-    """frame -> host: how far call ``id`` is (sent only if its ``tool-call`` asked).
-
-    This library's addition; the JS host ignores it.
-    """
-
-    type: Literal["tool-progress"] = "tool-progress"
-    id: str
-    progress: _Number
-    total: _Number | None = None
-    message: str | None = None
-
-    def event(self, tool_call_id: str, tool_name: str) -> ToolProgress:
-        """The :class:`~assistant_frames.ToolProgress` it carries."""
-        return ToolProgress(self.progress, self.total, self.message, tool_call_id, tool_name)
-
-
-class ToolLogMessage(_Message):
-    """frame -> host: a log message of call ``id`` (sent only if its ``tool-call`` asked).
-
-    This library's addition; the JS host ignores it.
-    """
-
-    type: Literal["tool-log"] = "tool-log"
-    id: str
-    level: LogLevel
-    message: str | None = None
-    data: Any = None
-
-    def event(self, tool_call_id: str, tool_name: str) -> ToolLog:
-        """The :class:`~assistant_frames.ToolLog` it carries."""
-        return ToolLog(self.level, self.message, self.data, tool_call_id, tool_name)
-
-
-FrameMessage: TypeAlias = Annotated[
-    ModelContextRequest
-    | ModelContextSubscribe
-    | ModelContextUnsubscribe
-    | ModelContextUpdate
-    | ModelContextResponse
-    | ModelContextPatch
-    | ProviderDisposedMessage
-    | ToolCall
-    | ToolCancel
-    | ToolResult
-    | ToolProgressMessage
-    | ToolLogMessage,
-    Field(discriminator="type"),
-]
-
-_message_validator = TypeAdapter[FrameMessage](FrameMessage).validator
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_MESSAGES})
 
 
 class MalformedMessage(ValueError):
@@ -315,8 +154,10 @@ def decode(raw: object) -> FrameMessage | None:
     if not isinstance(raw, dict) or raw.get("channel") != CHANNEL:
         return None
     message = raw.get("message")
+    from ._messages import message_validator
+
     try:
-        return _message_validator.validate_python(message)  # type: ignore[no-any-return]
+        return message_validator.validate_python(message)  # type: ignore[no-any-return]
     except ValidationError as exc:
         tool_call_id = None
         if isinstance(message, dict) and message.get("type") == "tool-call":
@@ -350,6 +191,38 @@ def fast_tool_call(raw: object) -> tuple[str, str, Any, bool, str | None] | None
     return None
 
 
+def fast_host_message(raw: object) -> tuple[str, Any] | None:
+    """``(type, value)`` of a well-formed ``model-context-request`` (``value``: its
+    ``requestId``, or ``None``), ``model-context-subscribe`` (``value``: whether it asks
+    for patches), ``model-context-unsubscribe`` (``None``) or ``tool-cancel`` (its
+    ``id``), else ``None``.
+
+    As :func:`fast_tool_call`, for the rest of what a host sends a frame: what
+    :func:`decode` would accept as those messages, checked without their models. ``None``
+    means: use :func:`decode`.
+    """
+    if type(raw) is dict and raw.get("channel") == CHANNEL:
+        message = raw.get("message")
+        if type(message) is dict:
+            document = message.get("documentId")
+            if document is not None and type(document) is not str:
+                return None
+            kind = message.get("type")
+            if kind == "model-context-request":
+                request_id = message.get("requestId")
+                if request_id is None or type(request_id) is str:
+                    return kind, request_id
+            elif kind == "model-context-subscribe":
+                return kind, message.get("patches") is True
+            elif kind == "model-context-unsubscribe":
+                return kind, None
+            elif kind == "tool-cancel":
+                call_id = message.get("id")
+                if type(call_id) is str:
+                    return kind, call_id
+    return None
+
+
 def fast_tool_result(raw: object) -> tuple[str, Any, Any, Any] | None:
     """``(id, result, error, documentId)`` of a well-formed ``tool-result``, else ``None``
     (the ``documentId`` is as received: the caller checks it).
@@ -372,18 +245,6 @@ def fast_tool_result(raw: object) -> tuple[str, Any, Any, Any] | None:
 
 
 _THREE_TIERS: Final = frozenset({"content", "structuredContent", "_meta"})
-
-
-def three_tier_value(result: Any, content: Any, structured: Any, meta: Any) -> Any:
-    """A received result: a :class:`~assistant_frames.ToolResult` when the three-tier
-    fields say one (malformed ones are dropped), else ``result``."""
-    content = content if isinstance(content, (str, list)) else None
-    if isinstance(content, list) and not all(isinstance(block, dict) for block in content):
-        content = None
-    meta = meta if isinstance(meta, dict) else None
-    if content is None and structured is None and meta is None:
-        return result
-    return ThreeTierResult(content=content, structured_content=structured, meta=meta)
 
 
 def decode_ui_resources(wire: Any) -> dict[str, UIResource]:
