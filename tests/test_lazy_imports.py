@@ -85,6 +85,11 @@ def test_importing_the_package_loads_nothing_else() -> None:
     assert _under(loaded, [*HEAVY, "pydantic", "anyio", "asyncio", "typing"]) == []
 
 
+#: Pydantic models that a worker does not build before it is sent one of their messages
+#: or is given a tool with annotations.
+FIRST_USE = ["assistant_frames.frames._messages", "assistant_frames.registry.annotations"]
+
+
 def test_a_worker_loads_only_the_frame_side() -> None:
     loaded = _loaded_after(
         "from assistant_frames import ModelContextRegistry\n"
@@ -92,7 +97,7 @@ def test_a_worker_loads_only_the_frame_side() -> None:
     )
     assert "assistant_frames.frames.worker" in loaded
     host_side = ["assistant_frames.frames.host", "assistant_frames.frames.reconnect"]
-    assert _under(loaded, [*HEAVY, *ON_REQUEST, *host_side]) == []
+    assert _under(loaded, [*HEAVY, *ON_REQUEST, *host_side, *FIRST_USE]) == []
 
 
 def test_a_host_loads_neither_the_worker_side_nor_what_it_did_not_ask_for() -> None:

@@ -16,7 +16,6 @@ from typing import Any, Final, NamedTuple
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict
 
-from ..registry.annotations import ToolAnnotations
 from ..registry.context import ModelContext
 from ..registry.tool import Tool, ToolOptions
 from ..registry.tool_map import Lineage
@@ -297,7 +296,9 @@ def tool_options(spec: SerializedTool) -> ToolOptions:
     if icons is not None:
         options["icons"] = icons
     annotations = spec.get("annotations")
-    if annotations is not None:
+    if annotations is not None:  # a Pydantic model: imported when a tool has annotations
+        from ..registry.annotations import ToolAnnotations
+
         options["annotations"] = ToolAnnotations.model_validate(annotations)
     output_schema = spec.get("outputSchema")
     if output_schema is not None:

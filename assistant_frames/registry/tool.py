@@ -29,20 +29,23 @@ from __future__ import annotations
 import builtins
 import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
 from pydantic import ValidationError
 from pydantic_core import PydanticSerializationError, to_jsonable_python
 from typing_extensions import TypedDict, Unpack
 
 from ..errors import ToolDisabledError
-from .annotations import ToolAnnotations
 from .call_context import ToolCallContext
 from .events import ToolEventCallback
 from .invoker import ExecuteFunction, Parameters, build
 from .output_schema import OutputSchema, derived_output_schema, explicit_output_schema
 from .schema import EMPTY_OBJECT_SCHEMA
 from .ui import ToolUI, with_ui
+
+if TYPE_CHECKING:
+    # A Pydantic model: imported when a tool is given annotations, not by every worker.
+    from .annotations import ToolAnnotations
 
 __all__ = [
     "ExecuteFunction",
@@ -233,12 +236,7 @@ class Tool:
         tool.meta = options.get("meta")
         if options.get("ui") is not None:
             tool.meta = with_ui(tool.meta, options.get("ui"))
-        annotations = options.get("annotations")
-        tool.annotations = (
-            annotations
-            if annotations is None or isinstance(annotations, ToolAnnotations)
-            else _check_annotations(name, annotations)
-        )
+        tool.annotations = _check_annotations(name, options.get("annotations"))
         output_schema = options.get("output_schema")
         tool._output_schema_source = output_schema
         tool.output_schema = (
@@ -420,6 +418,10 @@ def _check_icons(
 def _check_annotations(
     name: str, annotations: ToolAnnotations | Mapping[str, Any] | None
 ) -> ToolAnnotations | None:
+    if annotations is None:
+        return None
+    from .annotations import ToolAnnotations
+
     try:
         return ToolAnnotations.coerce(annotations)
     except ValidationError as exc:
@@ -447,3 +449,11 @@ _CHECKS: dict[str, Callable[[str, Any], Any]] = {
 
 Its keys are the descriptive fields, the same as :class:`ToolOptions`' (a test checks).
 """
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ToolAnnotations":  # imported here before it was imported on first use
+        from .annotations import ToolAnnotations
+
+        return ToolAnnotations
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
