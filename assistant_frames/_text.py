@@ -6,9 +6,11 @@ import os
 import shlex
 import textwrap
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import ValidationError
+if TYPE_CHECKING:
+    from pydantic_core import ValidationError
 
 __all__ = [
     "command_text",

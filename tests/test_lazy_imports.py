@@ -100,6 +100,22 @@ def test_a_worker_loads_only_the_frame_side() -> None:
     assert _under(loaded, [*HEAVY, *ON_REQUEST, *host_side, *FIRST_USE]) == []
 
 
+def test_a_worker_imports_no_pydantic_before_a_tool_is_called() -> None:
+    """Tools with plain parameters get their schema without Pydantic (pydantic-core, the
+    JSON codec, is loaded): it and the model that validates their arguments wait for
+    the first call."""
+    loaded = _loaded_after(
+        "from assistant_frames import ModelContextRegistry\n"
+        "from assistant_frames.frames import serve_stdio\n"
+        "registry = ModelContextRegistry()\n"
+        "@registry.tool\n"
+        "def add(a: int, b: int = 1, note: str | None = None) -> int:\n"
+        "    return a + b\n"
+        "assert registry.get_model_context().tools['add'].parameters['required'] == ['a']"
+    )
+    assert _under(loaded, ["pydantic", "annotated_types", "typing_inspection", *FIRST_USE]) == []
+
+
 def test_a_host_loads_neither_the_worker_side_nor_what_it_did_not_ask_for() -> None:
     loaded = _loaded_after("from assistant_frames import AssistantFrameHost, memory_pair")
     assert "assistant_frames.frames.host" in loaded

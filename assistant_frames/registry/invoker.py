@@ -1,10 +1,12 @@
 """How a tool validates its arguments and calls ``execute``: its invoker.
 
 A tool's parameters come from ``execute``'s typed signature (a Pydantic model built once
-per function), a type (a ``TypeAdapter``), or a JSON Schema dict (``jsonschema``, imported
+per function; for plain parameters, by the first call, the schema being written without
+Pydantic), a type (a ``TypeAdapter``), or a JSON Schema dict (``jsonschema``, imported
 when first needed); each gives the tool's input schema and an invoker that validates the
 received arguments, raising :class:`~assistant_frames.ToolArgumentsError` with a short
 message, then calls ``execute`` (in a worker thread if it is sync, unless asked not to).
+Pydantic itself is imported when first needed.
 """
 
 from __future__ import annotations
@@ -13,17 +15,25 @@ import builtins
 import contextlib
 import inspect
 import itertools
+import math
+import types
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, TypeAlias, get_args, get_origin, get_type_hints
+from typing import TYPE_CHECKING, Any, Final, TypeAlias, Union, get_args, get_origin, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, create_model
+from pydantic_core import ValidationError
 
 from .._threads import run_sync as run_in_thread
 from ..errors import ToolArgumentsError
 from .call_context import ToolCallContext
 from .docstrings import parse_docstring
-from .schema import EMPTY_OBJECT_SCHEMA, ToolJsonSchema, inline_refs
+from .schema import EMPTY_OBJECT_SCHEMA, inline_refs
+
+if TYPE_CHECKING:
+    from pydantic.plugin._schema_validator import PluggableSchemaValidator
+    from pydantic_core import SchemaValidator as _SchemaValidator
+
+    SchemaValidator: TypeAlias = _SchemaValidator | PluggableSchemaValidator
 
 __all__ = ["ExecuteFunction", "Invoker", "Parameters", "build", "runner"]
 
@@ -175,6 +185,10 @@ def _jsonschema_error(error: Any) -> str:
 def _from_type(
     name: str, execute: ExecuteFunction | None, parameters: type[Any], thread: bool
 ) -> tuple[dict[str, Any], Invoker]:
+    from pydantic import TypeAdapter
+
+    from ._tool_json_schema import ToolJsonSchema
+
     adapter: TypeAdapter[Any] = TypeAdapter(parameters)
     schema = inline_refs(adapter.json_schema(schema_generator=ToolJsonSchema))
     schema.pop("title", None)
@@ -199,10 +213,23 @@ class _Signature:
     """What a typed signature gives a tool: schema, validator, and how to call ``execute``.
 
     Cached per function, so registering many tools from one function (generated tools,
-    a burst of ``add_tool``) builds the Pydantic model once.
+    a burst of ``add_tool``) builds the Pydantic model once. When every parameter is
+    plain (see :func:`_plain_schema`), the schema is written here as Pydantic would
+    derive it, and the model that validates the arguments is built by the first call
+    (:meth:`built`): a worker that serves such tools sends its first context without
+    importing Pydantic. Any other signature builds the model at once, as it always did,
+    so what Pydantic cannot handle is still refused when the tool is made.
     """
 
-    __slots__ = ("aliases", "context_param", "schema", "validator")
+    __slots__ = (
+        "_fields",
+        "_model_name",
+        "_name",
+        "aliases",
+        "context_param",
+        "schema",
+        "validator",
+    )
 
     def __init__(self, name: str, execute: ExecuteFunction) -> None:
         try:
@@ -215,8 +242,8 @@ class _Signature:
             hints = {}
         _, param_docs = parse_docstring(inspect.getdoc(execute))
 
-        fields: dict[str, Any] = {}
-        self.aliases: dict[str, str] = {}  # model field -> parameter name, where they differ
+        # parameter -> (annotation, default or Parameter.empty, description or None)
+        fields: dict[str, tuple[Any, Any, str | None]] = {}
         self.context_param: str | None = None
         for param in signature.parameters.values():
             annotation = hints.get(param.name, param.annotation)
@@ -231,20 +258,51 @@ class _Signature:
                     "(no *args, **kwargs or positional-only parameters); pass `parameters=` "
                     "explicitly to use such a function"
                 )
-            field_name = param.name
+            fields[param.name] = (annotation, param.default, param_docs.get(param.name))
+        self._name = name
+        self._model_name = f"{getattr(execute, '__name__', name)}_arguments"
+        self._fields = fields
+        self.aliases: dict[str, str] = {}  # model field -> parameter name, where they differ
+        self.validator: SchemaValidator | None = None
+        plain = _plain_schema(fields)
+        if plain is None:
+            self.schema = self._build()
+        else:
+            self.schema = plain
+
+    def built(self) -> tuple[SchemaValidator, dict[str, str]]:
+        """The validator of the arguments and the aliases of its fields, built on first use."""
+        validator = self.validator
+        if validator is None:
+            self._build()
+            validator = self.validator
+            assert validator is not None
+        return validator, self.aliases
+
+    def _build(self) -> dict[str, Any]:
+        """Build the Pydantic model of the arguments; its JSON Schema."""
+        from pydantic import BaseModel, ConfigDict, Field, create_model
+
+        from ._tool_json_schema import ToolJsonSchema
+
+        name = self._name
+        fields: dict[str, Any] = {}
+        aliases: dict[str, str] = {}
+        for param_name, (annotation, param_default, description) in self._fields.items():
+            field_name = param_name
             if field_name.startswith("_") or hasattr(BaseModel, field_name):
                 field_name = f"field_{len(fields)}"
-                self.aliases[field_name] = param.name
-            default = ... if param.default is inspect.Parameter.empty else param.default
+                aliases[field_name] = param_name
+            default = ... if param_default is inspect.Parameter.empty else param_default
             options: dict[str, Any] = {}
-            if field_name != param.name:
-                options["alias"] = param.name
-            if param.name in param_docs:  # never override an Annotated Field's description
-                options["description"] = param_docs[param.name]
+            if field_name != param_name:
+                options["alias"] = param_name
+            if description is not None:  # never override an Annotated Field's description
+                options["description"] = description
             fields[field_name] = (annotation, Field(default, **options) if options else default)
 
         model: type[BaseModel] = create_model(
-            f"{getattr(execute, '__name__', name)}_arguments",
+            self._model_name,
             __config__=ConfigDict(protected_namespaces=(), arbitrary_types_allowed=True),
             **fields,
         )
@@ -256,8 +314,81 @@ class _Signature:
             ) from exc
         schema.pop("title", None)
         schema.setdefault("properties", {})
-        self.schema = schema
+        self.aliases = aliases
         self.validator = model.__pydantic_validator__
+        return schema
+
+
+# The plain parameter types, and their JSON Schema types.
+_PLAIN_TYPES: Final[tuple[tuple[type, str], ...]] = (
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (bool, "boolean"),
+)
+
+
+def _plain_schema(fields: dict[str, tuple[Any, Any, str | None]]) -> dict[str, Any] | None:
+    """The JSON Schema that Pydantic derives (with :class:`ToolJsonSchema`, untitled) for
+    parameters that are all plain, else ``None``.
+
+    Plain: annotated ``int``, ``float``, ``str``, ``bool``, one of them ``| None``, ``Any``
+    or not at all; a default, if any, of exactly that type (a finite float), or ``None``
+    where ``None`` is allowed. For these Pydantic writes ``{"type": ...}`` (``{}`` for
+    ``Any``; ``{"anyOf": [..., {"type": "null"}]}`` for ``| None``), then ``default`` and
+    ``description``, keys sorted; a test compares the two on many signatures.
+    """
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for name, (annotation, default, description) in fields.items():
+        schema = _plain_property(annotation, default)
+        if schema is None:
+            return None
+        if description is not None:
+            schema["description"] = description
+        properties[name] = dict(sorted(schema.items()))
+        if default is inspect.Parameter.empty:
+            required.append(name)
+    if required:
+        return {"properties": properties, "required": required, "type": "object"}
+    return {"properties": properties, "type": "object"}
+
+
+def _plain_property(annotation: Any, default: Any) -> dict[str, Any] | None:
+    """The schema of one plain parameter (see :func:`_plain_schema`), else ``None``."""
+    schema: dict[str, Any] = {}
+    defaults: tuple[type, ...] = (int, float, str, bool)  # the types a default may have
+    nullable = True  # may the default be None?
+    if annotation is not Any:
+        plain = _plain(annotation)
+        nullable = False
+        if plain is None and get_origin(annotation) in (Union, types.UnionType):
+            args = get_args(annotation)
+            if len(args) == 2 and type(None) in args:
+                plain = _plain(args[0] if args[1] is type(None) else args[1])
+                nullable = True
+        if plain is None:
+            return None
+        defaults = (plain[0],)
+        schema = {"type": plain[1]}
+        if nullable:
+            schema = {"anyOf": [schema, {"type": "null"}]}
+    if default is inspect.Parameter.empty:
+        return schema
+    if default is None:
+        if not nullable:
+            return None
+    elif type(default) not in defaults or (type(default) is float and not math.isfinite(default)):
+        return None
+    schema["default"] = default
+    return schema
+
+
+def _plain(annotation: Any) -> tuple[type, str] | None:
+    for plain in _PLAIN_TYPES:
+        if annotation is plain[0]:
+            return plain
+    return None
 
 
 _signatures: weakref.WeakKeyDictionary[Any, _Signature] = weakref.WeakKeyDictionary()
@@ -282,6 +413,9 @@ def _from_signature(
     run = runner(execute, thread)
 
     def validate(args: Any) -> dict[str, Any]:
+        nonlocal validator, aliases
+        if validator is None:  # the first call of a tool whose schema was written directly
+            validator, aliases = info.built()
         try:
             values: dict[str, Any] = validator.validate_python(
                 {} if args is None else args

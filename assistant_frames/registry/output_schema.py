@@ -11,14 +11,14 @@ import builtins
 import contextlib
 import inspect
 import logging
+import sys
 import weakref
 from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Literal, TypeAlias, get_args, get_origin, get_type_hints
 
-from pydantic import BaseModel, TypeAdapter
 from typing_extensions import is_typeddict
 
-from .schema import ToolJsonSchema, inline_refs
+from .schema import inline_refs
 
 __all__ = [
     "OutputSchema",
@@ -55,6 +55,10 @@ def explicit_output_schema(name: str, output_schema: OutputSchema | None) -> dic
 
 def type_schema(kind: Any) -> dict[str, Any]:
     """The inlined serialization-mode JSON Schema of ``kind``, without its top-level title."""
+    from pydantic import TypeAdapter
+
+    from ._tool_json_schema import ToolJsonSchema
+
     adapter: TypeAdapter[Any] = TypeAdapter(kind)
     schema = inline_refs(adapter.json_schema(mode="serialization", schema_generator=ToolJsonSchema))
     schema.pop("title", None)
@@ -78,9 +82,7 @@ def derived_output_schema(execute: Callable[..., Any]) -> dict[str, Any] | None:
     annotation = return_annotation(execute)
     if get_origin(annotation) is Annotated:
         annotation = get_args(annotation)[0]
-    if (isinstance(annotation, builtins.type) and issubclass(annotation, BaseModel)) or (
-        is_typeddict(annotation)
-    ):
+    if _is_model_class(annotation) or is_typeddict(annotation):
         try:
             schema = type_schema(annotation)
         except Exception as exc:
@@ -94,6 +96,17 @@ def derived_output_schema(execute: Callable[..., Any]) -> dict[str, Any] | None:
     with contextlib.suppress(TypeError):
         _output_schemas[execute] = schema
     return schema
+
+
+def _is_model_class(annotation: Any) -> bool:
+    """Is ``annotation`` a Pydantic model class? Answered without importing Pydantic: no
+    model class exists before ``pydantic.main`` (which defines ``BaseModel``) is loaded."""
+    main = sys.modules.get("pydantic.main")
+    return (
+        main is not None
+        and isinstance(annotation, builtins.type)
+        and issubclass(annotation, main.BaseModel)
+    )
 
 
 def return_annotation(execute: Callable[..., Any]) -> Any:

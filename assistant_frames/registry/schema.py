@@ -3,25 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic.json_schema import GenerateJsonSchema
-from pydantic_core import CoreSchema, core_schema
+if TYPE_CHECKING:
+    from ._tool_json_schema import ToolJsonSchema
 
 __all__ = ["EMPTY_OBJECT_SCHEMA", "ToolJsonSchema", "inline_refs", "model_schema"]
 
 EMPTY_OBJECT_SCHEMA: Mapping[str, Any] = {"type": "object", "properties": {}}
 
 
-class ToolJsonSchema(GenerateJsonSchema):
-    """Pydantic's JSON Schema without the titles it invents from field names.
+def __getattr__(name: str) -> Any:
+    # ToolJsonSchema subclasses Pydantic's generator: imported on first use (PEP 562), so
+    # that importing this module (every tool does) does not import Pydantic's JSON Schema.
+    if name == "ToolJsonSchema":
+        from ._tool_json_schema import ToolJsonSchema
 
-    ``{"a": {"title": "A", "type": "integer"}}`` tells a model nothing the key does not,
-    and costs bytes in every context update; titles a user sets explicitly are kept.
-    """
-
-    def field_title_should_be_set(self, schema: CoreSchema | core_schema.DataclassField) -> bool:
-        return False
+        return ToolJsonSchema
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def inline_refs(schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -71,6 +70,8 @@ def _local_def_name(ref: str) -> str | None:
 
 def model_schema(model: type[Any]) -> dict[str, Any]:
     """The inlined JSON Schema of a Pydantic model class, without the top-level title."""
+    from ._tool_json_schema import ToolJsonSchema
+
     schema = inline_refs(model.model_json_schema(schema_generator=ToolJsonSchema))
     schema.pop("title", None)
     schema.setdefault("properties", {})

@@ -31,8 +31,7 @@ import itertools
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypeVar
 
-from pydantic import ValidationError
-from pydantic_core import PydanticSerializationError, to_jsonable_python
+from pydantic_core import PydanticSerializationError, ValidationError, to_jsonable_python
 from typing_extensions import TypedDict, Unpack
 
 from ..errors import ToolDisabledError

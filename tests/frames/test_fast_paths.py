@@ -159,9 +159,9 @@ def test_the_message_models_are_protocols_names() -> None:
         protocol.Nope  # noqa: B018
 
 
-def test_a_frame_serves_its_first_context_without_the_message_models() -> None:
+def test_a_frame_serves_its_first_context_without_pydantic() -> None:
     """Over the wire, in a fresh interpreter: a host's subscribe and request, answered
-    with the context, with no message model built on the way."""
+    with the context, with no Pydantic model built (nor Pydantic imported) on the way."""
     code = textwrap.dedent(
         """
         import json, sys
@@ -200,3 +200,4 @@ def test_a_frame_serves_its_first_context_without_the_message_models() -> None:
     assert received["requestId"] == "r1"
     assert list(received["context"]["tools"]) == ["add"]
     assert "assistant_frames.frames._messages" not in loaded
+    assert [m for m in loaded if m.split(".")[0] == "pydantic"] == []  # pydantic_core only
