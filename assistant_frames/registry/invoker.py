@@ -341,6 +341,8 @@ def _plain_schema(fields: dict[str, tuple[Any, Any, str | None]]) -> dict[str, A
     properties: dict[str, Any] = {}
     required: list[str] = []
     for name, (annotation, default, description) in fields.items():
+        if name.startswith("field_") and name[6:].isdigit():
+            return None  # may be the name _build gives another parameter: Pydantic decides
         schema = _plain_property(annotation, default)
         if schema is None:
             return None

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, Optional, Union
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from pydantic import Field
 
@@ -55,7 +55,8 @@ def test_unusable_annotations_are_refused_as_before() -> None:
 
 # -- signatures: the schema of plain parameters is written without Pydantic -------------------
 
-_NAMES = ["a", "b_2", "_private", "copy", "json", "model_config", "model_dump", "schema"]
+# Names Pydantic takes as they are, names it cannot (aliased), and the names it gives those.
+_NAMES = ["a", "b_2", "_private", "copy", "json", "model_dump", "field_0", "field_1", "field_2"]
 _ANNOTATIONS = [
     "int",
     "float",
@@ -84,19 +85,52 @@ _DEFAULTS = st.one_of(
     st.sampled_from([_Str("s"), 1.0, -0.0, 2.5]),
 )
 _NO_DEFAULT = object()
-_parameters = st.lists(
-    st.tuples(
-        st.sampled_from(_ANNOTATIONS),
-        st.one_of(st.just(_NO_DEFAULT), _DEFAULTS),
-        st.one_of(st.none(), st.sampled_from(["The thing.", "Two words", "x"])),
-    ),
-    max_size=4,
-)
+_OF_TYPE = {
+    "int": st.integers(min_value=-(2**70), max_value=2**70),
+    "float": st.floats(),
+    "str": st.text(max_size=5),
+    "bool": st.booleans(),
+}
 
 
-def _function(parameters: list[tuple[str, Any, str | None]]) -> Any:
-    """A function with these (annotation, default, description) parameters, named from
-    _NAMES; the descriptions in a Google-style docstring."""
+def _defaults(annotation: str, *, fitting_only: bool = False) -> st.SearchStrategy[Any]:
+    """No default, one of the annotation's type, ``None``, or (unless ``fitting_only``)
+    anything."""
+    kinds = [kind for kind in _OF_TYPE if kind in annotation]
+    fitting = st.one_of([_OF_TYPE[kind] for kind in kinds]) if kinds else _DEFAULTS
+    if fitting_only:
+        nullable = "None" in annotation or annotation in ("Any", "")
+        return st.one_of(st.just(_NO_DEFAULT), fitting, *([st.none()] if nullable else []))
+    return st.one_of(st.just(_NO_DEFAULT), fitting, st.none(), _DEFAULTS)
+
+
+_PLAIN_ANNOTATIONS = _ANNOTATIONS[:10]
+
+
+def _parameter_lists(plain: bool) -> st.SearchStrategy[list[tuple[str, str, Any, str | None]]]:
+    """Parameters (name, annotation, default, description): plain ones (on the path that
+    writes the schema, mostly), or any."""
+    names = [name for name in _NAMES if not name.startswith("field_")] if plain else _NAMES
+    return st.lists(
+        st.tuples(
+            st.sampled_from(names),
+            st.sampled_from(_PLAIN_ANNOTATIONS if plain else _ANNOTATIONS),
+        ).flatmap(
+            lambda named: st.tuples(
+                st.just(named[0]),
+                st.just(named[1]),
+                _defaults(named[1], fitting_only=plain),
+                st.one_of(st.none(), st.sampled_from(["The thing.", "Two words", "x"])),
+            )
+        ),
+        max_size=4,
+        unique_by=lambda parameter: parameter[0],
+    )
+
+
+def _function(parameters: list[tuple[str, str, Any, str | None]]) -> Any:
+    """A function with these (name, annotation, default, description) parameters; the
+    descriptions in a Google-style docstring."""
     params, docs = [], []
     namespace: dict[str, Any] = {
         "Annotated": Annotated,
@@ -106,13 +140,12 @@ def _function(parameters: list[tuple[str, Any, str | None]]) -> Any:
         "Optional": Optional,
         "Union": Union,
     }
-    for index, (annotation, default, description) in enumerate(parameters):
-        name = _NAMES[index]
+    for index, (name, annotation, default, description) in enumerate(parameters):
         text = f"{name}: {annotation}" if annotation else name
         if default is not _NO_DEFAULT:
             namespace[f"default_{index}"] = default
             text += f" = default_{index}"
-        elif any(d is not _NO_DEFAULT for _, d, _ in parameters[:index]):
+        elif any(d is not _NO_DEFAULT for _, _, d, _ in parameters[:index]):
             text = f"*, {text}" if "*" not in ", ".join(params) else text
         params.append(text)
         if description:
@@ -124,20 +157,19 @@ def _function(parameters: list[tuple[str, Any, str | None]]) -> Any:
 
 
 @settings(max_examples=300, deadline=None, database=None)
-@given(_parameters)
+@given(_parameter_lists(plain=True) | _parameter_lists(plain=False))
+@example([("a", "int", 1, "x"), ("b_2", "int | None", _NO_DEFAULT, None)])
+@example([("_private", "int", _NO_DEFAULT, None), ("field_0", "int", _NO_DEFAULT, None)])
+@example([("copy", "float", 2.5, None), ("_private", "Any", None, None), ("field_1", "", 1, None)])
 def test_a_plain_signature_gets_the_schema_pydantic_derives(
-    parameters: list[tuple[str, Any, str | None]],
+    parameters: list[tuple[str, str, Any, str | None]],
 ) -> None:
     function = _function(parameters)
     signature = _Signature("tool", function)
     written = signature.validator is None  # no model built: the schema was written
     derived = signature._build()  # what Pydantic derives
     assert encode_json(signature.schema) == encode_json(derived)  # byte for byte
-    plain = all(
-        annotation in ("int", "float", "str", "bool", "Any", "")
-        or annotation in ("int | None", "Optional[str]", "None | float", "Union[bool, None]")
-        for annotation, _, _ in parameters
-    )
+    plain = all(annotation in _PLAIN_ANNOTATIONS for _, annotation, _, _ in parameters)
     if not plain:
         assert not written
 
