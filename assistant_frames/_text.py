@@ -7,6 +7,7 @@ import shlex
 import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     from pydantic_core import ValidationError
@@ -59,8 +60,6 @@ def describe_validation_error(exc: ValidationError) -> str:
 
 def without_credentials(url: str) -> str:
     """``url`` without the ``user:password@`` or ``token@`` in it, to show people."""
-    from urllib.parse import urlsplit, urlunsplit  # not imported by every worker's start
-
     parts = urlsplit(url)
     return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 

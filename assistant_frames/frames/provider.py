@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-import os
+import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any, cast
@@ -55,17 +55,6 @@ _CONTEXT_KEY = "model-context"  # send_latest's key: a newer snapshot replaces a
 _GOODBYE_TIMEOUT = 0.5
 
 
-def _new_document_id() -> str:
-    """A new document id: a random UUID (version 4) in its usual text form, as
-    ``str(uuid.uuid4())`` writes it, made without importing ``uuid`` (which imports
-    ``platform``: time that every worker's start would spend)."""
-    value = bytearray(os.urandom(16))  # what uuid.uuid4() reads
-    value[6] = (value[6] & 0x0F) | 0x40  # version 4
-    value[8] = (value[8] & 0x3F) | 0x80  # the RFC 4122 variant
-    text = value.hex()
-    return f"{text[:8]}-{text[8:12]}-{text[12:16]}-{text[16:20]}-{text[20:]}"
-
-
 class AssistantFrameProvider:
     """Serves the merged context of its providers to every host that connects.
 
@@ -102,7 +91,7 @@ class AssistantFrameProvider:
         max_threads: int = DEFAULT_MAX_THREADS,
     ) -> None:
         self.max_argument_bytes = max_argument_bytes
-        self._document_id = _new_document_id()
+        self._document_id = str(uuid.uuid4())
         self._threads = ThreadLimiter(max_threads)
         self._registry = ModelContextRegistry()
         self._registry.subscribe(self._on_change)

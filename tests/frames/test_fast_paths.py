@@ -201,17 +201,3 @@ def test_a_frame_serves_its_first_context_without_pydantic() -> None:
     assert list(received["context"]["tools"]) == ["add"]
     assert "assistant_frames.frames._messages" not in loaded
     assert [m for m in loaded if m.split(".")[0] == "pydantic"] == []  # pydantic_core only
-
-
-def test_a_document_id_is_a_random_uuid4_as_uuid_writes_it() -> None:
-    import uuid
-
-    from assistant_frames.frames.provider import AssistantFrameProvider, _new_document_id
-
-    ids = {_new_document_id() for _ in range(200)}
-    assert len(ids) == 200
-    for text in ids:
-        value = uuid.UUID(text)
-        assert str(value) == text
-        assert (value.version, value.variant) == (4, uuid.RFC_4122)
-    assert uuid.UUID(AssistantFrameProvider().document_id).version == 4
