@@ -145,7 +145,8 @@ class AssistantFrameProvider:
                 self._connections.add(connection)
                 try:
                     task_group.start_soon(self._push_updates, connection)
-                    await self._receive_loop(connection)
+                    task_group.start_soon(self._worker, connection, True)
+                    await connection.ended.wait()
                 except anyio.get_cancelled_exc_class():
                     await self._say_goodbye(connection)  # we stop; the connection is open
                     raise
@@ -171,10 +172,13 @@ class AssistantFrameProvider:
 
     # -- receiving -------------------------------------------------------------------------
 
-    async def _receive_loop(self, connection: _Connection) -> None:
+    async def _read_call(self, connection: _Connection) -> _Call | None:
+        """Read (holding the connection's reading turn) until a call is to run now: one
+        read while no call waits for a worker. ``None``: the connection ended."""
         receive = connection.transport.receive
         feed = connection.machine.receive
         queue = connection.queue
+        ready = connection.transport.extra(TransportAttribute.receive_ready, None)
         while True:
             if len(queue) >= _MAX_QUEUED_CALLS:
                 room = connection.room = anyio.Event()
@@ -182,16 +186,19 @@ class AssistantFrameProvider:
             try:
                 raw = await receive()
             except CLOSED_ERRORS:
-                return
+                return None
             except Exception as exc:  # a transport failing in its own way ends only this one
                 logger.warning("Frame connection ended: its transport failed: %r", exc)
-                return
+                return None
             event = feed(raw)
             if event is None:
                 continue
             kind = type(event)
             if kind is CallRequested:
-                self._start_call(connection, event)  # type: ignore[arg-type]
+                call = self._start_call(connection, event)  # type: ignore[arg-type]
+                if not queue and ready is not None and not ready():
+                    return call  # nothing waits behind it (its tool-cancel, say): run it
+                self._queue(connection, call)
             elif kind is CallCancelled:
                 event.handle.cancel()  # type: ignore[union-attr]
             elif kind is ContextWanted:
@@ -271,14 +278,14 @@ class AssistantFrameProvider:
 
     # -- tool calls ----------------------------------------------------------------------
 
-    def _start_call(self, connection: _Connection, event: CallRequested[_Call]) -> None:
+    def _start_call(self, connection: _Connection, event: CallRequested[_Call]) -> _Call:
         if event.superseded is not None:  # a reused live id cancels the older call
             event.superseded.cancel()
         call = _Call(
             event.id, event.tool_name, event.args, connection.send_event if event.events else None
         )
         connection.machine.track(event.id, call)
-        self._queue(connection, call)
+        return call
 
     def _queue(self, connection: _Connection, call: _Call) -> None:
         connection.queue.append(call)
@@ -292,13 +299,25 @@ class AssistantFrameProvider:
         else:
             connection.task_group.start_soon(self._worker, connection)
 
-    async def _worker(self, connection: _Connection) -> None:
-        """Run queued calls one after another, each cancellable on its own.
+    def _pass_reading(self, connection: _Connection) -> None:
+        """Hand the reading turn to an idle worker, or to a new one."""
+        if connection.idle:
+            turn = connection.reading_turn = connection.idle.pop()
+            turn.set()
+        else:
+            connection.task_group.start_soon(self._worker, connection, True)
 
-        A worker is *ready* while it is not running a call. One that takes a call while
-        others wait and nobody else is ready recruits another worker first, so a slow
-        call never holds up the rest, while a burst of quick calls runs in one task
-        instead of a task each. Idle workers wait to be woken rather than exit.
+    async def _worker(self, connection: _Connection, reading: bool = False) -> None:
+        """Read the connection while holding its reading turn (``reading``), and run
+        calls, each cancellable on its own.
+
+        Leader and followers: the worker that reads a call while no other waits hands
+        the reading turn on (to an idle worker, or a new one) and runs the call itself,
+        so its result goes out without waiting for another task to be scheduled. Calls
+        read while others wait are queued. A worker is *ready* while it neither reads
+        nor runs a call; one that takes a queued call while others wait and nobody else
+        is ready recruits another worker first, so a slow call never holds up the rest.
+        Idle workers wait to be woken rather than exit.
 
         One cancel scope serves many calls: cancelling a call cancels the scope of the
         worker running it, which then carries on in a fresh scope. Entering a scope per
@@ -308,26 +327,38 @@ class AssistantFrameProvider:
         while True:
             with anyio.CancelScope() as scope:
                 while not scope.cancel_called:
-                    if not queue:
-                        connection.ready -= 1
-                        if len(idle) >= _MAX_IDLE_WORKERS:
+                    if reading:
+                        read = await self._read_call(connection)
+                        if read is None:  # the connection ended: serve() ends it all
+                            connection.ended.set()
                             return
-                        wake = connection.new_event()
-                        idle.append(wake)
-                        await wake.wait()  # whoever wakes us counted us ready again
-                        continue
-                    call = queue.popleft()
-                    if connection.room is not None and len(queue) < _MAX_QUEUED_CALLS:
-                        connection.room.set()  # the receive loop may read again
-                        connection.room = None
-                    if call.reply is not None:  # answered without running anything
-                        await connection.send_reply(call.id, call.reply)
-                        continue
-                    if not machine.is_live(call.id, call):
-                        continue  # cancelled or superseded while queued
-                    connection.ready -= 1
-                    if queue and connection.ready == 0:
-                        self._add_worker(connection)
+                        reading = False
+                        self._pass_reading(connection)
+                        call = read
+                    else:
+                        if not queue:
+                            connection.ready -= 1
+                            if len(idle) >= _MAX_IDLE_WORKERS:
+                                return
+                            wake = connection.new_event()
+                            idle.append(wake)
+                            await wake.wait()
+                            if connection.reading_turn is wake:  # handed the reading turn
+                                connection.reading_turn = None
+                                reading = True
+                            continue  # else whoever woke us counted us ready again
+                        call = queue.popleft()
+                        if connection.room is not None and len(queue) < _MAX_QUEUED_CALLS:
+                            connection.room.set()  # the reader may read again
+                            connection.room = None
+                        if call.reply is not None:  # answered without running anything
+                            await connection.send_reply(call.id, call.reply)
+                            continue
+                        if not machine.is_live(call.id, call):
+                            continue  # cancelled or superseded while queued
+                        connection.ready -= 1
+                        if queue and connection.ready == 0:
+                            self._add_worker(connection)
                     call.scope = scope
                     try:
                         error, result = await self._run(call)
@@ -430,6 +461,7 @@ class _Connection:
     """What a frame knows about one connected host."""
 
     __slots__ = (
+        "ended",
         "events_dropped",
         "events_wake",
         "idle",
@@ -438,6 +470,7 @@ class _Connection:
         "new_event",
         "progress",
         "queue",
+        "reading_turn",
         "ready",
         "room",
         "task_group",
@@ -453,8 +486,10 @@ class _Connection:
         self.machine: FrameMachine[_Call] = FrameMachine(document_id)
         self.queue: deque[_Call] = deque()  # calls not yet picked up by a worker
         self.idle: list[anyio.Event] = []  # one per idle worker: set it to wake that one
-        self.ready = 0  # workers not running a call (see AssistantFrameProvider._worker)
-        self.room: anyio.Event | None = None  # the receive loop, waiting for the queue
+        self.ready = 0  # workers neither reading nor running a call (see _worker)
+        self.reading_turn: anyio.Event | None = None  # the idle worker handed the turn
+        self.room: anyio.Event | None = None  # the reader, waiting for the queue
+        self.ended = anyio.Event()  # set by the reader that found the connection ended
         self.new_event = event_class()
         self.wake = anyio.Event()
         # Calls' progress and log messages not sent yet; the sender task starts with the

@@ -113,6 +113,11 @@ class TransportAttribute(TypedAttributeSet):
     send_would_wait: Callable[[], bool] = typed_attribute()
     #: The largest message, in bytes of JSON, that ``send`` accepts (``None``: no limit).
     max_message_bytes: int | None = typed_attribute()
+    #: ``receive_ready()``: whether a message has arrived that ``receive`` has not
+    #: returned yet. A frame runs a call at once, in the task that read it, only when
+    #: nothing is waiting behind it (its ``tool-cancel`` may be); without the attribute
+    #: it hands every call to a worker task after reading what follows.
+    receive_ready: Callable[[], bool] = typed_attribute()
 
 
 # -- why a transport ended -------------------------------------------------------------

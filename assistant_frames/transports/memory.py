@@ -159,12 +159,14 @@ class MemoryTransport(ObjectStream[Any]):
 
     @property
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
-        """:class:`TransportAttribute` ``send_latest``, ``send_would_wait`` and
-        ``max_message_bytes``."""
+        """:class:`TransportAttribute` ``send_latest``, ``send_would_wait``,
+        ``max_message_bytes`` and ``receive_ready``."""
+        incoming = self._incoming
         return {
             TransportAttribute.send_latest: lambda: self.send_latest,
             TransportAttribute.send_would_wait: lambda: self._would_wait,
             TransportAttribute.max_message_bytes: lambda: self._max_message_bytes,
+            TransportAttribute.receive_ready: lambda: lambda: bool(incoming.items),
         }
 
     async def send_latest(self, key: str, item: Any) -> None:

@@ -214,8 +214,10 @@ class MultiplexedStream(ObjectStream[Any]):
 
     @property
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
-        """The shared transport's attributes (``TransportAttribute``, WebSocket origin...)."""
-        return self._attributes
+        """The shared transport's attributes (``TransportAttribute``, WebSocket origin...),
+        and ``receive_ready`` for this sub-stream's own messages."""
+        items = self._items
+        return {**self._attributes, TransportAttribute.receive_ready: lambda: lambda: bool(items)}
 
     def _wake(self) -> None:
         waiter, self._waiter = self._waiter, None

@@ -139,11 +139,13 @@ class StdioTransport(ObjectStream[Any]):
 
     @property
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
-        """:class:`TransportAttribute` ``send_would_wait`` and ``max_message_bytes``."""
-        outbox = self._outbox
+        """:class:`TransportAttribute` ``send_would_wait``, ``max_message_bytes`` and
+        ``receive_ready``."""
+        outbox, messages = self._outbox, self._messages
         return {
             TransportAttribute.send_would_wait: lambda: lambda: outbox.would_wait,
             TransportAttribute.max_message_bytes: lambda: self._max_message_bytes,
+            TransportAttribute.receive_ready: lambda: lambda: bool(messages),
         }
 
     async def receive(self) -> Any:

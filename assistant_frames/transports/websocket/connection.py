@@ -159,13 +159,15 @@ class WebSocketTransport(ObjectStream[Any]):
     @property
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
         """The socket's attributes, :class:`WebSocketAttribute` and
-        :class:`TransportAttribute` ``send_would_wait`` and ``max_message_bytes``."""
-        outbox = self._outbox
+        :class:`TransportAttribute` ``send_would_wait``, ``max_message_bytes`` and
+        ``receive_ready``."""
+        outbox, messages = self._outbox, self._messages
         return {
             **self._stream.extra_attributes,
             **self._attributes,
             TransportAttribute.send_would_wait: lambda: lambda: outbox.would_wait,
             TransportAttribute.max_message_bytes: lambda: self._max_message_bytes,
+            TransportAttribute.receive_ready: lambda: lambda: bool(messages),
         }
 
     # -- internals -----------------------------------------------------------------------
