@@ -11,7 +11,10 @@ transport's task group) writes them in order. So:
   ``high_water`` bytes are queued, which also slows a sender whose peer stopped reading.
 
 A transport built by hand without a writer task still works: :meth:`put` then writes
-inline, as a lock-protected send would.
+inline, as a lock-protected send would. A stream that can write without waiting
+(``try_write``, a non-blocking pipe) takes a message at once while nothing is queued,
+so the writer task only writes what the stream could not take: a message goes out in
+the task that sent it, and a cancellation still cannot cut it (no await in between).
 
 asyncio's transports already buffer whole writes in order and never block on them, so
 for those (:class:`BufferedWriter`) :class:`DirectOutbox` hands every message over at
@@ -68,6 +71,7 @@ class Outbox(_OutboxBase):
         "_progress",
         "_running",
         "_size",
+        "_try_write",
         "_urgent",
         "_wake",
         "_write",
@@ -79,9 +83,11 @@ class Outbox(_OutboxBase):
         write: Callable[[bytes], Awaitable[None]],
         *,
         high_water: int = DEFAULT_HIGH_WATER,
+        try_write: Callable[[bytes], int] | None = None,
     ) -> None:
         super().__init__()
         self._write = write
+        self._try_write = try_write  # bytes written now, without waiting (0: none)
         self._high_water = high_water
         self._data: deque[bytes] = deque()
         self._urgent: deque[bytes] = deque()
@@ -108,7 +114,11 @@ class Outbox(_OutboxBase):
                 self._check()
                 await self._wait_progress()
             self._check()
-            for data in produce():
+            chunks = produce()
+            if self._try_write is not None and self._running and self._idle():
+                chunks = self._write_now(chunks)
+                self._check()  # the stream broke as we wrote
+            for data in chunks:
                 self._data.append(data)
                 self._size += len(data)
             if self._running:
@@ -179,6 +189,29 @@ class Outbox(_OutboxBase):
             self._wake_progress()
 
     # -- internals -------------------------------------------------------------------------
+
+    def _idle(self) -> bool:
+        """Nothing queued or being written: a message may go straight to the stream."""
+        return not (self._size or self._writing or self._urgent or self._data)
+
+    def _write_now(self, chunks: Iterable[bytes]) -> list[bytes]:
+        """Write ``chunks`` while the stream takes them whole; the rest, to queue (from
+        the first the stream took in part, or an EOF). A stream that fails fails the
+        outbox, as it would fail the writer task."""
+        assert self._try_write is not None
+        rest: list[bytes] = []
+        for data in chunks:
+            if rest or not data:
+                rest.append(data)
+                continue
+            try:
+                written = self._try_write(data)
+            except Exception as exc:
+                self._fail(exc)
+                return []
+            if written < len(data):
+                rest.append(data[written:])
+        return rest
 
     def _put_now(self, queue: deque[bytes], chunks: Iterable[bytes]) -> None:
         if self._error is not None:  # after close() too: the closing handshake needs it
@@ -295,7 +328,8 @@ class DirectOutbox(_OutboxBase):
 def outbox_for(
     stream: object, write: Callable[[bytes], Awaitable[None]], *, high_water: int
 ) -> Outbox | DirectOutbox:
-    """A :class:`DirectOutbox` for a :class:`BufferedWriter`, else an :class:`Outbox`."""
+    """A :class:`DirectOutbox` for a :class:`BufferedWriter`, else an :class:`Outbox`
+    (writing at once through the stream's ``try_write``, if it has one)."""
     if isinstance(stream, BufferedWriter):
         return DirectOutbox(stream)
-    return Outbox(write, high_water=high_water)
+    return Outbox(write, high_water=high_water, try_write=getattr(stream, "try_write", None))

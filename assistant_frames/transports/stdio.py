@@ -480,6 +480,17 @@ class _FdSendStream(ByteSendStream):
         self._fd = fd
         self._closed = False
 
+    def try_write(self, data: bytes) -> int:
+        """Write what the pipe takes now, without waiting; how many bytes that was."""
+        if self._closed:
+            raise anyio.ClosedResourceError
+        try:
+            return os.write(self._fd, data)
+        except BlockingIOError:
+            return 0
+        except BrokenPipeError:
+            raise anyio.BrokenResourceError("the host closed the channel") from None
+
     async def send(self, item: bytes) -> None:
         if self._closed:
             raise anyio.ClosedResourceError

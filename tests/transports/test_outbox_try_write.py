@@ -1,0 +1,104 @@
+"""An outbox over a stream that can write without waiting (a worker's non-blocking
+stdout pipe): a message goes out in the sending task while nothing is queued, the rest
+of one the pipe took in part waits for the writer task, and the order holds."""
+
+from __future__ import annotations
+
+import os
+
+import anyio
+import pytest
+
+from assistant_frames.transports._outbox import Outbox
+from assistant_frames.transports.stdio import _FdSendStream
+
+pytestmark = pytest.mark.anyio
+
+
+def _pipe() -> tuple[int, int]:
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    os.set_blocking(write_fd, False)
+    return read_fd, write_fd
+
+
+async def _read_exactly(fd: int, size: int) -> bytes:
+    data = bytearray()
+    while len(data) < size:
+        try:
+            chunk = os.read(fd, size - len(data))
+        except BlockingIOError:
+            await anyio.wait_readable(fd)
+            continue
+        data += chunk
+    return bytes(data)
+
+
+async def test_a_message_is_written_by_the_task_that_sends_it() -> None:
+    read_fd, write_fd = _pipe()
+    stream = _FdSendStream(write_fd)
+    outbox = Outbox(stream.send, try_write=stream.try_write)
+    try:
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(outbox.run)
+                await anyio.wait_all_tasks_blocked()
+                await outbox.put(lambda: (b"hello\n",))
+                # No checkpoint since: the writer task has not run, yet it is in the pipe.
+                assert os.read(read_fd, 100) == b"hello\n"
+                tasks.cancel_scope.cancel()
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+
+
+async def test_what_a_full_pipe_does_not_take_follows_in_order() -> None:
+    read_fd, write_fd = _pipe()
+    stream = _FdSendStream(write_fd)
+    outbox = Outbox(stream.send, try_write=stream.try_write, high_water=256 * 1024)
+    messages = [bytes([65 + i % 26]) * (7_000 + i) + b"\n" for i in range(120)]  # ~1 MB
+    expected = b"".join(messages)
+    try:
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(outbox.run)
+                await anyio.wait_all_tasks_blocked()  # the writer runs
+                received: list[bytes] = []
+                done = anyio.Event()
+
+                async def read_all() -> None:
+                    received.append(await _read_exactly(read_fd, len(expected)))
+                    done.set()
+
+                for message in messages[:20]:  # the pipe (64 KiB) fills: the rest queues
+                    await outbox.put(lambda message=message: (message,))
+                tasks.start_soon(read_all)
+                for message in messages[20:]:
+                    await outbox.put(lambda message=message: (message,))
+                await outbox.drain()
+                await done.wait()
+                tasks.cancel_scope.cancel()
+        assert received[0] == expected
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+
+
+async def test_a_broken_pipe_fails_the_send_and_every_later_one() -> None:
+    read_fd, write_fd = _pipe()
+    stream = _FdSendStream(write_fd)
+    outbox = Outbox(stream.send, try_write=stream.try_write)
+    os.close(read_fd)
+    try:
+        with anyio.fail_after(5):
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(outbox.run)
+                await anyio.wait_all_tasks_blocked()
+                with pytest.raises(anyio.BrokenResourceError):
+                    await outbox.put(lambda: (b"lost\n",))
+                with pytest.raises(anyio.BrokenResourceError):
+                    await outbox.put(lambda: (b"lost again\n",))
+                assert isinstance(outbox.error, anyio.BrokenResourceError)
+                tasks.cancel_scope.cancel()
+    finally:
+        os.close(write_fd)
