@@ -9,10 +9,13 @@ apart from every other tenant on the same server):
 ``frames.calc.cancel``             ``tool-cancel``: every replica hears it, the one running
                                    the call acts on it
 ``frames.calc.context``            the frame's context, published by each replica whenever it
-                                   changes
+                                   changes: whole when it starts, then each change as a
+                                   patch, numbered
 ``frames.calc.context.get``        the context on request: every replica answers (each is a
                                    queue group of its own), so the asker sees every
                                    replica's tools; a host takes the first answer
+``frames.calc.context.get.<id>``   the context on request, from the replica ``<id>`` alone
+                                   (a host following it): whole, or "you hold my latest"
 =================================  ============================================================
 
 Discovery goes through the NATS service API: each replica is a service instance named
@@ -85,6 +88,10 @@ class FrameSubjects:
     @property
     def context_get(self) -> str:
         return f"{self.base}.context.get"
+
+    def context_get_of(self, replica: str) -> str:
+        """Where the replica ``replica`` (its id) alone answers for its context."""
+        return f"{self.base}.context.get.{replica}"
 
     @property
     def queue(self) -> str:
