@@ -208,14 +208,16 @@ class WorkerTransport(StdioTransport):
         max_message_bytes: int | None,
         pass_stderr: bool,
         receive_stream: ByteReceiveStream | None = None,
+        send_stream: ByteSendStream | None = None,
         command: Sequence[str] = (),
         own_process_group: bool = False,
     ) -> None:
         receive_stream = receive_stream or process.stdout
+        send_stream = send_stream or process.stdin
         assert receive_stream is not None
-        assert process.stdin is not None
-        super().__init__(receive_stream, process.stdin, max_message_bytes=max_message_bytes)
-        writer = _AsyncioPipeWriter.wrap(process.stdin)
+        assert send_stream is not None
+        super().__init__(receive_stream, send_stream, max_message_bytes=max_message_bytes)
+        writer = _AsyncioPipeWriter.wrap(send_stream)
         if writer is not None:
             self._outbox = DirectOutbox(writer)
         self.process = process
@@ -394,8 +396,10 @@ async def spawn_worker(
     wrapper such as ``npx`` or ``uvx`` takes the processes it started with it, and a
     Ctrl-C in the terminal does not reach the worker (its parent stops it).
 
-    The transport is the only reader of the worker's stdout: under asyncio it reads a
-    pipe of its own, and ``transport.process.stdout`` is ``None``.
+    The transport is the only reader of the worker's stdout and writer of its stdin:
+    under asyncio it reads a pipe of its own (``transport.process.stdout`` is
+    ``None``), under other event loops it writes to one (``transport.process.stdin``
+    is ``None``).
     """
     if isinstance(command, str):
         raise TypeError("command must be a sequence of arguments, e.g. ['python', 'worker.py']")
@@ -404,11 +408,15 @@ async def spawn_worker(
     )
     # Under asyncio the worker's stdout is a pipe of ours, read by read_pipe: asyncio's
     # subprocess streams hand every chunk over a loop iteration late (call_soon).
-    stdout_pipe = os.pipe() if running_asyncio() else None
+    # Elsewhere its stdin is: a line then goes into the pipe in the task that sends it
+    # (_FdSendStream.try_write), not through a writer task.
+    asyncio = running_asyncio()
+    stdout_pipe = os.pipe() if asyncio else None
+    stdin_pipe = None if asyncio else os.pipe()
     try:
         process = await anyio.open_process(
             list(command),
-            stdin=subprocess.PIPE,
+            stdin=subprocess.PIPE if stdin_pipe is None else stdin_pipe[0],
             stdout=subprocess.PIPE if stdout_pipe is None else stdout_pipe[1],
             stderr=subprocess.PIPE,
             env=dict(env) if env is not None else None,
@@ -416,23 +424,31 @@ async def spawn_worker(
             start_new_session=own_process_group and hasattr(os, "killpg"),
         )
     except BaseException:
-        for fd in stdout_pipe or ():
+        for fd in (*(stdout_pipe or ()), *(stdin_pipe or ())):
             os.close(fd)
         raise
+    if stdin_pipe is not None:
+        os.close(stdin_pipe[0])  # the worker's end
+        os.set_blocking(stdin_pipe[1], False)
     try:
         receive_stream = None
         if stdout_pipe is not None:
             os.close(stdout_pipe[1])  # the worker's end
             receive_stream = await read_pipe(stdout_pipe[0], close_fd=True)
+        # The transport closes it (aclose), once made.
+        send_stream = None if stdin_pipe is None else _FdSendStream(stdin_pipe[1])
         transport = WorkerTransport(
             process,
             max_message_bytes=limit,
             pass_stderr=stderr == "inherit",
             receive_stream=receive_stream,
+            send_stream=send_stream,
             command=command,
             own_process_group=own_process_group,
         )
     except BaseException:
+        if stdin_pipe is not None:
+            os.close(stdin_pipe[1])
         with contextlib.suppress(ProcessLookupError):
             process.kill()
         with anyio.CancelScope(shield=True):

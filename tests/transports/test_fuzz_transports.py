@@ -1236,8 +1236,8 @@ async def test_stdio_worker_serves_after_10k_hostile_values_and_10k_raw_lines(
             assert set(context.tools) == {*TOOLS, "pid"}
             # One round trip: the host has sent its subscribe and sends nothing by itself now.
             assert await host.call_tool("add", {"a": 1, "b": 2}) == 3
-            stdin = transport.process.stdin
-            assert stdin is not None
+            # The worker's stdin: process.stdin, or under trio the transport's own pipe.
+            stdin = transport.process.stdin or transport._send_stream
             for block in range(MESSAGES // 1000):
                 for _ in range(1000):
                     await transport.send(values.envelope())

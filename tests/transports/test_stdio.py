@@ -480,8 +480,9 @@ async def test_partial_line_at_exit_is_dropped_with_a_warning(
 async def test_garbage_on_the_workers_stdin_is_dropped(worker: Callable[..., list[str]]) -> None:
     with anyio.fail_after(15):
         async with spawn_worker(worker("max-line=1000"), stderr="capture") as transport:
-            assert transport.process.stdin is not None
-            await transport.process.stdin.send(
+            # The worker's stdin: process.stdin, or under trio the transport's own pipe.
+            stdin = transport.process.stdin or transport._send_stream
+            await stdin.send(
                 b"not json\n"
                 b"\xff\xfe\x00 binary\n"
                 b"\n"
@@ -494,8 +495,8 @@ async def test_garbage_on_the_workers_stdin_is_dropped(worker: Callable[..., lis
                 await host.wait_for_context(timeout=10)
                 assert await host.call_tool("add", {"a": 20, "b": 22}) == 42
                 # a long line, even split over many writes, is skipped to its end
-                await transport.process.stdin.send(b"[" + b"1," * 2000)
-                await transport.process.stdin.send(b"1]\n")
+                await stdin.send(b"[" + b"1," * 2000)
+                await stdin.send(b"1]\n")
                 assert await host.call_tool("add", {"a": 1, "b": 1}) == 2
             tail = transport.stderr_tail()
             assert "Dropped a line that is not JSON: b'not json'" in tail
