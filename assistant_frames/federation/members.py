@@ -14,6 +14,7 @@ from .._driver import Lifecycle
 from ..frames import ReconnectingHost
 from ..registry import ModelContext, ModelContextRegistry, ProviderHandle
 from ..registry.context import Unsubscribe
+from ..registry.waiting import WaitsForTools
 from .targets import FrameTarget, no_context
 
 __all__ = ["Federation", "MemberState", "MemberStatus"]
@@ -49,7 +50,7 @@ class _Member:
         self.closed = False
 
 
-class Federation(Lifecycle):
+class Federation(Lifecycle, WaitsForTools):
     """Frames and MCP servers joined in one parent registry, each under a namespace.
 
     Use it as an async context manager. :meth:`add` connects a member (anything

@@ -59,6 +59,12 @@ class FrameConnection(Protocol):
     async def wait_for_context(self, timeout: float | None = None) -> ModelContext:
         """Wait until the frame's context is there; ``TimeoutError`` after ``timeout``."""
 
+    async def wait_for_tools(
+        self, *wanted: str | Callable[[ModelContext], bool], timeout: float | None = 10.0
+    ) -> ModelContext:
+        """Wait until the context has the tools named and meets the predicates given;
+        :class:`~assistant_frames.ContextTimeout` after ``timeout``."""
+
     async def call_tool(
         self,
         name: str,

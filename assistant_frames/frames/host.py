@@ -27,6 +27,7 @@ from ..errors import ContextTimeout, FrameDisconnected, ToolArgumentsError
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.events import ToolEventCallback, ToolEventSubscribers, deliver_event
 from ..registry.tool import Tool, ToolCallContext
+from ..registry.waiting import WaitsForTools
 from ..transports.contract import CLOSED_ERRORS, TransportAttribute, close_reason
 from . import protocol
 from .host_machine import CallEvent, ContextChanged, HostMachine, HostState, Malformed
@@ -44,7 +45,7 @@ FRAME_LOAD_GRACE = 2.0
 State = HostState
 
 
-class AssistantFrameHost(Driver):
+class AssistantFrameHost(Driver, WaitsForTools):
     """The host end of a connection to one frame; a :class:`ModelContextProvider`.
 
     Use it as an async context manager. On entry it starts reading the transport and

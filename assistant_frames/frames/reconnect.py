@@ -14,6 +14,7 @@ from .._driver import Driver
 from ..errors import AssistantFramesError, ContextTimeout, FrameDisconnected, HandshakeRejected
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.events import ToolEventCallback, ToolEventSubscribers
+from ..registry.waiting import WaitsForTools
 from ..transports.contract import Connector
 from .connection import ConnectionState, FrameConnection
 from .host import AssistantFrameHost
@@ -26,7 +27,7 @@ logger = logging.getLogger("assistant_frames.frames")
 _EMPTY = ModelContext()
 
 
-class ReconnectingHost(Driver):
+class ReconnectingHost(Driver, WaitsForTools):
     """Keeps a connection to a frame up, reconnecting with bounded backoff.
 
     ``connect`` opens one connection per call: an async context manager that yields a

@@ -44,6 +44,7 @@ from ..registry.events import (
     deliver_event,
 )
 from ..registry.ui import UIResource
+from ..registry.waiting import WaitsForTools
 from ..transports.contract import CloseReason
 from ._stdio import describe_exit, server_process
 from .client import check_arguments, progress_callback
@@ -74,7 +75,7 @@ _T = TypeVar("_T")
 _EMPTY_CONTEXT = ModelContext()
 
 
-class MCPFrameHost(Driver):
+class MCPFrameHost(Driver, WaitsForTools):
     """A connection to one MCP server whose tools form a live :class:`ModelContext`.
 
     ``server`` is what to connect to:

@@ -35,6 +35,7 @@ from ..frames.reconnect import ReconnectingHost
 from ..registry import ModelContext, ModelContextRegistry
 from ..registry.context import Unsubscribe
 from ..registry.events import ToolEventCallback, ToolEventSubscribers
+from ..registry.waiting import WaitsForTools
 from . import _wire
 from .connection import NATSTarget, nats_client
 from .subjects import DEFAULT_PREFIX, check_frame_name, check_prefix
@@ -47,7 +48,7 @@ logger = logging.getLogger("assistant_frames.nats")
 _INFO = "$SRV.INFO"
 
 
-class NATSDiscovery(Driver):
+class NATSDiscovery(Driver, WaitsForTools):
     """Finds the frames under ``prefix`` on NATS and keeps them in one registry.
 
     An async context manager and a ``FrameConnection`` (so ``connect("nats://host:4222")``

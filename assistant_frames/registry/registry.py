@@ -23,6 +23,7 @@ from .merge import ConflictPolicy, Merged, _merge, namespaced
 from .tool import _UNSET, ExecuteFunction, Parameters, Tool, ToolOptions
 from .tool_map import ToolMap
 from .ui import UIResource
+from .waiting import WaitsForTools
 
 if TYPE_CHECKING:
     from mcp.server.apps import ResourceCsp, ResourcePermissions
@@ -40,7 +41,7 @@ logger = logging.getLogger("assistant_frames.registry")
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-class ModelContextRegistry:
+class ModelContextRegistry(WaitsForTools):
     """A mutable collection of tools, instructions and other providers.
 
     It is itself a :class:`ModelContextProvider`: ``get_model_context()`` returns the
