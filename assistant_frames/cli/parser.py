@@ -88,14 +88,23 @@ _INSPECT_DESCRIPTION = """\
 Connect to a frame and print its instructions and tools, with each tool's
 parameters (name, type, required or optional, default, description).
 
-The frame is a ws:// (or wss://) URL, or a worker command given after '--',
-which is started and stopped again (its stderr passes through). With --mcp it is
-an MCP server instead: an http(s):// URL (Streamable HTTP) or a command."""
+The frame is what connect() takes: a ws:// (or wss://, nats://) URL, an
+http(s):// MCP server (Streamable HTTP), a registry MODULE:OBJECT served in this
+process, or a worker: a script or a command in one argument, or everything after
+'--' (started and stopped again; its stderr passes through). With --mcp a command
+is an MCP server instead."""
+
+_TARGET_HELP = (
+    "the frame: a ws://, wss:// or nats:// URL, an http(s):// MCP server, MODULE:OBJECT, "
+    "or a worker script or command (quoted as one argument)"
+)
 
 _INSPECT_EPILOG = f"""\
 examples:
   {PROG} inspect ws://127.0.0.1:8765 --token s3cret
   {PROG} inspect --json ws://127.0.0.1:8765 > context.json
+  {PROG} inspect worker.py
+  {PROG} inspect myapp.tools:registry
   {PROG} inspect -- python worker.py
   {PROG} inspect -- {PROG} serve --stdio myapp.tools:registry
   {PROG} inspect --mcp -- mcp-server-time
@@ -106,15 +115,17 @@ The token may also come from ${TOKEN_ENV}."""
 _CALL_DESCRIPTION = """\
 Call one tool of a frame and print its result as JSON.
 
-The frame is a ws:// (or wss://) URL before TOOL, or a worker command given last,
-after '--'; with --mcp, an MCP server: an http(s):// URL or a command. A tool
-error, a timeout, an unknown tool or an unreachable or refusing frame exits with
-status 1 and one line on stderr."""
+The frame comes before TOOL, as inspect takes it (a URL, MODULE:OBJECT, a worker
+script or command), or last, after '--'; with --mcp a command is an MCP server. A
+tool error, a timeout, an unknown tool or an unreachable or refusing frame exits
+with status 1 and one line on stderr."""
 
 _CALL_EPILOG = f"""\
 examples:
   {PROG} call ws://127.0.0.1:8765 add --args '{{"a": 2, "b": 3}}' --token s3cret
   {PROG} call search_notes --args '{{"query": "deploy"}}' -- python worker.py
+  {PROG} call worker.py add --args '{{"a": 2, "b": 3}}'
+  {PROG} call myapp.tools:registry add --args '{{"a": 2, "b": 3}}'
   echo '{{"a": 1, "b": 2}}' | {PROG} call ws://127.0.0.1:8765 add --args -
   {PROG} call ws://127.0.0.1:8765 add --args @args.json
   {PROG} call --mcp get_current_time --args '{{"timezone": "UTC"}}' -- mcp-server-time
@@ -362,11 +373,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_INSPECT_EPILOG,
         formatter_class=_FORMATTER,
         usage=f"{PROG} inspect [-h] [--json] [--mcp] [--token TOKEN] [--timeout SECONDS]\n"
-        f"{' ' * len(f'usage: {PROG} inspect ')}(URL | -- COMMAND [ARG ...])",
+        f"{' ' * len(f'usage: {PROG} inspect ')}(TARGET | -- COMMAND [ARG ...])",
     )
-    inspect_.add_argument(
-        "target", metavar="URL", nargs="?", help="ws:// or wss:// URL of the frame"
-    )
+    inspect_.add_argument("target", metavar="TARGET", nargs="?", help=_TARGET_HELP)
     inspect_.add_argument(
         "--json",
         action="store_true",
@@ -383,9 +392,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_CALL_EPILOG,
         formatter_class=_FORMATTER,
         usage=f"{PROG} call [-h] [--args JSON] [--mcp] [--token TOKEN] [--timeout SECONDS]\n"
-        f"{' ' * len(f'usage: {PROG} call ')}(URL TOOL | TOOL -- COMMAND [ARG ...])",
+        f"{' ' * len(f'usage: {PROG} call ')}(TARGET TOOL | TOOL -- COMMAND [ARG ...])",
     )
-    call.add_argument("target", metavar="URL", nargs="?", help="ws:// or wss:// URL of the frame")
+    call.add_argument("target", metavar="TARGET", nargs="?", help=_TARGET_HELP)
     call.add_argument("tool", metavar="TOOL", help="the name of the tool to call")
     call.add_argument(
         "--args",

@@ -1,22 +1,31 @@
-"""The frame ``inspect`` and ``call`` talk to: a ws:// or nats:// URL to connect to, a
-worker command to spawn, or with ``--mcp`` an MCP server (an http(s):// URL or a
-command), checked as the command line gives it and connected with
-:func:`assistant_frames.connect`."""
+"""The frame ``inspect``, ``call`` and ``apps preview`` talk to: whatever
+:func:`assistant_frames.connect` takes, as the command line gives it: a ws://, wss:// or
+nats:// URL, an http(s):// MCP server, a registry ``MODULE:OBJECT`` served in this
+process, or a worker command (one argument split like a shell, ``worker.py``, or
+everything after ``--``); ``--mcp`` makes a command an MCP server."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
 import os
+import re
 import shlex
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from typing import Any
 
 from ..federation import connect as connect_target
 from ..frames import FrameConnection
 from .common import TOKEN_ENV, CommandError, usage_error
+from .loading import load_frame_async
 
 __all__ = ["Target", "client_token", "connect", "resolve_target"]
+
+_FRAME_URLS = ("ws://", "wss://", "nats://", "tls://")
+_MCP_URLS = ("http://", "https://")
+# MODULE:OBJECT, as serve takes it (a command never looks like this: no path, no space).
+_SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 
 
 @dataclass(frozen=True)
@@ -24,10 +33,13 @@ class Target:
     url: str | None = None
     command: tuple[str, ...] | None = None
     mcp: bool = False  # an MCP server rather than an assistant-frames frame
+    spec: str | None = None  # a registry (or provider) MODULE:OBJECT, served in-process
 
     def describe(self) -> str:
         if self.url is not None:
             return self.url
+        if self.spec is not None:
+            return self.spec
         what = "MCP server" if self.mcp else "worker"
         return f"{what} `{shlex.join(self.command or ())}`"
 
@@ -42,22 +54,33 @@ def resolve_target(options: argparse.Namespace) -> Target:
         if not command:
             raise usage_error("nothing after '--': give the worker command to run")
         return Target(command=tuple(command), mcp=options.mcp)
-    url = options.target
-    if url is None:
-        raise usage_error("give the frame: a ws:// URL, or '-- COMMAND ...' to start a worker")
-    if options.mcp:
-        if not url.startswith(("http://", "https://")):
-            raise usage_error(
-                f"with --mcp, give an http:// or https:// URL, or '-- COMMAND ...'; not {url!r}"
-            )
-        return Target(url=url, mcp=True)
-    if not url.startswith(("ws://", "wss://", "nats://", "tls://")):
-        hint = " (an MCP server? add --mcp)" if url.startswith(("http://", "https://")) else ""
+    target = options.target
+    if target is None:
         raise usage_error(
-            f"the frame must be a ws://, wss:// or nats:// URL, or '-- COMMAND ...' to start "
-            f"a worker; not {url!r}{hint}"
+            "give the frame: a ws:// or http(s):// URL, MODULE:OBJECT, a worker script or "
+            "command, or '-- COMMAND ...'"
         )
-    return Target(url=url)
+    if target.startswith(_MCP_URLS):  # an MCP server, as connect() takes it
+        return Target(url=target, mcp=True)
+    if target.startswith(_FRAME_URLS):
+        if options.mcp:
+            raise usage_error(
+                f"with --mcp, give an http:// or https:// URL, or a command; not {target!r}"
+            )
+        return Target(url=target)
+    if "://" in target:
+        raise usage_error(
+            f"cannot connect to {target!r}: use ws://, wss://, nats://, http:// or https://"
+        )
+    if not options.mcp and _SPEC.fullmatch(target):
+        return Target(spec=target)
+    try:
+        words = tuple(shlex.split(target))
+    except ValueError as exc:
+        raise usage_error(f"cannot read the command {target!r}: {exc}") from None
+    if not words:
+        raise usage_error("the command is empty: give the worker command to run")
+    return Target(command=words, mcp=options.mcp)
 
 
 @contextlib.asynccontextmanager
@@ -69,8 +92,11 @@ async def connect(
     Built on :func:`assistant_frames.connect`; for an MCP server the description says
     which server and protocol version answered.
     """
-    what = target.url if target.url is not None else list(target.command or ())
-    if target.mcp:  # MCPFrameHost's messages say "the MCP server <name>" themselves
+    what: Any = target.url if target.url is not None else list(target.command or ())
+    if target.spec is not None:
+        what = await load_frame_async(target.spec)
+        name = target.spec
+    elif target.mcp:  # MCPFrameHost's messages say "the MCP server <name>" themselves
         name = target.url or f"`{shlex.join(target.command or ())}`"
     elif target.command is not None:
         name = "worker"  # errors name the worker, not its (perhaps long) command line

@@ -12,6 +12,7 @@ import json
 import os
 import queue
 import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -377,12 +378,36 @@ def test_inspect_and_call_an_mcp_server(frame_dir: Path) -> None:
 
 
 def test_mcp_targets_are_urls_or_commands(frame_dir: Path) -> None:
-    hint = run_cli("inspect", "http://127.0.0.1:9/mcp", cwd=frame_dir)
-    assert_error(hint, 2, "(an MCP server? add --mcp)")
+    # An http(s):// URL is an MCP server, as connect() takes it: --mcp or not.
+    for mcp in ((), ("--mcp",)):
+        refused = run_cli("inspect", *mcp, f"http://127.0.0.1:{free_port()}/mcp", cwd=frame_dir)
+        assert_error(refused, 1, "Cannot connect to the MCP server")
     wrong = run_cli("inspect", "--mcp", "ws://127.0.0.1:9", cwd=frame_dir)
     assert_error(wrong, 2, "with --mcp, give an http:// or https:// URL")
-    refused = run_cli("inspect", "--mcp", f"http://127.0.0.1:{free_port()}/mcp", cwd=frame_dir)
-    assert_error(refused, 1, "Cannot connect to the MCP server")
+
+
+def test_every_target_connect_takes(frame_dir: Path) -> None:
+    """A registry MODULE:OBJECT, a worker script and a command in one argument, as
+    connect() takes them, besides URLs and '-- COMMAND'."""
+    for target in ("calc:registry", "calc:make_registry", "worker.py"):
+        result = run_cli("inspect", target, cwd=frame_dir)
+        assert result.returncode == 0, (target, result.stderr)
+        assert "Tools (3):" in result.stdout
+        assert re.search(r"^  add\n +Add two numbers\.", result.stdout, re.MULTILINE)
+    described = run_cli("inspect", "calc:registry", cwd=frame_dir).stdout
+    assert described.startswith("Frame: calc:registry")
+    command = f"{shlex.quote(sys.executable)} worker.py"
+    called = run_cli("call", command, "add", "--args", '{"a": 2, "b": 3}', cwd=frame_dir)
+    assert called.returncode == 0, called.stderr
+    assert json.loads(called.stdout) == 5.0
+    called = run_cli("call", "calc:registry", "add", "--args", '{"a": 4}', cwd=frame_dir)
+    assert json.loads(called.stdout) == 4.0
+    missing = run_cli("inspect", "calc:nope", cwd=frame_dir)
+    assert_error(missing, 2, "module 'calc' has no attribute 'nope'")
+    unknown = run_cli("inspect", "ftp://example.com", cwd=frame_dir)
+    assert_error(unknown, 2, "use ws://, wss://, nats://, http:// or https://")
+    unclosed = run_cli("inspect", "python 'worker.py", cwd=frame_dir)
+    assert_error(unclosed, 2, "cannot read the command")
 
 
 def test_call_reads_arguments_from_stdin(frame_dir: Path) -> None:
@@ -499,7 +524,7 @@ def test_inspect_worker_that_cannot_load_its_object(frame_dir: Path) -> None:
     ("args", "needle"),
     [
         (["inspect"], "give the frame"),
-        (["inspect", "http://example.com"], "must be a ws://, wss:// or nats:// URL"),
+        (["inspect", "gopher://example.com"], "cannot connect to 'gopher://example.com'"),
         (["call", "add"], "give the frame"),
         (["call"], "required: TOOL"),
         (
