@@ -3,10 +3,14 @@
 The replica is an :class:`~assistant_frames.AssistantFrameProvider` serving one
 "connection" that stands for every host on the bus (:class:`_Route`): tool calls come
 in on the frame's call subject in a queue group, and each call's results, progress and
-log messages go back to that call's own reply subject; the frame's context goes out on
-its context subject whenever it changes (coalesced as on any connection). So calls,
-cancellation, progress, backpressure and bad input are handled by the same code as
-everywhere else, and only the routing is NATS'.
+log messages go back to that call's own reply subject. The connection asked for the
+context as patches: the replica publishes its first context whole on the frame's context
+subject, then each change (coalesced as on any connection) as a numbered
+``model-context-patch``, both naming the replica and the number in headers; it keeps
+the context as sent, to answer context requests whole with its number, or, to a host
+following it that holds the latest, with nothing. So calls, cancellation, progress,
+backpressure and bad input are handled by the same code as everywhere else, and only
+the routing is NATS'.
 
 While a call runs, the replica sends a heartbeat on its reply subject every
 ``heartbeat`` seconds (the first a few milliseconds after the call arrives, so a quick
@@ -21,8 +25,9 @@ import itertools
 import logging
 import math
 from collections.abc import Callable, Mapping
+from collections.abc import Set as AbstractSet
 from contextlib import AsyncExitStack, suppress
-from typing import Any
+from typing import Any, cast
 
 import anyio
 from nats.aio.client import Client
@@ -35,7 +40,6 @@ from .._driver import Driver
 from ..frames import protocol
 from ..frames.provider import AssistantFrameProvider
 from ..registry.context import ModelContextProvider
-from ..transports.contract import TransportAttribute
 from . import _wire
 from ._route import Route, quietly
 from .connection import NATSTarget, nats_client
@@ -52,6 +56,8 @@ _MAX_QUEUED = 1024
 _FIRST_BEAT_AFTER = 0.005
 # How long entering waits for the server to confirm the replica's subscriptions.
 _FLUSH_TIMEOUT = 2  # seconds (nats-py takes an int)
+# How long a context request waits for the provider's first context (a replica starting).
+_FIRST_CONTEXT_TIMEOUT = 5.0
 # How long leaving lets nats.micro's stop() take: it drains the service API's
 # subscriptions, a round trip each, 10 s apiece against a server that hangs.
 _STOP_TIMEOUT = 2.0
@@ -86,14 +92,16 @@ class _Route(Route):
         published: Callable[[], None] = lambda: None,
     ) -> None:
         super().__init__(client)
-        self._published = published  # called once this replica's context went out
-        # The latest context nats-py refused while cut off (its buffer full): sent again
-        # with the next heartbeat once connected, unless a newer one went out meanwhile.
-        self._unsent_context: tuple[int, bytes] | None = None
-        # Contexts numbered as they go out, and the newest nats-py took: a resend of an
-        # older one (publish can pause) must not overwrite or clear a newer one.
-        self._contexts = itertools.count(1)
-        self._sent_context = 0
+        self._published = published  # called when this replica's tool names changed
+        # The context as the provider last sent it (an own copy, its patches applied),
+        # its number, and its whole form encoded (for requests; made on the first one).
+        self.wire: dict[str, Any] | None = None
+        self.seq = 0
+        self._whole: bytes | None = None
+        self._has_context = anyio.Event()
+        # A context message nats-py refused (cut off, its buffer full): hosts miss a
+        # change, so patches wait, and the whole context goes out once connected again.
+        self._behind = False
         self._subjects = subjects
         self._headers = {_wire.REPLICA: replica}
         self._beat_headers = {**self._headers, _wire.HEARTBEAT: f"{heartbeat:g}"}
@@ -107,8 +115,10 @@ class _Route(Route):
         self._idle = anyio.Event()
         self._new: list[str] = []  # calls that have not had their first heartbeat
         self._arrived = anyio.Event()
-        # The provider pushes the context to a subscribed connection: subscribe this one.
-        send.send_nowait(protocol.encode_context_subscribe())
+        # The provider pushes the context to a subscribed connection: subscribe this one,
+        # for patches (the first context comes whole, numbered 1; each change then
+        # comes as a patch, numbered on).
+        send.send_nowait(protocol.encode_context_subscribe(patches=True))
 
     # -- from NATS ------------------------------------------------------------------------
 
@@ -216,10 +226,9 @@ class _Route(Route):
         body = _wire.inner(item)
         kind = body.get("type") if body is not None else None
         try:
-            if kind == "model-context-update":
-                payload = _wire.encode(item, self._client.max_payload)
-                await self._publish_context(next(self._contexts), payload)
-                self._published()
+            if kind == "model-context-update" or kind == "model-context-patch":
+                assert body is not None
+                await self._context_message(item, body)
                 return
             if body is None or not isinstance(body.get("id"), str):
                 return
@@ -244,33 +253,75 @@ class _Route(Route):
             # result leaves its call without heartbeats: the caller hears ReplicaLost.
             logger.debug("Frame %r: a reply was not sent: %r", self._subjects.name, exc)
 
-    async def _publish_context(self, number: int, payload: bytes) -> None:
+    async def _context_message(self, item: Any, body: dict[str, Any]) -> None:
+        """The provider's context, whole (its first) or a patch: kept, then published
+        on the context subject, numbered, naming this replica."""
+        seq = _wire.seq_of(body)
+        if seq is None:
+            return  # unnumbered: a provider disposing of the connection, closed by now
+        if body["type"] == "model-context-update":
+            self.wire = _wire.own_copy(body["context"])
+            names_changed = True
+            self._has_context.set()
+        else:
+            assert self.wire is not None  # a patch follows the first (whole) context
+            names_changed = _wire.apply_patch(self.wire, body)
+        self.seq, self._whole = seq, None
         try:
-            await self._client.publish(self._subjects.context, payload, headers=self._headers)
+            if not self._behind:  # else the hosts missed a change: the whole goes out next
+                payload = _wire.encode(item, self._client.max_payload)
+                await self._publish_context(payload, seq)
+        finally:
+            if names_changed:
+                self._published()
+
+    async def publish(self, subject: str, payload: bytes, headers: dict[str, str]) -> None:
+        await self._client.publish(subject, payload, headers=headers)
+
+    def context_headers(self, seq: int) -> dict[str, str]:
+        """The headers of a context message numbered ``seq`` from this replica."""
+        return {**self._headers, _wire.SEQ: str(seq)}
+
+    async def whole_context(self) -> tuple[bytes, int]:
+        """This replica's context whole, as a ``model-context-update`` carrying its
+        number, encoded; and the number. Waits for the provider's first context.
+        ``MessageTooLarge`` past ``max_payload``."""
+        await self._has_context.wait()
+        assert self.wire is not None
+        if self._whole is None:
+            wire = cast(protocol.SerializedModelContext, self.wire)
+            update = protocol.encode_context_update(wire, seq=self.seq)
+            self._whole = _wire.encode(update, self._client.max_payload)
+        return self._whole, self.seq
+
+    async def _publish_context(self, payload: bytes, seq: int) -> None:
+        try:
+            await self._client.publish(
+                self._subjects.context, payload, headers=self.context_headers(seq)
+            )
         except Exception as exc:
             if self._client.is_closed:
                 raise
             # Cut off, and nats-py's buffer is full. Raising would end the provider's
-            # context updates for good: keep the context for later instead (unless a
-            # newer one went out, or waits already).
-            unsent = self._unsent_context
-            if number > self._sent_context and (unsent is None or number >= unsent[0]):
-                self._unsent_context = (number, payload)
+            # context updates for good: the whole context goes out once connected.
+            self._behind = True
             logger.debug("Frame %r: the context waits for the server: %r", self._subjects.name, exc)
-        else:
-            self._sent_context = max(self._sent_context, number)
-            unsent = self._unsent_context
-            if unsent is not None and unsent[0] <= number:
-                self._unsent_context = None
 
     async def resend_context(self) -> None:
-        """Publish the context nats-py refused while cut off, once connected again."""
-        unsent = self._unsent_context
-        if unsent is not None and self._client.is_connected:
-            try:
-                await self._publish_context(*unsent)
-            except Exception as exc:  # closed meanwhile: there is nobody to tell
-                logger.debug("Frame %r: the context was not sent: %r", self._subjects.name, exc)
+        """Once connected again, publish the whole context if a change was refused
+        while cut off (hosts take it; patches follow it again)."""
+        if not self._behind or not self._client.is_connected:
+            return
+        try:
+            payload, seq = await self.whole_context()
+            await self._client.publish(
+                self._subjects.context, payload, headers=self.context_headers(seq)
+            )
+        except Exception as exc:  # cut off again, closed, or too large: try again later
+            logger.debug("Frame %r: the context was not sent: %r", self._subjects.name, exc)
+            return
+        if seq == self.seq:  # else a change came meanwhile: the newer whole goes next
+            self._behind = False
 
     async def lose_running(self, why: str) -> None:
         """Tell the callers of every running call that this replica stops without them."""
@@ -377,7 +428,7 @@ class NATSFrameProvider(Driver):
         self._stack: AsyncExitStack | None = None
         #: Other replicas of this frame seen publishing other tools, and theirs.
         self.mismatches: dict[str, list[str]] = {}
-        self._peers: dict[str, frozenset[str]] = {}  # other replicas' tools, matching or not
+        self._peers = _wire.ReplicaTools()  # other replicas' tools, matching or not
         self._service: Service | None = None
         self._route: _Route | None = None
 
@@ -425,6 +476,12 @@ class NATSFrameProvider(Driver):
                 queue_group=f"{self.subjects.queue}.{service.id}",
                 handler=self._on_context_get,
             )
+            # A host following this replica asks it alone (and hears at once, from the
+            # server, when it is gone).
+            asks = await client.subscribe(
+                self.subjects.context_get_of(str(service.id)), cb=self._on_context_ask
+            )
+            stack.push_async_callback(quietly, asks.unsubscribe)
             cancels = await client.subscribe(self.subjects.cancel, cb=route.on_cancel)
             stack.push_async_callback(quietly, cancels.unsubscribe)
             peers = await client.subscribe(self.subjects.context, cb=self._on_peer_context)
@@ -479,30 +536,32 @@ class NATSFrameProvider(Driver):
             await self._route.resend_context()
 
     async def _on_peer_context(self, msg: Msg) -> None:
-        """Another replica's context: report it once if its tools are not this one's."""
+        """Another replica's context (whole, or a patch): report it once if its tools
+        are not this one's."""
         replica = (msg.headers or {}).get(_wire.REPLICA)
         if replica is None or self._service is None or replica == str(self._service.id):
             return
-        try:
-            theirs = _wire.published_tools(_wire.decode(msg.data))
-        except ValueError:
+        message = _safe_decode(msg.data)
+        body = _wire.inner(message)
+        if body is None or (
+            body.get("type") == "model-context-patch" and _wire.patch_body(message) is None
+        ):
             return
-        if theirs is not None:
-            _wire.remember(self._peers, replica, theirs)
-            self._compare(replica, theirs, self._tools())
+        if self._peers.heard(replica, body):
+            self._compare(replica, self._peers.tools[replica], self._tools())
 
     def _compare_all(self) -> None:
         """This replica's tools changed: compare them with every other replica's again."""
         if not self._peers:
             return  # alone (or no peer published yet): nothing to compare, nor to build
         ours = self._tools()
-        for replica, theirs in list(self._peers.items()):
+        for replica, theirs in list(self._peers.tools.items()):
             self._compare(replica, theirs, ours)
 
     def _tools(self) -> frozenset[str]:
         return frozenset(self.provider.get_model_context().tools)
 
-    def _compare(self, replica: str, theirs: frozenset[str], ours: frozenset[str]) -> None:
+    def _compare(self, replica: str, theirs: AbstractSet[str], ours: AbstractSet[str]) -> None:
         if theirs == ours:
             self.mismatches.pop(replica, None)
             return
@@ -518,12 +577,36 @@ class NATSFrameProvider(Driver):
         _wire.remember(self.mismatches, replica, sorted(theirs))
 
     async def _on_context_get(self, request: Request) -> None:
+        """A context request (a host connecting, a replica starting): this replica's
+        whole context, numbered."""
         assert self._route is not None
-        limit = self._route.extra(TransportAttribute.max_message_bytes)
-        context = protocol.serialize_context(self.provider.get_model_context())
         try:
-            payload = _wire.encode(protocol.encode_context_update(context), limit)
-        except (TypeError, ValueError) as exc:  # too large for NATS, or no JSON form
-            await request.respond_error("500", str(exc))
+            with anyio.fail_after(_FIRST_CONTEXT_TIMEOUT):  # the provider's first one
+                payload, seq = await self._route.whole_context()
+        except (TypeError, ValueError, TimeoutError) as exc:  # too large, or none yet
+            await request.respond_error("500", str(exc) or "The frame has no context yet")
             return
-        await request.respond(payload, headers={_wire.REPLICA: self.replica})
+        await request.respond(payload, headers=self._route.context_headers(seq))
+
+    async def _on_context_ask(self, msg: Msg) -> None:
+        """A host following this replica asks for its context (on this replica's own
+        subject): "you hold the latest" (no payload) when the number it holds, in
+        ``AF-Seq``, is the current one, else the whole context."""
+        route = self._route
+        if route is None or not msg.reply:
+            return
+        held = (msg.headers or {}).get(_wire.SEQ)
+        headers: dict[str, str]
+        try:
+            if held is not None and held == str(route.seq) and route.wire is not None:
+                payload, headers = b"", route.context_headers(route.seq)
+            else:
+                with anyio.fail_after(_FIRST_CONTEXT_TIMEOUT):
+                    payload, seq = await route.whole_context()
+                headers = route.context_headers(seq)
+        except (TypeError, ValueError, TimeoutError) as exc:
+            payload = b""
+            headers = {_wire.SERVICE_ERROR: str(exc) or "The frame has no context yet"}
+            headers[_wire.SERVICE_ERROR_CODE] = "500"
+        with suppress(Exception):  # cut off or closed: the asker tries again, or another
+            await route.publish(msg.reply, payload, headers)
