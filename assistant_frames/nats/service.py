@@ -491,8 +491,11 @@ class NATSFrameProvider(Driver):
             stack.push_async_callback(quietly, answers.unsubscribe)
             await client.publish(self.subjects.context_get, b"", reply=answers.subject)
             # A round trip: once entered, the server holds every subscription above, so a
-            # host or a discovery round started now finds this replica.
+            # host or a discovery round started now finds this replica. Two: nats-py (2.16)
+            # writes a flush's PING at once, ahead of the commands its flusher task has yet
+            # to write; by the second one's turn, they went.
             try:
+                await client.flush(timeout=_FLUSH_TIMEOUT)
                 await client.flush(timeout=_FLUSH_TIMEOUT)
             except Exception as exc:  # cut off (reconnecting): its subscriptions come back
                 logger.debug("Frame %r: starting while cut off: %r", self.name, exc)

@@ -486,3 +486,17 @@ async def test_replicas_and_hosts_follow_each_replicas_tools_through_its_patches
 
 def _envelope(message: Any) -> bytes:
     return json.dumps({"channel": "assistant-ui-frame", "message": message}).encode()
+
+
+async def test_once_entered_a_replica_answers_on_every_subject(nats_server: NATSServer) -> None:
+    # Entering waits for the server to hold the replica's subscriptions: a request made
+    # right after finds it (nats-py's flush alone does not promise that; see settle).
+    url = nats_server.url
+    with anyio.fail_after(60):
+        async with await connect_nats(url) as raw:
+            for _ in range(30):
+                async with replica_of(calculator(), url) as replica:
+                    own = f"frames.calc.context.get.{replica.replica}"
+                    for subject in (own, "frames.calc.context.get", "$SRV.PING.calc"):
+                        answer = await raw.request(subject, b"", timeout=5)
+                        assert answer.data, subject
