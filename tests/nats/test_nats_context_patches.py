@@ -11,6 +11,7 @@ client, as anyone on the bus would.
 from __future__ import annotations
 
 import json
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -19,6 +20,7 @@ import anyio
 import pytest
 
 from assistant_frames import ModelContextRegistry
+from assistant_frames.frames import protocol
 
 from helpers import calculator, wait_until
 from nats_support import NATSServer, nats_server
@@ -31,7 +33,10 @@ from assistant_frames.nats import (  # noqa: E402  (needs the nats extra, checke
     NATSFrameHost,
     NATSFrameProvider,
     connect_nats,
+    nats_client,
 )
+from assistant_frames.nats.host import _Route as HostRoute  # noqa: E402
+from assistant_frames.nats.subjects import FrameSubjects  # noqa: E402
 
 __all__ = ["nats_server"]  # the fixture
 
@@ -426,6 +431,40 @@ async def test_a_host_reconnected_after_the_server_restarted_catches_up(
             registry.add_tool("after", lookup)
             await wait_until(lambda: "after" in host.get_model_context().tools, 15)
             assert same(host, replica)
+
+
+async def test_a_host_too_slow_to_follow_gets_the_whole_context_not_a_backlog(
+    nats_server: NATSServer,
+) -> None:
+    # The route holds patches the host has not read yet; past _MAX_PENDING (1024), it
+    # drops them and asks its replica for the whole context instead.
+    url = nats_server.url
+    registry = calculator()
+    with anyio.fail_after(60):
+        async with replica_of(registry, url) as replica, nats_client(url) as client:
+            route = HostRoute(client, FrameSubjects("calc"), liveness=3, context_timeout=5)
+            await route.start()
+            try:
+                await route.send(protocol.encode_context_request())
+                first = (await route.receive())["message"]
+                assert set(first["context"]["tools"]) == {"add"}
+                assert route.following == replica.replica
+                for i in range(1100):  # one patch each, none read
+                    registry.add_tool(f"t{i}", lookup)
+                    await anyio.sleep(0.001)
+                await wait_until(lambda: route.seq == 1101, timeout=20)
+                assert route.resyncs == 1
+                assert route.dropped >= 1024
+                whole = (await route.receive())["message"]
+                assert whole["type"] == "model-context-update"
+                assert len(whole["context"]["tools"]) >= 1025
+                # The replica's context number n holds n tools: the patches after it follow.
+                held = len(whole["context"]["tools"])
+                rest = [(await route.receive())["message"] for _ in range(1101 - held)]
+                assert [message["type"] for message in rest] == ["model-context-patch"] * len(rest)
+                assert route._pending == deque()
+            finally:
+                await route.aclose()
 
 
 # -- compatibility, and the tool report ----------------------------------------------------------
