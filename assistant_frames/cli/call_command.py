@@ -5,38 +5,19 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
-import sys
 from typing import Any
 
 import anyio
 
-from .common import EXIT_OK, CommandError, usage_error
+from .common import EXIT_OK, CommandError, parse_json_arguments
 from .targets import client_token, connect, resolve_target
 
 __all__ = ["cmd_call"]
 
 
-def _parse_arguments(text: str) -> Any:
-    source = "--args"
-    if text == "-":
-        text, source = sys.stdin.read(), "--args - (stdin)"
-    elif text.startswith("@"):
-        path = text[1:]
-        try:
-            with open(path, encoding="utf-8") as file:
-                text = file.read()
-        except OSError as exc:
-            raise usage_error(f"cannot read --args {text}: {exc.strerror or exc}") from None
-        source = f"--args {text}"
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise usage_error(f"{source} is not valid JSON: {exc}") from None
-
-
 def cmd_call(options: argparse.Namespace) -> int:
     target = resolve_target(options)
-    arguments = _parse_arguments(options.args)
+    arguments = parse_json_arguments(options.args)
     name: str = options.tool
     result: list[Any] = []
 

@@ -1,9 +1,11 @@
 """What every part of the command line shares: its name, defaults, exit statuses,
-:class:`CommandError`, one-line messages on stderr, and the lazy WebSocket import."""
+:class:`CommandError`, one-line messages on stderr, ``--args`` JSON, and the lazy
+WebSocket import."""
 
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from typing import Any
 
@@ -34,6 +36,25 @@ def print_error(message: str) -> None:
 def note(message: str) -> None:
     with contextlib.suppress(OSError, ValueError):
         print(f"{PROG}: {message}", file=sys.stderr, flush=True)
+
+
+def parse_json_arguments(text: str) -> Any:
+    """``--args``: JSON, ``-`` (read from stdin) or ``@FILE``; a usage error if unreadable."""
+    source = "--args"
+    if text == "-":
+        text, source = sys.stdin.read(), "--args - (stdin)"
+    elif text.startswith("@"):
+        path = text[1:]
+        try:
+            with open(path, encoding="utf-8") as file:
+                text = file.read()
+        except OSError as exc:
+            raise usage_error(f"cannot read --args {text}: {exc.strerror or exc}") from None
+        source = f"--args {text}"
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise usage_error(f"{source} is not valid JSON: {exc}") from None
 
 
 def websocket_module() -> Any:

@@ -161,13 +161,18 @@ and see its view, switch the theme and the display mode (inline, fullscreen,
 pip), and watch each view's JSON-RPC traffic. Each view runs in a sandboxed
 iframe on another origin than the page, with the Content-Security-Policy and
 permissions its resource declares; the host side (the MCP Apps bridge) runs in
-this process. Nothing is fetched from the network: everything is on loopback."""
+this process. Nothing is fetched from the network: everything is on loopback.
+
+--call TOOL (with --args JSON) calls the tool as the model would, once the page
+is up: its view is shown to every page that opens, without a click, so a
+headless browser's screenshot of the URL shows it."""
 
 _PREVIEW_EPILOG = f"""\
 examples:
   {PROG} apps preview -- python examples/weather_app.py
   {PROG} apps preview http://127.0.0.1:8000/mcp --token s3cret
   {PROG} apps preview --port 8765 --allow-link https://docs.example.com -- my-server
+  {PROG} apps preview --call get_weather --args '{{"city": "Oslo"}}' -- python weather.py
 
 The token may also come from ${TOKEN_ENV}."""
 
@@ -472,6 +477,17 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="how long to wait to connect, for the server's answers and for a tool's result "
         f"(default: {DEFAULT_TIMEOUT:g})",
+    )
+    preview.add_argument(
+        "--call",
+        metavar="TOOL",
+        help="call this UI tool once the page is up: every page that opens shows its view",
+    )
+    preview.add_argument(
+        "--args",
+        metavar="JSON",
+        help="the --call's arguments as JSON (default: {}); '-' reads them from stdin, "
+        "@FILE from FILE",
     )
     preview.set_defaults(handler=cmd_apps_preview)
     return parser

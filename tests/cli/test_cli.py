@@ -549,6 +549,8 @@ def test_inspect_worker_that_cannot_load_its_object(frame_dir: Path) -> None:
         (["apps", "preview", "http://127.0.0.1:1/mcp", "--", "x"], "give the frame once"),
         (["apps", "preview", "--allow-link", "ftp://x", "--", "x"], "ftp://x"),
         (["apps", "preview", "--host", "0.0.0.0", "--", "x"], "loopback only"),
+        (["apps", "preview", "--args", "{}", "--", "x"], "--args goes with --call TOOL"),
+        (["apps", "preview", "--call", "t", "--args", "[1]", "--", "x"], "a JSON object, not list"),
     ],
 )
 def test_usage_errors(args: list[str], needle: str, frame_dir: Path) -> None:
@@ -725,3 +727,12 @@ def test_apps_preview_prints_a_loopback_url_serves_the_page_and_stops_on_ctrl_c(
     assert "Traceback" not in stderr
     assert "previewing" in stderr
     assert "weather" in stderr
+
+
+def test_apps_preview_refuses_a_call_of_no_ui_tool(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "weather_app.py"
+    result = run_cli(
+        "apps", "preview", "--call", "nope", "--", sys.executable, str(example), cwd=tmp_path
+    )
+    assert_error(result, 2, "--call nope: not a UI tool of the server (its UI tools: forecast)")
+    assert result.stdout == ""  # no URL announced
