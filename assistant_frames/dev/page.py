@@ -1,0 +1,450 @@
+"""``DevPage``: one local web page that shows a :class:`~assistant_frames.Federation` live
+and calls its tools.
+
+The page is static (``assistant_frames/dev/static/dev-page.*``: plain HTML, CSS and
+JavaScript, no build step, no dependencies) and does no protocol logic. Python pushes
+what it shows over one WebSocket (``/socket``, beside the page), and the page sends back
+the calls the person makes. Both directions are JSON objects with a ``type``.
+
+Python to the page:
+
+- ``state``: the whole federation (:func:`~.snapshot.describe_federation`), first on
+  connecting and again whenever a member's state or the merged context changes;
+- ``started``, ``progress``, ``log``, ``result``, ``error``, ``cancelled``: one call's
+  life, by the page's own ``call`` id (``error`` carries the error's class, code,
+  message, member and tool);
+- ``notice``: something the person should know (a message the page sent was refused).
+
+The page to Python: ``call {call, tool, arguments}`` and ``cancel {call}``.
+
+The page and its files are served with no token (they hold no secret); the WebSocket
+needs the token, which the page reads from its URL's fragment (no server ever sees a
+fragment) and sends as ``?access_token=``, and a WebSocket from another origin than
+the page's is refused. It listens on loopback by default.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import secrets
+import time
+from collections.abc import Mapping
+from contextlib import AsyncExitStack
+from importlib import resources
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+from anyio.abc import ObjectStream, TaskGroup
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
+
+from .._driver import Lifecycle
+from ..errors import ToolCallError
+from ..federation import Federation
+from ..registry import ToolEvent, ToolLog, ToolProgress
+from ..registry.context import Unsubscribe
+from ..transports.websocket import (
+    WebSocketAttribute,
+    WebSocketServer,
+    WebSocketTransport,
+    websocket_server,
+)
+from .snapshot import describe_federation, jsonable
+
+__all__ = ["DevPage", "page_files"]
+
+logger = logging.getLogger("assistant_frames.dev")
+
+_HTML = "text/html; charset=utf-8"
+#: The shipped files, by the URL path they are served at.
+_FILES = {
+    "/": ("dev-page.html", _HTML),
+    "/dev-page.js": ("dev-page.js", "text/javascript; charset=utf-8"),
+    "/dev-page.css": ("dev-page.css", "text/css; charset=utf-8"),
+}
+_OUTBOX = 1000  # messages queued for one page before it counts as stuck
+_MAX_CALLS = 32  # calls of one page running at once
+_MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # a state message carries the whole context
+_MAX_LOG_CHARS = 16 * 1024  # of one log message's text, as the page shows it
+
+
+def page_files() -> dict[str, tuple[bytes, str]]:
+    """The page's files for ``websocket_server(http_files=...)``: ``{path: (bytes,
+    content type)}``, read from the package (``assistant_frames/dev/static``)."""
+    static = resources.files(__package__).joinpath("static")
+    return {
+        path: (static.joinpath(name).read_bytes(), kind) for path, (name, kind) in _FILES.items()
+    }
+
+
+def describe_error(exc: BaseException, tool: str, owner: str | None) -> dict[str, Any]:
+    """A failed call as the page shows it: the error's class and code, its message, the
+    tool called, the member the error names (else the tool's owner) and the tool's name
+    there (``memberTool``: the member's own name for it, without the namespace)."""
+    code = getattr(exc, "code", None)
+    called = exc if isinstance(exc, ToolCallError) else None
+    return {
+        "type": type(exc).__name__,
+        "code": None if code is None else str(getattr(code, "value", code)),
+        "message": getattr(exc, "message", None) or str(exc) or type(exc).__name__,
+        "member": (called.frame if called else None) or owner,
+        "tool": tool,
+        "memberTool": (called.tool_name if called else None) or tool,
+    }
+
+
+class _Page:
+    """One open page: its WebSocket, the queue of what it is sent, and its calls."""
+
+    def __init__(self, transport: ObjectStream[Any]) -> None:
+        self.transport = transport
+        send, receive = anyio.create_memory_object_stream[dict[str, Any]](_OUTBOX)
+        self.outbox: MemoryObjectSendStream[dict[str, Any]] = send
+        self.inbox: MemoryObjectReceiveStream[dict[str, Any]] = receive
+        self.calls: dict[str, anyio.CancelScope] = {}
+        self.gone = False
+
+    def post(self, message: dict[str, Any]) -> None:
+        """Queue ``message``; a page that stopped reading is hung up on."""
+        if self.gone:
+            return
+        try:
+            self.outbox.send_nowait(message)
+        except anyio.WouldBlock:
+            logger.warning("Dev page: a page stopped reading; closing its connection")
+            self.hang_up()
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self.gone = True
+
+    def hang_up(self) -> None:
+        self.gone = True
+        self.outbox.close()
+        for scope in self.calls.values():
+            scope.cancel()
+
+
+class DevPage(Lifecycle):
+    """Serve the dev page for ``federation``: its members, merged context, tool forms,
+    calls and the model's view, pushed live over one WebSocket.
+
+    Enter it (``async with``) inside the federation's block to listen; :attr:`url` is
+    then the page's address, its token in the fragment. Add members with :meth:`add`
+    (they show as connecting at once) or on the federation itself; either way the page
+    follows. ``timeout`` bounds each call the page makes (``None``: the federation's
+    own ``timeout``). ``token`` defaults to a random one. Leaving the block cancels the
+    running calls and stops the server; the federation stays open.
+    """
+
+    def __init__(
+        self,
+        federation: Federation,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        token: str | None = None,
+        title: str = "assistant-frames dev",
+        timeout: float | None = None,
+    ) -> None:
+        self.federation = federation
+        self.host = host
+        self.port = port
+        self.title = title
+        self.timeout = timeout
+        self.token = token or secrets.token_urlsafe(24)
+        self._server: WebSocketServer | None = None
+        self._stack: AsyncExitStack | None = None
+        self._pages: set[_Page] = set()
+        self._changed: anyio.Event | None = None  # made on entry: it needs the event loop
+        self._member_subscriptions: dict[str, Unsubscribe] = {}
+        self._state: dict[str, Any] | None = None
+        self._state_json = ""
+        self._init_lifecycle()
+
+    # -- addresses -----------------------------------------------------------------------
+
+    @property
+    def origin(self) -> str:
+        """The page's origin, ``http://127.0.0.1:PORT``."""
+        server = self._server
+        if server is None:
+            raise RuntimeError("The dev page is not running: enter it first (async with)")
+        host = server.host
+        return f"http://[{host}]:{server.port}" if ":" in host else f"http://{host}:{server.port}"
+
+    @property
+    def url(self) -> str:
+        """The page's URL; the token is in its fragment, which browsers never send."""
+        return f"{self.origin}/#token={self.token}"
+
+    @property
+    def state(self) -> dict[str, Any]:
+        """What the pages were last sent (:func:`~.snapshot.describe_federation`)."""
+        return self._state if self._state is not None else self._snapshot()
+
+    # -- running -------------------------------------------------------------------------
+
+    async def __aenter__(self) -> DevPage:
+        async with self._tasks.open() as tasks, AsyncExitStack() as stack:
+            self._changed = anyio.Event()
+            self._server = await stack.enter_async_context(
+                websocket_server(
+                    self._accept,
+                    self.host,
+                    self.port,
+                    token=self.token,
+                    http_files=page_files(),
+                    max_message_bytes=_MAX_MESSAGE_BYTES,
+                )
+            )
+            stack.callback(self._unsubscribe_all)
+            unsubscribe = self.federation.subscribe(self._mark_changed)
+            stack.callback(unsubscribe)
+            self._follow_members()
+            self._state = self._snapshot()
+            self._state_json = _key(self._state)
+            tasks.start_soon(self._push_changes)
+            self._stack = stack.pop_all()
+        return self
+
+    async def _stop(self) -> None:
+        for page in list(self._pages):
+            page.hang_up()
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()
+
+    async def _stopped(self) -> None:
+        self._server = None
+
+    # -- members -------------------------------------------------------------------------
+
+    async def add(self, name: str, target: Any, **options: Any) -> None:
+        """Add the member ``name`` to the federation without waiting for it: the page
+        shows it connecting, then connected (or reconnecting, or failed, with the
+        reason). ``options`` go to :meth:`Federation.add`; ``ValueError`` for a taken
+        name or a target :func:`~assistant_frames.connect` does not take."""
+        await self.federation.add(name, target, wait=False, **options)
+        self._mark_changed()
+
+    async def remove(self, name: str) -> None:
+        """Take the member ``name`` out of the federation (its tools leave the page)."""
+        await self.federation.remove(name)
+        self._mark_changed()
+
+    def _follow_members(self) -> None:
+        """Subscribe to each member's connection (its state changes), once each."""
+        present = set(self.federation)
+        for name in list(self._member_subscriptions):
+            if name not in present:
+                self._member_subscriptions.pop(name)()
+        for name in present - set(self._member_subscriptions):
+            try:
+                connection = self.federation.connection(name)
+            except KeyError:
+                continue
+            self._member_subscriptions[name] = connection.subscribe(self._mark_changed)
+
+    def _unsubscribe_all(self) -> None:
+        for unsubscribe in self._member_subscriptions.values():
+            unsubscribe()
+        self._member_subscriptions.clear()
+
+    # -- what the pages are told ---------------------------------------------------------
+
+    def _mark_changed(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
+
+    def _snapshot(self) -> dict[str, Any]:
+        return describe_federation(self.federation)
+
+    async def _push_changes(self) -> None:
+        """Send the state again whenever something changed (changes that come while one
+        is being described are sent together, next)."""
+        while True:
+            changed = self._changed
+            assert changed is not None  # made on entry
+            await changed.wait()
+            self._changed = anyio.Event()
+            self._follow_members()
+            state = self._snapshot()
+            key = _key(state)
+            if key == self._state_json:
+                continue
+            self._state, self._state_json = state, key
+            self._broadcast({"type": "state", **state})
+            await anyio.lowlevel.checkpoint()  # a burst of changes collapses into the next
+
+    def _broadcast(self, message: dict[str, Any]) -> None:
+        for page in list(self._pages):
+            page.post(message)
+
+    # -- the WebSocket -------------------------------------------------------------------
+
+    async def _accept(self, transport: WebSocketTransport) -> None:
+        origin = transport.extra(WebSocketAttribute.origin, None)
+        path = transport.extra(WebSocketAttribute.path, "").partition("?")[0]
+        server = self._server
+        if server is None or path != "/socket":
+            return
+        allowed = (self.origin, f"http://localhost:{server.port}")
+        if origin is not None and origin not in allowed:
+            logger.info("Dev page: refused a WebSocket from %s", origin)
+            return
+        await self.serve_socket(transport)
+
+    async def serve_socket(self, transport: ObjectStream[Any]) -> None:
+        """Serve one page's WebSocket on ``transport`` (its token and origin already
+        checked); returns when the page goes away. For a page served elsewhere (mounted
+        into another application), which accepts the WebSocket itself."""
+        tasks = self._tasks.group
+        if tasks is None:
+            return
+        page = _Page(transport)
+        page.post({"type": "hello", "title": self.title})
+        page.post({"type": "state", **self.state})
+        self._pages.add(page)
+        running = anyio.Semaphore(_MAX_CALLS)
+        try:
+            async with anyio.create_task_group() as own:
+                own.start_soon(self._write, page)
+                async for message in transport:
+                    if page.gone:
+                        break
+                    if isinstance(message, dict):
+                        await self._command(page, message, own, running)
+                own.cancel_scope.cancel()
+        finally:
+            self._pages.discard(page)
+            page.hang_up()
+
+    async def _write(self, page: _Page) -> None:
+        try:
+            async with page.inbox:
+                async for message in page.inbox:
+                    with anyio.fail_after(30):
+                        await page.transport.send(message)
+        except Exception as exc:  # the page is gone or stuck: the others go on
+            logger.info("Dev page: a page went away: %s", exc)
+        finally:
+            page.hang_up()
+            with anyio.CancelScope(shield=True):
+                await page.transport.aclose()
+
+    async def _command(
+        self,
+        page: _Page,
+        message: dict[str, Any],
+        tasks: TaskGroup,
+        running: anyio.Semaphore,
+    ) -> None:
+        kind = message.get("type")
+        call_id = message.get("call")
+        if not isinstance(call_id, str) or not call_id or len(call_id) > 100:
+            page.post({"type": "notice", "level": "error", "text": f"{kind}: no call id"})
+            return
+        if kind == "cancel":
+            scope = page.calls.get(call_id)
+            if scope is not None:
+                scope.cancel()
+            return
+        if kind != "call":
+            page.post({"type": "notice", "level": "error", "text": f"unknown message {kind!r}"})
+            return
+        tool, arguments = message.get("tool"), message.get("arguments", {})
+        if not isinstance(tool, str) or not isinstance(arguments, dict):
+            page.post(
+                {
+                    "type": "error",
+                    "call": call_id,
+                    "error": describe_error(
+                        ValueError("A call needs a tool name and a JSON object of arguments"),
+                        str(tool),
+                        None,
+                    ),
+                }
+            )
+            return
+        if call_id in page.calls:
+            page.post({"type": "notice", "level": "error", "text": f"call {call_id} is running"})
+            return
+        await running.acquire()
+        scope = anyio.CancelScope()
+        page.calls[call_id] = scope
+        tasks.start_soon(self._call, page, call_id, tool, arguments, scope, running)
+
+    async def _call(
+        self,
+        page: _Page,
+        call_id: str,
+        tool: str,
+        arguments: Mapping[str, Any],
+        scope: anyio.CancelScope,
+        running: anyio.Semaphore,
+    ) -> None:
+        """Run one call of the page's, telling it the call's events and its end."""
+        owner = next((t["owner"] for t in self.state["tools"] if t["name"] == tool), None)
+        started = time.perf_counter()
+
+        def elapsed() -> float:
+            return round((time.perf_counter() - started) * 1000, 1)
+
+        def on_event(event: ToolEvent) -> None:
+            page.post(_event_message(call_id, event))
+
+        try:
+            page.post({"type": "started", "call": call_id, "tool": tool, "member": owner})
+            with scope:
+                try:
+                    context = self.federation.get_model_context()
+                    if self.timeout is None:
+                        result = await context.call_tool(tool, dict(arguments), on_event=on_event)
+                    else:
+                        with anyio.fail_after(self.timeout):
+                            result = await context.call_tool(
+                                tool, dict(arguments), on_event=on_event
+                            )
+                except Exception as exc:  # every failure is the call's, shown in the page
+                    if type(exc) is TimeoutError and self.timeout is not None:  # fail_after
+                        exc = TimeoutError(f"No result within {self.timeout:g} s")
+                    error = describe_error(exc, tool, owner)
+                    page.post({"type": "error", "call": call_id, "error": error, "ms": elapsed()})
+                    return
+                page.post(
+                    {"type": "result", "call": call_id, "result": jsonable(result), "ms": elapsed()}
+                )
+            if scope.cancelled_caught:
+                page.post({"type": "cancelled", "call": call_id, "ms": elapsed()})
+        finally:
+            page.calls.pop(call_id, None)
+            running.release()
+
+
+def _event_message(call_id: str, event: ToolEvent) -> dict[str, Any]:
+    if isinstance(event, ToolProgress):
+        total = event.total
+        return {
+            "type": "progress",
+            "call": call_id,
+            "progress": event.progress if math.isfinite(event.progress) else None,
+            "total": total if total is not None and math.isfinite(total) else None,
+            "message": event.message,
+        }
+    assert isinstance(event, ToolLog)
+    text = event.message
+    if text is not None and len(text) > _MAX_LOG_CHARS:
+        text = f"{text[:_MAX_LOG_CHARS]}... ({len(text):,} characters)"
+    return {
+        "type": "log",
+        "call": call_id,
+        "level": event.level,
+        "message": text,
+        "data": None if event.data is None else jsonable(event.data),
+    }
+
+
+def _key(state: Mapping[str, Any]) -> str:
+    """A snapshot's identity, to send only what differs from the last one."""
+    return json.dumps(state, sort_keys=True, default=repr)
