@@ -391,7 +391,8 @@ class _Route(Route):
                 await self._request(replica, self.seq)
         elif self.following is None:  # the host follows no one: ask every replica
             self._keep_early(replica, seq, message)
-            await self._request(None)
+            if self._asked:  # else the host's own request, on connecting, comes next
+                await self._request(None)
         else:
             # Another replica's change: the followed one makes the same, as a rule. What
             # the host lacks of it after _MATCH_GRACE, the watch asks its replica about

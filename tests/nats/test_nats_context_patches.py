@@ -23,7 +23,7 @@ from assistant_frames import ModelContextRegistry
 from assistant_frames.frames import protocol
 
 from helpers import calculator, wait_until
-from nats_support import NATSServer, nats_server
+from nats_support import NATSServer, nats_server, replica_process
 
 pytestmark = pytest.mark.anyio
 
@@ -309,6 +309,27 @@ async def test_the_host_follows_another_replica_when_its_own_is_gone(
             assert same(host, replicas[stays])
             assert host.route.resyncs == 2
             assert await host.call_tool("later", {"query": "q"}) == "q"
+
+
+async def test_the_host_follows_another_replica_when_its_own_is_killed(
+    nats_server: NATSServer,
+) -> None:
+    url = nats_server.url
+    registry = calculator()
+    with anyio.fail_after(60):
+        async with replica_of(registry, url) as here, host_of(url) as host:
+            assert host.route.following == here.replica
+            async with replica_process(url, "calc") as there:
+                # Its first context, whole on the context subject: the host follows it.
+                await wait_until(lambda: host.route.following == there.id, 10)
+                assert "whoami" in host.get_model_context().tools
+                there.kill()  # SIGKILL: it says nothing
+                await there.wait()
+                registry.add_tool("later", lookup)
+                await wait_until(lambda: "later" in host.get_model_context().tools)
+                assert host.route.following == here.replica
+                assert same(host, here)
+                assert await host.call_tool("later", {"query": "q"}) == "q"
 
 
 async def test_a_restarted_replica_is_followed(nats_server: NATSServer) -> None:
