@@ -7,7 +7,7 @@ import gc
 import statistics
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -135,6 +135,7 @@ class PropagationResult:
     median_ms_by_kind: dict[str, float]
     setup_ms: float
     members: int = 1  # registries merged (namespaced) into the one served; 1: itself
+    carrier: str = ""  # what carries the context to the host ("": a memory pair)
 
     @property
     def us_per_tool(self) -> float:
@@ -143,18 +144,35 @@ class PropagationResult:
 
     @property
     def label(self) -> str:
-        if self.members == 1:
-            return f"{self.tools:,} tools"
-        return f"{self.tools:,} tools in {self.members} members"
+        label = f"{self.tools:,} tools"
+        if self.members > 1:
+            label += f" in {self.members} members"
+        return f"{label} over {self.carrier}" if self.carrier else label
+
+
+Serve = Callable[[ModelContextRegistry], AbstractAsyncContextManager[Any]]
+"""Serves a registry to a host whose first context has arrived; yields the host."""
+
+
+@asynccontextmanager
+async def served_host(registry: ModelContextRegistry) -> AsyncIterator[Any]:
+    """:func:`served`'s host alone: over a memory pair."""
+    async with served(registry) as (host, _):
+        yield host
 
 
 async def bench_propagation(
-    config: Config, tools: int | None = None, members: int = 1
+    config: Config,
+    tools: int | None = None,
+    members: int = 1,
+    serve: Serve = served_host,
+    carrier: str = "",
 ) -> PropagationResult:
     """One change in a registry of ``tools`` tools (``config.propagation_tools`` by
     default) to the host's subscriber. With ``members`` > 1, the tools are spread over
     that many registries merged, namespaced, into the one served (a federation's
-    parent), and each change is made in one member in turn."""
+    parent), and each change is made in one member in turn. ``serve`` connects the host
+    (over a memory pair by default; ``carrier`` names what else it uses)."""
     tools = config.propagation_tools if tools is None else tools
     clock = time.perf_counter_ns
     setup_start = clock()
@@ -167,7 +185,7 @@ async def bench_propagation(
         for i in range(tools)
     ]
     instruction = owners[-1].add_instruction("You are a benchmark.")
-    async with served(registry) as (host, _):
+    async with serve(registry) as host:
         if len(host.get_model_context().tools) != tools:
             raise RuntimeError("propagation: the host does not hold every tool")
         setup_ms = (clock() - setup_start) / 1e6
@@ -223,4 +241,5 @@ async def bench_propagation(
         },
         setup_ms=setup_ms,
         members=members,
+        carrier=carrier,
     )

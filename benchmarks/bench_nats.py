@@ -20,7 +20,7 @@ import sysconfig
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import anyio
@@ -47,6 +47,7 @@ from bench_common import (
     measure_throughput,
     package_version,
 )
+from bench_context import PropagationResult, bench_propagation
 from bench_websocket import websocket_target
 
 from assistant_frames import ModelContextRegistry
@@ -76,6 +77,8 @@ class NATSResult:
     # (u') Config.nats_frames_large frames running before the parent, from entering.
     frames_large: int = 0
     discovery_large_enter_s: list[float] = field(default_factory=list)
+    # One change in a frame of Config.propagation_tools tools -> its NATS host's callback.
+    propagation: PropagationResult | None = None
 
     def calls_per_s(self, replicas: str) -> float:
         return (
@@ -123,6 +126,7 @@ class NATSResult:
             "discovery_large_frames": self.frames_large,
             "discovery_large_enter_ms": ms(self.discovery_large_enter_s),
             "discovery_growth_large_over_100": round(self.discovery_growth, 3),
+            "propagation": None if self.propagation is None else asdict(self.propagation),
         }
 
 
@@ -418,4 +422,27 @@ async def bench_nats(config: Config, backend: str, log: Callable[[str], None]) -
                 await _discovery(config, kids, url, result, log)
                 gc.collect()
                 await _discovery_large(config, kids, url, result, log)
+                gc.collect()
+                await _propagation(config, url, result, log)
     return result
+
+
+async def _propagation(
+    config: Config, url: str, result: NATSResult, log: Callable[[str], None]
+) -> None:
+    """The propagation row over NATS: the frame and its host in this process, each with
+    its own client; a change crosses as a numbered patch."""
+    from assistant_frames.nats import NATSFrameHost, NATSFrameProvider
+
+    log(f"NATS propagation, {config.propagation_tools:,} tools")
+
+    @asynccontextmanager
+    async def over_nats(registry: ModelContextRegistry) -> AsyncIterator[Any]:
+        async with (
+            NATSFrameProvider(registry, "propagation", nats=url),
+            NATSFrameHost("propagation", nats=url, context_timeout=TIMEOUT_SECONDS) as host,
+        ):
+            await host.wait_for_context(TIMEOUT_SECONDS)
+            yield host
+
+    result.propagation = await bench_propagation(config, serve=over_nats, carrier="NATS")

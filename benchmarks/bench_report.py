@@ -506,6 +506,16 @@ def render_nats(nats: NATSResult) -> list[str]:
         growth = "" if count == NATS_FRAME_COUNT else f"{nats.discovery_growth:.2f}x"
         per_frame = f"{median_ms / count:.2f} {growth:>8}"
         lines.append(f"{label:<38}{median_ms:>20.1f}{max(samples) * 1000:>10.1f}{per_frame:>24}")
+    propagation = nats.propagation
+    if propagation is not None:
+        title = "propagation: change -> host callback"
+        kinds = ", ".join(f"{k} {v:.2f}" for k, v in propagation.median_ms_by_kind.items())
+        lines += [
+            "",
+            f"{title:<38}{'median ms':>20}{'p90 ms':>10}",
+            f"{propagation.label:<38}{propagation.median_ms:>20.2f}{propagation.p90_ms:>10.2f}",
+            f"  median ms by kind: {kinds}",
+        ]
     return lines
 
 
