@@ -7,6 +7,7 @@
     assistant-frames inspect ws://127.0.0.1:8765 --token s3cret
     assistant-frames call add --args '{"a": 2, "b": 3}' -- python worker.py
     assistant-frames apps preview -- python examples/weather_app.py
+    assistant-frames dev myapp.tools:registry worker.py
 
 Also runnable as ``python -m assistant_frames``. Exit status: 0 success, 1 the tool or
 the frame failed (a tool error, a timeout, an unreachable or refusing frame), 2 a usage
@@ -17,7 +18,8 @@ This package imports nothing WebSocket-related until a command needs it. Its mod
 :mod:`.parser` (the commands, options and help), :mod:`.report` (a failure as one line
 and an exit status), :mod:`.loading` (``MODULE:OBJECT``), :mod:`.targets` (a ws:// URL
 or a worker command to talk to), :mod:`.render` (a context as text), one ``*_command``
-module per command, and :mod:`.common` (what they share).
+module per command (``dev_command`` also adds its own parser), and :mod:`.common` (what
+they share).
 """
 
 from __future__ import annotations
@@ -72,9 +74,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     options.worker_command = worker_command
     try:
         handler: Callable[[argparse.Namespace], int] = options.handler
-        if worker_command is not None and options.command not in ("inspect", "call", "apps"):
+        if worker_command is not None and options.command not in (
+            "inspect",
+            "call",
+            "apps",
+            "dev",
+        ):
             raise usage_error(
-                f"'-- COMMAND' is for inspect, call and apps preview, not {options.command}"
+                f"'-- COMMAND' is for inspect, call and apps preview (and dev), "
+                f"not {options.command}"
             )
         return handler(options)
     except BaseException as exc:  # every failure becomes one line

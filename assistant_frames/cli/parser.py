@@ -11,6 +11,7 @@ from .apps_command import cmd_apps_preview
 from .call_command import cmd_call
 from .common import DEFAULT_TIMEOUT, EXIT_USAGE, PROG, TOKEN_ENV
 from .demo_command import cmd_demo
+from .dev_command import add_dev_parser
 from .federation import Member, parse_member
 from .inspect_command import cmd_inspect
 from .serve_command import cmd_serve
@@ -44,6 +45,7 @@ examples:
   {PROG} inspect -- python worker.py
   {PROG} call add --args '{{"a": 2, "b": 3}}' -- python worker.py
   {PROG} apps preview -- python examples/weather_app.py
+  {PROG} dev myapp.tools:registry worker.py search=ws://127.0.0.1:8765
 
 exit status: 0 ok, 1 the tool or the frame failed (tool error, timeout,
 unreachable, refused), 2 usage error, 130 interrupted.
@@ -425,6 +427,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="the anyio backend to run on (default: asyncio)",
     )
     demo.set_defaults(handler=cmd_demo)
+
+    add_dev_parser(commands, [verbose])
 
     apps = commands.add_parser(
         "apps",
