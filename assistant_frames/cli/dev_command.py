@@ -224,19 +224,21 @@ def cmd_dev(options: argparse.Namespace) -> int:
             DevPage(federation, host=options.host, port=options.port, title=options.title) as page,
         ):
             for member in members:
+                spec = member.spec
+                described = f"{spec} in this process" if spec else None
                 try:
                     await page.add(
                         member.name,
                         targets[member.name],
                         mcp=True if member.mcp else None,
                         token=tokens.get(member.name),
+                        described=described,
                     )
                 except ImportError as exc:  # the mcp or nats extra is missing
                     raise CommandError(f"{member.name}: {exc}") from None
                 except (TypeError, ValueError) as exc:
                     raise usage_error(f"{member.name}: {exc}") from None
-                what = federation.status(member.name).target
-                note(f"{member.name}: {what}")
+                note(f"{member.name}: {described or federation.status(member.name).target}")
             note("serving the dev page; Ctrl-C stops")
             print(page.url, flush=True)
             if options.open:

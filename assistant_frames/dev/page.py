@@ -160,6 +160,7 @@ class DevPage(Lifecycle):
         self._member_subscriptions: dict[str, Unsubscribe] = {}
         self._state: dict[str, Any] | None = None
         self._state_json = ""
+        self._targets: dict[str, str] = {}  # how the page names members' targets
         self._init_lifecycle()
 
     # -- addresses -----------------------------------------------------------------------
@@ -220,17 +221,23 @@ class DevPage(Lifecycle):
 
     # -- members -------------------------------------------------------------------------
 
-    async def add(self, name: str, target: Any, **options: Any) -> None:
+    async def add(
+        self, name: str, target: Any, *, described: str | None = None, **options: Any
+    ) -> None:
         """Add the member ``name`` to the federation without waiting for it: the page
         shows it connecting, then connected (or reconnecting, or failed, with the
-        reason). ``options`` go to :meth:`Federation.add`; ``ValueError`` for a taken
-        name or a target :func:`~assistant_frames.connect` does not take."""
+        reason). ``described`` is how the page names its target (default: as the
+        federation does); ``options`` go to :meth:`Federation.add`. ``ValueError`` for a
+        taken name or a target :func:`~assistant_frames.connect` does not take."""
         await self.federation.add(name, target, wait=False, **options)
+        if described is not None:
+            self._targets[name] = described
         self._mark_changed()
 
     async def remove(self, name: str) -> None:
         """Take the member ``name`` out of the federation (its tools leave the page)."""
         await self.federation.remove(name)
+        self._targets.pop(name, None)
         self._mark_changed()
 
     def _follow_members(self) -> None:
@@ -258,7 +265,7 @@ class DevPage(Lifecycle):
             self._changed.set()
 
     def _snapshot(self) -> dict[str, Any]:
-        return describe_federation(self.federation)
+        return describe_federation(self.federation, targets=self._targets)
 
     async def _push_changes(self) -> None:
         """Send the state again whenever something changed (changes that come while one

@@ -86,10 +86,18 @@ def _exports(context: ModelContext) -> dict[str, Any]:
     return exported
 
 
-def describe_federation(federation: Federation, *, exports: bool = True) -> dict[str, Any]:
+def describe_federation(
+    federation: Federation,
+    *,
+    exports: bool = True,
+    targets: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
     """The federation now: ``members`` (status, target, instructions, tool names),
     ``instructions`` (merged), ``tools`` (merged, in the context's order), ``waiting``,
-    ``conflicts`` and, with ``exports``, the context in each of :data:`EXPORT_FORMATS`."""
+    ``conflicts`` and, with ``exports``, the context in each of :data:`EXPORT_FORMATS`.
+    ``targets`` describes members in other words than the federation's (by name: the
+    ``MODULE:OBJECT`` a registry was loaded from, say)."""
+    targets = targets or {}
     context = federation.get_model_context()
     owners, contexts = _owners(federation)
     members: list[dict[str, Any]] = []
@@ -98,7 +106,7 @@ def describe_federation(federation: Federation, *, exports: bool = True) -> dict
         members.append(
             {
                 "name": status.name,
-                "target": status.target,
+                "target": targets.get(status.name, status.target),
                 "state": status.state,
                 "error": status.error,
                 "connections": status.connections,

@@ -166,3 +166,4 @@ def test_dev_serves_the_page_of_a_registry_and_a_worker_and_stops_on_ctrl_c(
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr
     assert "loud_worker: worker `" in stderr
+    assert "calc: calc:registry in this process" in stderr

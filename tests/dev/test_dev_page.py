@@ -190,7 +190,7 @@ async def test_members_their_state_and_the_merged_context_are_pushed(worker: Pat
         first = await socket.state(lambda state: True)
         assert first["members"] == []
         assert first["tools"] == []
-        await page.add("calc", calc_registry())
+        await page.add("calc", calc_registry(), described="calc:registry in this process")
         await page.add("words", [sys.executable, str(worker)])
         state = await socket.state(
             lambda s: (
@@ -214,6 +214,7 @@ async def test_members_their_state_and_the_merged_context_are_pushed(worker: Pat
         assert "Count words" in state["instructions"]
         assert "calculator" in state["instructions"]
         assert by_name["words"]["target"].startswith("worker `")
+        assert by_name["calc"]["target"] == "calc:registry in this process"
         # The model's view: the exporters' output.
         exports = state["exports"]
         assert {t["function"]["name"] for t in exports["openai-chat"]} == set(names)
@@ -224,7 +225,8 @@ async def test_members_their_state_and_the_merged_context_are_pushed(worker: Pat
         await page.remove("words")
         state = await socket.state(lambda s: "words" not in members(s))
         assert not any(t["owner"] == "words" for t in state["tools"])
-        assert state == {"type": "state", **describe_federation(page.federation)}
+        assert state == {"type": "state", **page.state}
+        assert describe_federation(page.federation)["tools"] == state["tools"]
 
 
 async def test_a_call_streams_its_progress_and_logs_then_its_result() -> None:
