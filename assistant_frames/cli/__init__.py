@@ -81,8 +81,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "dev",
         ):
             raise usage_error(
-                f"'-- COMMAND' is for inspect, call and apps preview (and dev), "
-                f"not {options.command}"
+                f"'-- COMMAND' is for inspect, call, dev and apps preview, not {options.command}"
             )
         return handler(options)
     except BaseException as exc:  # every failure becomes one line

@@ -541,7 +541,7 @@ def test_inspect_worker_that_cannot_load_its_object(frame_dir: Path) -> None:
         ),
         (["serve", "--ws", "here", "calc:registry"], "expected HOST:PORT"),
         (["serve", "--stdio", "--token", "t", "calc:registry"], "--token is for --ws"),
-        (["demo", "--", "x"], "'-- COMMAND' is for inspect, call and apps preview"),
+        (["demo", "--", "x"], "'-- COMMAND' is for inspect, call, dev and apps preview"),
         (["inspect", "--timeout", "0", "ws://127.0.0.1:1"], "must be a positive number"),
         (["apps"], "the following arguments are required: COMMAND"),
         (["apps", "preview"], "give the MCP server: an http(s):// URL, or '-- COMMAND"),
