@@ -102,7 +102,8 @@ async def main(output: Path) -> None:
         registry = await load_frame_async("shop:registry")
         async with Federation() as federation, DevPage(federation) as dev:
             await dev.add("shop", registry)
-            await dev.add("words", [sys.executable, str(folder / "words_worker.py")])
+            # Relative to the folder it runs in: the picture shows no temporary path.
+            await dev.add("words", [sys.executable, "words_worker.py"])
             async with async_playwright() as playwright:
                 browser = await playwright.chromium.launch(
                     executable_path=CHROMIUM, args=["--headless", "--no-sandbox"]
