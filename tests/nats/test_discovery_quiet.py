@@ -18,10 +18,10 @@ import anyio
 import anyio.abc
 import pytest
 
-from assistant_frames import ModelContextRegistry
 from assistant_frames.nats import NATSDiscovery, NATSFrameProvider
 
 from nats_support import NATSServer, nats_server, replica_process
+from nats_support import greeting_frame as frame
 
 pytestmark = pytest.mark.anyio
 
@@ -31,17 +31,6 @@ __all__ = ["nats_server"]  # a fixture, used by name
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def frame(name: str) -> ModelContextRegistry:
-    registry = ModelContextRegistry()
-
-    def hello(who: str) -> str:
-        """Say hello."""
-        return f"{name} greets {who}"
-
-    registry.tool(hello)
-    return registry
 
 
 async def timed_discover(bus: NATSDiscovery) -> tuple[list[str], float]:

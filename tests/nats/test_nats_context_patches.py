@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
@@ -23,7 +23,7 @@ from assistant_frames import ModelContextRegistry
 from assistant_frames.frames import protocol
 
 from helpers import calculator, wait_until
-from nats_support import NATSServer, nats_server, replica_process
+from nats_support import NATSServer, leavable, nats_server, replica_process
 
 pytestmark = pytest.mark.anyio
 
@@ -75,30 +75,6 @@ async def host_of(url: str, **kw: Any) -> AsyncIterator[NATSFrameHost]:
     async with NATSFrameHost("calc", nats=url, **kw) as host:
         await host.wait_for_context(5)
         yield host
-
-
-@asynccontextmanager
-async def leavable(replica: NATSFrameProvider) -> AsyncIterator[Callable[[], Awaitable[None]]]:
-    """Serve ``replica`` in a task of its own; yield ``leave()``, which stops it (and waits)."""
-    entered, leave, left = anyio.Event(), anyio.Event(), anyio.Event()
-
-    async def run() -> None:
-        async with replica:
-            entered.set()
-            await leave.wait()
-        left.set()
-
-    async def stop() -> None:
-        leave.set()
-        await left.wait()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(run)
-        await entered.wait()
-        try:
-            yield stop
-        finally:
-            leave.set()
 
 
 class Spy:

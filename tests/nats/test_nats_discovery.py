@@ -27,6 +27,7 @@ from assistant_frames.nats import NATSDiscovery, NATSFrameProvider, nats_client
 
 from helpers import wait_until
 from nats_support import NATSServer, nats_server
+from nats_support import greeting_frame as frame
 
 pytestmark = pytest.mark.anyio
 
@@ -38,17 +39,6 @@ FAST = {"interval": 0.2, "window": 0.1, "missed": 2}
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-def frame(name: str) -> ModelContextRegistry:
-    registry = ModelContextRegistry()
-
-    def hello(who: str) -> str:
-        """Say hello."""
-        return f"{name} greets {who}"
-
-    registry.tool(hello)
-    return registry
 
 
 def tools(discovery: NATSDiscovery) -> list[str]:

@@ -17,7 +17,7 @@ import ssl
 import sys
 import textwrap
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -40,7 +40,7 @@ from assistant_frames import (
 )
 
 from helpers import CountingGate, Gate, Outcome, calculator, serve_frame, wait_until
-from nats_support import NATSServer, make_credentials, nats_server, replica_process
+from nats_support import NATSServer, leavable, make_credentials, nats_server, replica_process
 
 pytestmark = pytest.mark.anyio
 
@@ -82,33 +82,6 @@ async def host_of(url: str, name: str = "calc", **kw: Any) -> AsyncIterator[NATS
     async with NATSFrameHost(name, nats=url, **kw) as host:
         await host.wait_for_context(5)
         yield host
-
-
-@asynccontextmanager
-async def leavable(replica: NATSFrameProvider) -> AsyncIterator[Callable[[], Awaitable[None]]]:
-    """Serve ``replica`` in a task of its own; yield ``leave()``, which stops it (and waits).
-
-    In a task of its own, the replica can stop while hosts entered after it stay.
-    """
-    entered, leave, left = anyio.Event(), anyio.Event(), anyio.Event()
-
-    async def run() -> None:
-        async with replica:
-            entered.set()
-            await leave.wait()
-        left.set()
-
-    async def stop() -> None:
-        leave.set()
-        await left.wait()
-
-    async with anyio.create_task_group() as group:
-        group.start_soon(run)
-        await entered.wait()
-        try:
-            yield stop
-        finally:
-            leave.set()
 
 
 def extra() -> str:
