@@ -41,6 +41,7 @@ from anyio.abc import ObjectStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .._driver import Lifecycle
+from ..apps.view import AppView
 from ..errors import ToolCallError
 from ..federation import Federation
 from ..registry import ToolEvent, ToolLog, ToolProgress
@@ -51,6 +52,7 @@ from ..transports.websocket import (
     WebSocketTransport,
     websocket_server,
 )
+from .apps import DevViews
 from .snapshot import describe_federation, jsonable
 
 __all__ = ["DevPage", "page_files"]
@@ -64,6 +66,8 @@ _FILES = {
     "/dev-page.js": ("dev-page.js", "text/javascript; charset=utf-8"),
     "/dev-page.css": ("dev-page.css", "text/css; charset=utf-8"),
 }
+#: The app page's relay, read as package data (assistant_frames/browser/static).
+_RELAY = ("/parent-relay.js", "parent-relay.js", "text/javascript; charset=utf-8")
 _OUTBOX = 1000  # messages queued for one page before it counts as stuck
 _MAX_CALLS = 32  # calls of one page running at once
 _MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # a state message carries the whole context
@@ -74,9 +78,13 @@ def page_files() -> dict[str, tuple[bytes, str]]:
     """The page's files for ``websocket_server(http_files=...)``: ``{path: (bytes,
     content type)}``, read from the package (``assistant_frames/dev/static``)."""
     static = resources.files(__package__).joinpath("static")
-    return {
+    files = {
         path: (static.joinpath(name).read_bytes(), kind) for path, (name, kind) in _FILES.items()
     }
+    path, name, kind = _RELAY
+    browser = resources.files("assistant_frames").joinpath("browser", "static")
+    files[path] = (browser.joinpath(name).read_bytes(), kind)
+    return files
 
 
 def describe_error(exc: BaseException, tool: str, owner: str | None) -> dict[str, Any]:
@@ -161,6 +169,8 @@ class DevPage(Lifecycle):
         self._state: dict[str, Any] | None = None
         self._state_json = ""
         self._targets: dict[str, str] = {}  # how the page names members' targets
+        #: The MCP Apps views of the calls of tools with a UI (an ``AppPage`` inside).
+        self.views = DevViews(federation, self._post_view, host=host, timeout=timeout)
         self._init_lifecycle()
 
     # -- addresses -----------------------------------------------------------------------
@@ -178,6 +188,11 @@ class DevPage(Lifecycle):
     def url(self) -> str:
         """The page's URL; the token is in its fragment, which browsers never send."""
         return f"{self.origin}/#token={self.token}"
+
+    @property
+    def views_origin(self) -> str:
+        """The views' origin: another port than the page's (see :mod:`.apps`)."""
+        return self.views.app_page.views_origin
 
     @property
     def state(self) -> dict[str, Any]:
@@ -199,6 +214,11 @@ class DevPage(Lifecycle):
                     max_message_bytes=_MAX_MESSAGE_BYTES,
                 )
             )
+            # Left before the server (the exit stack runs backwards): the views are torn
+            # down (bounded), then the views' server stops.
+            await stack.enter_async_context(self.views.app_page)
+            stack.push_async_callback(self.views.stop)
+            await self.views.start(tasks)
             stack.callback(self._unsubscribe_all)
             unsubscribe = self.federation.subscribe(self._mark_changed)
             stack.callback(unsubscribe)
@@ -288,19 +308,30 @@ class DevPage(Lifecycle):
         for page in list(self._pages):
             page.post(message)
 
+    def _post_view(self, page: _Page | None, message: dict[str, Any]) -> None:
+        """What the views' app page says: to the page whose call the view is (to every
+        page if it is no view's)."""
+        if page is None:
+            self._broadcast(message)
+        elif page in self._pages:
+            page.post(message)
+
     # -- the WebSocket -------------------------------------------------------------------
 
     async def _accept(self, transport: WebSocketTransport) -> None:
         origin = transport.extra(WebSocketAttribute.origin, None)
         path = transport.extra(WebSocketAttribute.path, "").partition("?")[0]
         server = self._server
-        if server is None or path != "/socket":
+        if server is None or (path != "/socket" and not path.startswith("/view/")):
             return
         allowed = (self.origin, f"http://localhost:{server.port}")
         if origin is not None and origin not in allowed:
             logger.info("Dev page: refused a WebSocket from %s", origin)
             return
-        await self.serve_socket(transport)
+        if path == "/socket":
+            await self.serve_socket(transport)
+        else:  # a view's relay: the app page serves it
+            await self.views.app_page.serve_socket(transport, path)
 
     async def serve_socket(self, transport: ObjectStream[Any]) -> None:
         """Serve one page's WebSocket on ``transport`` (its token and origin already
@@ -326,6 +357,8 @@ class DevPage(Lifecycle):
         finally:
             self._pages.discard(page)
             page.hang_up()
+            with anyio.CancelScope(shield=True):
+                await self.views.close_all(page)  # its views are torn down
 
     async def _write(self, page: _Page) -> None:
         try:
@@ -348,6 +381,11 @@ class DevPage(Lifecycle):
         running: anyio.Semaphore,
     ) -> None:
         kind = message.get("type")
+        if kind in ("view-mode", "view-close"):
+            mode = message.get("mode")
+            command = "close" if kind == "view-close" else "display-mode"
+            await self.views.command(page, {"type": command, "id": message.get("id"), "mode": mode})
+            return
         call_id = message.get("call")
         if not isinstance(call_id, str) or not call_id or len(call_id) > 100:
             page.post({"type": "notice", "level": "error", "text": f"{kind}: no call id"})
@@ -401,9 +439,15 @@ class DevPage(Lifecycle):
         def on_event(event: ToolEvent) -> None:
             page.post(_event_message(call_id, event))
 
+        view: AppView | None = None
         try:
             page.post({"type": "started", "call": call_id, "tool": tool, "member": owner})
             with scope:
+                try:
+                    view = await self.views.open(page, call_id, tool, arguments)
+                except Exception as exc:  # the call goes on; the page says why
+                    logger.warning("Dev page: cannot show the view of %s: %s", tool, exc)
+                    page.post({"type": "notice", "level": "error", "text": f"view: {exc}"})
                 try:
                     context = self.federation.get_model_context()
                     if self.timeout is None:
@@ -418,12 +462,19 @@ class DevPage(Lifecycle):
                         exc = TimeoutError(f"No result within {self.timeout:g} s")
                     error = describe_error(exc, tool, owner)
                     page.post({"type": "error", "call": call_id, "error": error, "ms": elapsed()})
+                    if view is not None:
+                        await self.views.finish(view, error=exc)
                     return
                 page.post(
                     {"type": "result", "call": call_id, "result": jsonable(result), "ms": elapsed()}
                 )
+                if view is not None:
+                    await self.views.finish(view, value=result)
             if scope.cancelled_caught:
                 page.post({"type": "cancelled", "call": call_id, "ms": elapsed()})
+                if view is not None:
+                    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                        await self.views.finish(view, cancelled=True)
         finally:
             page.calls.pop(call_id, None)
             running.release()

@@ -1,0 +1,203 @@
+"""The dev page's MCP Apps views (``DevViews``), through real WebSockets on 127.0.0.1.
+
+A federation holds a registry with a tool whose UI is a ``ui://`` resource. Calling it
+from the page's socket gives, beside the result, a view description whose ``src`` is on
+the views' origin (another port than the page's), served with its CSP; a client playing
+the view's relay on ``/view/<id>`` initializes and receives the tool's input and result,
+and the page is sent that traffic. Its page going away tears the view down. The
+``ContextServer`` adapter is checked on its own too. Every wait is bounded by ``WAIT``.
+"""
+
+from __future__ import annotations
+
+import urllib.request
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+import anyio
+import pytest
+
+from assistant_frames import Federation, ModelContextRegistry, ToolResult, ToolUI
+from assistant_frames.apps.protocol import ProtocolError
+from assistant_frames.dev import DevPage
+from assistant_frames.dev.apps import ContextServer, ui_of
+from assistant_frames.transports.websocket import WebSocketTransport, connect_websocket
+
+pytestmark = pytest.mark.anyio
+
+WAIT = 15.0
+URI = "ui://sky/view"
+VIEW = "<!doctype html><html><body><p id='sky'>waiting</p></body></html>"
+
+
+def sky_registry() -> ModelContextRegistry:
+    registry = ModelContextRegistry()
+    registry.add_ui_resource(URI, html=VIEW, title="Sky", prefers_border=True)
+
+    @registry.tool(ui=URI)
+    def sky(city: str) -> ToolResult:
+        """The sky over a city, with a view."""
+        return ToolResult(content=f"Clear over {city}.", structured_content={"city": city})
+
+    @registry.tool(ui=ToolUI(URI, visibility=["app"]))
+    def refresh(city: str) -> str:
+        """For the view only."""
+        return city
+
+    @registry.tool
+    def plain(text: str) -> str:
+        """No view."""
+        return text
+
+    return registry
+
+
+class Socket:
+    def __init__(self, transport: WebSocketTransport) -> None:
+        self.transport = transport
+        self.received: list[dict[str, Any]] = []
+
+    async def seen(self, matches: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """The first message received that ``matches``, waiting for it if none has yet."""
+        for message in self.received:
+            if matches(message):
+                return message
+        return await self.until(matches)
+
+    async def until(self, matches: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        with anyio.fail_after(WAIT):
+            while True:
+                message = await self.transport.receive()
+                self.received.append(message)
+                if matches(message):
+                    return message
+
+
+@asynccontextmanager
+async def sky_page() -> AsyncIterator[DevPage]:
+    async with Federation() as federation, DevPage(federation) as page:
+        await page.add("weather", sky_registry())
+        yield page
+
+
+@asynccontextmanager
+async def connect(page: DevPage, path: str) -> AsyncIterator[Socket]:
+    url = page.origin.replace("http://", "ws://") + path
+    async with connect_websocket(url, token=page.token, open_timeout=WAIT) as transport:
+        yield Socket(transport)
+
+
+async def test_the_context_server_serves_the_merged_context() -> None:
+    async with Federation() as federation:
+        await federation.add("weather", sky_registry())
+        context = federation.get_model_context()
+        assert ui_of(context, "weather_sky") == URI
+        assert ui_of(context, "weather_refresh") is None  # app-only: not the model's
+        assert ui_of(context, "weather_plain") is None
+        server = ContextServer(federation)
+        read = await server.read_resource(URI)
+        (content,) = read.contents
+        assert content.mime_type == "text/html;profile=mcp-app"
+        assert getattr(content, "text", None) == VIEW
+        assert [str(r.uri) for r in await server.list_resources()] == [URI]
+        result = await server.call_tool_result("weather_sky", {"city": "Oslo"})
+        assert result.structured_content == {"city": "Oslo"}
+        failed = await server.call_tool_result("weather_sky", {})
+        assert failed.is_error
+        with pytest.raises(ProtocolError):
+            await server.read_resource("ui://nothing/here")
+
+
+async def test_a_ui_tool_call_shows_its_view_from_another_origin() -> None:
+    async with sky_page() as page, connect(page, "/socket") as socket:
+        await socket.until(lambda m: m["type"] == "state" and len(m["tools"]) == 3)
+        await socket.transport.send(
+            {"type": "call", "call": "c1", "tool": "weather_sky", "arguments": {"city": "Oslo"}}
+        )
+        view = await socket.until(lambda m: m["type"] == "view" and "src" in m)
+        assert view["call"] == "c1"
+        assert view["title"] == "weather_sky"
+        src = urlsplit(view["src"])
+        assert f"{src.scheme}://{src.netloc}" == page.views_origin != page.origin
+        assert view["socket"] == f"/view/{view['id']}"
+        result = await socket.until(lambda m: m["type"] == "result")
+        assert result["call"] == "c1"
+
+        def fetch() -> tuple[str, bytes]:
+            with urllib.request.urlopen(view["src"], timeout=WAIT) as answer:
+                return answer.headers["Content-Security-Policy"], bytes(answer.read())
+
+        csp, html = await anyio.to_thread.run_sync(fetch)
+        assert "default-src 'none'" in csp
+        assert html == VIEW.encode()
+
+        # The view's relay: it initializes, then gets the input and the result.
+        async with connect(page, view["socket"]) as relay:
+            await relay.transport.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "ui/initialize",
+                    "params": {
+                        "protocolVersion": "2026-01-26",
+                        "appInfo": {"name": "sky-view", "version": "1.0.0"},
+                        "appCapabilities": {},
+                    },
+                }
+            )
+            await relay.until(lambda m: m.get("id") == 1 and "result" in m)
+            await relay.transport.send({"jsonrpc": "2.0", "method": "ui/notifications/initialized"})
+            tool_input = await relay.until(
+                lambda m: m.get("method") == "ui/notifications/tool-input"
+            )
+            assert tool_input["params"]["arguments"] == {"city": "Oslo"}
+            tool_result = await relay.until(
+                lambda m: m.get("method") == "ui/notifications/tool-result"
+            )
+            assert tool_result["params"]["structuredContent"] == {"city": "Oslo"}
+            # The page is told the traffic, both ways, by view.
+            await socket.until(
+                lambda m: (
+                    m["type"] == "view-log"
+                    and m["direction"] == "out"
+                    and m["message"].get("method") == "ui/notifications/tool-result"
+                )
+            )
+            logged = [m for m in socket.received if m["type"] == "view-log"]
+            assert {m["id"] for m in logged} == {view["id"]}
+            assert {m["call"] for m in logged} == {"c1"}
+            assert any(m["message"].get("method") == "ui/initialize" for m in logged)
+            await socket.seen(lambda m: m["type"] == "view" and m["state"] == "ready")
+
+            # The display mode and the close button go to the app page.
+            await socket.transport.send({"type": "view-close", "id": view["id"]})
+            await socket.until(lambda m: m["type"] == "view" and m["state"] == "closed")
+        assert page.views.app_page.views == {}
+
+
+async def test_a_plain_tool_shows_no_view_and_a_gone_page_tears_its_views_down() -> None:
+    async with sky_page() as page:
+        async with connect(page, "/socket") as socket:
+            await socket.until(lambda m: m["type"] == "state" and len(m["tools"]) == 3)
+            await socket.transport.send(
+                {"type": "call", "call": "p", "tool": "weather_plain", "arguments": {"text": "x"}}
+            )
+            await socket.until(lambda m: m["type"] == "result")
+            assert not [m for m in socket.received if m["type"] == "view"]
+            await socket.transport.send(
+                {"type": "call", "call": "s", "tool": "weather_sky", "arguments": {"city": "A"}}
+            )
+            await socket.until(lambda m: m["type"] == "result")
+            assert len(page.views.app_page.views) == 1
+            # Another page cannot close it.
+            async with connect(page, "/socket") as other:
+                await other.until(lambda m: m["type"] == "state")
+                (app_id,) = page.views.app_page.views
+                await other.transport.send({"type": "view-close", "id": app_id})
+                await anyio.sleep(0.2)
+                assert app_id in page.views.app_page.views
+        with anyio.fail_after(WAIT):
+            while page.views.app_page.views:
+                await anyio.sleep(0.02)
