@@ -1,0 +1,296 @@
+"""The dev page (``DevPage``) in Chromium: a federation of every kind of remote member,
+and a frame killed and started again.
+
+- A worker script (``words_worker.py`` in ``tmp_path``), a frame over ``ws://`` (a
+  registry served with ``websocket_server`` on 127.0.0.1 by the test) and the npm MCP
+  server ``@modelcontextprotocol/server-everything`` over stdio (pinned in
+  ``tests/mcp_peers``), federated and shown in the shipped page: all three connected with
+  their tools; one tool of each called from its generated form, with its result; the MCP
+  server's long-running operation shows its progress (3 / 3); the screenshot is not
+  blank.
+- A ``ws://`` frame served by a separate process, killed (SIGKILL): the page shows the
+  member reconnecting with the reason and its tools gone; the same frame started again
+  on the same port: the page shows it connected again (a second connection), its tools
+  back, and a call from the page reaches the new process.
+
+Every wait is bounded (``anyio.fail_after``, Playwright's timeouts); the page's state is
+awaited with ``wait_for_function``. Chromium or Playwright missing skips these tests
+(fails with ``CI`` set), as the other browser tests do; node or the npm server missing
+skips the federation test (fails in CI), as the MCP peer tests do.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+import anyio
+import pytest
+from anyio.abc import Process
+from npm_peers import PEERS_DIR, node_with
+from test_browser_dev_page import VIEWPORT, WAIT, WORKER, act, ink, screenshot, text_of
+
+from assistant_frames import AssistantFrameProvider, Federation, ModelContextRegistry
+from assistant_frames.dev import DevPage
+from assistant_frames.transports import websocket_server
+
+from browser_support import BrowserPage
+
+pytestmark = pytest.mark.anyio
+
+EVERYTHING_JS = (
+    PEERS_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+)
+
+#: A frame over ws:// in its own process: ``python live_frame.py PORT GENERATION`` serves
+#: on 127.0.0.1:PORT (0: any free port) and prints the port once it listens.
+LIVE_FRAME = """
+import sys
+
+import anyio
+
+from assistant_frames import AssistantFrameProvider, ModelContextRegistry
+from assistant_frames.transports import websocket_server
+
+port, generation = int(sys.argv[1]), sys.argv[2]
+registry = ModelContextRegistry()
+registry.add_instruction("Ask the live frame which process answers.")
+
+
+@registry.tool
+def whoami() -> str:
+    '''Which run of the frame answers.'''
+    return f"generation {generation}"
+
+
+@registry.tool
+def shout(text: str) -> str:
+    '''Upper-case a text.'''
+    return text.upper()
+
+
+async def main() -> None:
+    frame = AssistantFrameProvider(registry)
+    async with websocket_server(frame.serve, "127.0.0.1", port) as server:
+        print(server.port, flush=True)
+        await anyio.sleep_forever()
+
+
+anyio.run(main)
+"""
+
+
+def calculator() -> ModelContextRegistry:
+    registry = ModelContextRegistry()
+    registry.add_instruction("Add numbers with the calc tools.")
+
+    @registry.tool
+    def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
+
+    return registry
+
+
+@pytest.fixture(scope="session")
+def everything() -> list[str]:
+    """server-everything over stdio (skips, or fails in CI, without node or the package)."""
+    return [node_with((EVERYTHING_JS,)), str(EVERYTHING_JS), "stdio"]
+
+
+async def call_from_form(page: BrowserPage, tool: str, fields: dict[str, str]) -> str:
+    """Open ``tool``, fill its form's ``fields``, call it, and return its result's text
+    once the call is done."""
+    selector = f'.tool[data-tool="{tool}"]'
+    await act(page, "click", f"{selector} > details > summary")
+    for field, value in fields.items():
+        await act(page, "fill", f'{selector} [data-field="{field}"] input', value)
+    await act(page, "click", f"{selector} .call-button")
+    await page.wait_for(
+        f"""() => document.querySelector('{selector} .call[data-state="done"] .result')
+                  || document.querySelector('{selector} .call[data-state="error"]')""",
+        timeout=WAIT,
+    )
+    state = await page.evaluate(
+        f"document.querySelector('{selector} .call').getAttribute('data-state')"
+    )
+    assert state == "done", await text_of(page, f"{selector} .call")
+    return await text_of(page, f"{selector} .call .result")
+
+
+async def test_a_worker_a_websocket_frame_and_an_npm_mcp_server(
+    page: BrowserPage, tmp_path: Path, everything: list[str]
+) -> None:
+    worker = tmp_path / "words_worker.py"
+    worker.write_text(textwrap.dedent(WORKER), encoding="utf-8")
+    frame = AssistantFrameProvider(calculator())
+    async with (
+        websocket_server(frame.serve, "127.0.0.1", 0) as server,
+        Federation() as federation,
+        DevPage(federation) as dev,
+    ):
+        await dev.add("words", [sys.executable, str(worker)])
+        await dev.add("calc", server.url)
+        await dev.add("every", everything, mcp=True)
+        await page.browser.call(lambda _c: page._page.set_viewport_size(VIEWPORT))
+        await page.goto(dev.url)
+        # All three connected, each with its tools (server-everything adds
+        # simulate-research-query once initialized: wait for it too).
+        await page.wait_for(
+            """() => {
+                 const s = devPage.snapshot();
+                 return s.status === "connected"
+                   && s.members.length === 3
+                   && s.members.every((m) => m.state === "connected")
+                   && ["words_count", "calc_add", "every_echo", "every_get-sum",
+                       "every_trigger-long-running-operation",
+                       "every_simulate-research-query"].every((t) => s.tools.includes(t));
+               }""",
+            timeout=WAIT,
+        )
+        snapshot = await page.evaluate("devPage.snapshot()")
+        owners = {name.partition("_")[0] for name in snapshot["tools"]}
+        assert owners == {"words", "calc", "every"}
+        for member, target, tool in [
+            ("words", "worker `", "words_count"),
+            ("calc", f"ws://127.0.0.1:{server.port}", "calc_add"),
+            ("every", "MCP server `", "every_echo"),
+        ]:
+            item = f'.member[data-member="{member}"]'
+            assert await text_of(page, f"{item} .state") == "connected"
+            assert target in await text_of(page, f"{item} .target")
+            assert await text_of(page, f'.tool[data-tool="{tool}"] .owner') == member
+        merged = await text_of(page, "#merged-instructions pre")
+        assert "Count words" in merged
+        assert "Add numbers" in merged
+        assert "Everything Server" in merged
+
+        # One tool of each member, called from its generated form.
+        assert await call_from_form(page, "words_count", {"text": "one two three"}) == "3"
+        assert await call_from_form(page, "calc_add", {"a": "20", "b": "22"}) == "42"
+        assert await call_from_form(page, "every_echo", {"message": "hello"}) == "Echo: hello"
+
+        # The npm server's progress notifications fill the call's progress bar.
+        long_run = "every_trigger-long-running-operation"
+        result = await call_from_form(page, long_run, {"duration": "0.3", "steps": "3"})
+        assert "Long running operation completed" in result
+        bar = await page.evaluate(
+            """(tool) => {
+                 const call = document.querySelector(`.tool[data-tool="${tool}"] .call`);
+                 const bar = call.querySelector("progress");
+                 return [bar.value, bar.max, call.getAttribute("data-progress"),
+                         call.querySelector(".progress-text").textContent];
+               }""",
+            long_run,
+        )
+        assert bar[:3] == [3, 3, "3"]
+        assert bar[3].startswith("3 / 3")
+
+        image = await screenshot(page)
+        assert ink(image) > 0.02
+        assert not [line for line in page.console if line.startswith(("error", "pageerror"))]
+
+
+# -- a frame killed and started again ------------------------------------------------------
+
+
+@asynccontextmanager
+async def live_frame(
+    script: Path, port: int, generation: int
+) -> AsyncIterator[tuple[Process, int]]:
+    """``script`` serving on ``port`` (0: any) as run ``generation``: the process, once
+    it listens, and its port. Killed on leaving, if still running."""
+    log = script.with_name(f"live_frame.{generation}.log")
+    with log.open("wb") as stderr:
+        process = await anyio.open_process(
+            [sys.executable, str(script), str(port), str(generation)],
+            stdin=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+    try:
+        assert process.stdout is not None
+        printed = b""
+        with anyio.fail_after(WAIT):
+            while b"\n" not in printed:
+                try:
+                    printed += await process.stdout.receive()
+                except anyio.EndOfStream:
+                    pytest.fail(f"the frame exited: {log.read_text()}")
+        yield process, int(printed.decode().split()[0])
+    finally:
+        if process.returncode is None:
+            process.kill()
+        with anyio.fail_after(WAIT), anyio.CancelScope(shield=True):
+            await process.wait()
+        await process.aclose()
+
+
+async def test_a_websocket_frame_killed_and_started_again(
+    page: BrowserPage, tmp_path: Path
+) -> None:
+    script = tmp_path / "live_frame.py"
+    script.write_text(textwrap.dedent(LIVE_FRAME), encoding="utf-8")
+    member = '.member[data-member="live"]'
+    async with Federation() as federation, DevPage(federation) as dev:
+        async with live_frame(script, 0, 1) as (first, port):
+            await dev.add("live", f"ws://127.0.0.1:{port}")
+            await page.goto(dev.url)
+            await page.wait_for(
+                """() => {
+                     const s = devPage.snapshot();
+                     return s.members.length === 1 && s.members[0].state === "connected"
+                       && s.tools.length === 2;
+                   }""",
+                timeout=WAIT,
+            )
+            assert sorted(await page.evaluate("devPage.snapshot().tools")) == [
+                "live_shout",
+                "live_whoami",
+            ]
+            assert "1 connection" in await text_of(page, member)
+            assert await call_from_form(page, "live_whoami", {}) == "generation 1"
+
+            first.kill()
+            with anyio.fail_after(WAIT):
+                await first.wait()
+        # Killed: the member reconnects, with the reason; its tools are gone.
+        await page.wait_for(
+            f"""() => {{
+                 const m = document.querySelector('{member}');
+                 return m && m.dataset.state === "reconnecting" && m.querySelector(".error")
+                   && devPage.snapshot().tools.length === 0
+                   && !document.querySelector('.tool[data-tool^="live_"]')
+                   && document.getElementById("activity").textContent
+                        .includes("live: connected \\u2192 reconnecting");
+               }}""",
+            timeout=WAIT,
+        )
+        assert await text_of(page, f"{member} .state") == "reconnecting"
+        assert await text_of(page, f"{member} .error")
+        snapshot = await page.evaluate("devPage.snapshot()")
+        assert snapshot["status"] == "connected"  # the page's own WebSocket is still up
+
+        # Started again on the same port: connected again, its tools back, and a call
+        # from the page reaches the new process.
+        async with live_frame(script, port, 2) as (_, again):
+            assert again == port
+            await page.wait_for(
+                f"""() => {{
+                     const m = document.querySelector('{member}');
+                     const s = devPage.snapshot();
+                     return m && m.dataset.state === "connected" && !m.querySelector(".error")
+                       && s.tools.length === 2
+                       && m.textContent.includes("2 connections")
+                       && document.getElementById("activity").textContent
+                            .includes("live: reconnecting \\u2192 connected");
+                   }}""",
+                timeout=WAIT,
+            )
+            assert await call_from_form(page, "live_whoami", {}) == "generation 2"
+            assert await call_from_form(page, "live_shout", {"text": "back"}) == "BACK"
+            assert federation.status("live").connections == 2
+        assert not [line for line in page.console if line.startswith(("error", "pageerror"))]
