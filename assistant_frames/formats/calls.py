@@ -18,7 +18,7 @@ error a frame reported, a timeout, a frame that went away, an exception of a loc
 tool. Only input that is not a response of any of these shapes raises
 :class:`ToolCallFormatError`, before any call runs. No vendor SDK is imported.
 
-Example:
+Examples:
     >>> import anyio
     >>> from assistant_frames import ModelContextRegistry
     >>> registry = ModelContextRegistry()

@@ -28,7 +28,7 @@ A tool's metadata goes where a format has a place for it, and nowhere else:
   caching, strict inputs, examples and deferred loading) have no field for annotations,
   metadata or an output schema, so these are left out.
 
-Example:
+Examples:
     >>> from assistant_frames import ModelContextRegistry
     >>> registry = ModelContextRegistry()
     >>> @registry.tool
@@ -144,7 +144,7 @@ def to_openai_chat_tools(
             are not an object schema. Without it, such a tool is left out (logged once
             at WARNING): one bad tool never keeps the others from the model.
 
-    Example:
+    Examples:
         >>> from assistant_frames import ModelContext, Tool
         >>> context = ModelContext(tools={"ping": Tool("ping", lambda: "pong")})
         >>> to_openai_chat_tools(context)[0]["function"]
@@ -186,7 +186,7 @@ def to_openai_responses_tools(
             are not an object schema. Without it, such a tool is left out (logged once
             at WARNING): one bad tool never keeps the others from the model.
 
-    Example:
+    Examples:
         >>> from assistant_frames import ModelContext, Tool
         >>> context = ModelContext(tools={"ping": Tool("ping", lambda: "pong")})
         >>> [tool["strict"] for tool in to_openai_responses_tools(context)]
@@ -230,7 +230,7 @@ def to_anthropic_tools(
             are not an object schema. Without it, such a tool is left out (logged once
             at WARNING): one bad tool never keeps the others from the model.
 
-    Example:
+    Examples:
         >>> from assistant_frames import ModelContext, Tool
         >>> context = ModelContext(tools={"ping": Tool("ping", lambda: "pong")})
         >>> to_anthropic_tools(context)
@@ -267,7 +267,7 @@ def to_mcp_tools(
         ValueError: With ``strict``, a tool's parameters are not an object schema;
             without it, such a tool is left out (logged once at WARNING).
 
-    Example:
+    Examples:
         >>> from assistant_frames import ModelContext, Tool
         >>> context = ModelContext(tools={"ping": Tool("ping", lambda: "pong")})
         >>> to_mcp_tools(context)

@@ -301,19 +301,24 @@ class NATSDiscovery(Driver, WaitsForTools):
 
     @property
     def state(self) -> ConnectionState:
+        """Where discovery is (``"connected"`` while its NATS client is)."""
         return self._state
 
     @property
     def connected(self) -> bool:
+        """True while discovery's NATS client is connected."""
         return self._state == "connected"
 
     def get_model_context(self) -> ModelContext:
+        """Every discovered frame's tools, namespaced by frame (the federation's)."""
         return self.federation.get_model_context()
 
     def subscribe(self, callback: Callable[[], None]) -> Unsubscribe:
+        """Call ``callback()`` whenever the merged context changes."""
         return self.federation.subscribe(callback)
 
     async def wait_for_context(self, timeout: float | None = None) -> ModelContext:
+        """Wait until the first round has run and its frames' contexts are in."""
         with anyio.fail_after(timeout):
             await self._ready.wait()
         return self.get_model_context()
@@ -326,6 +331,7 @@ class NATSDiscovery(Driver, WaitsForTools):
         timeout: float | None = None,
         on_event: ToolEventCallback | None = None,
     ) -> Any:
+        """Call the tool ``name`` (``<frame>_<tool>``) on the frame it belongs to."""
         # The frame whose namespace it is: frames "a" and "a_b" both prefix "a_b_x". If both
         # have a tool of that name, the one the registry shows (the model's) takes it.
         shown = self.get_model_context().tools.get(name)

@@ -686,6 +686,7 @@ class NATSFrameHost(AssistantFrameHost):
 
     @property
     def route(self) -> _Route:
+        """The connection's NATS route, while connected (``RuntimeError`` if not)."""
         if self._route is None:
             raise RuntimeError("The host is not connected")
         return self._route

@@ -75,18 +75,22 @@ class FrameSubjects:
 
     @property
     def call(self) -> str:
+        """Tool calls: request-reply, one replica of the queue group answers."""
         return f"{self.base}.call"
 
     @property
     def cancel(self) -> str:
+        """``tool-cancel``: every replica hears it."""
         return f"{self.base}.cancel"
 
     @property
     def context(self) -> str:
+        """The context, published by each replica whenever it changes."""
         return f"{self.base}.context"
 
     @property
     def context_get(self) -> str:
+        """The context on request: every replica answers."""
         return f"{self.base}.context.get"
 
     def context_get_of(self, replica: str) -> str:
@@ -95,4 +99,5 @@ class FrameSubjects:
 
     @property
     def queue(self) -> str:
+        """The queue group of the frame's replicas (its :attr:`base`)."""
         return self.base

@@ -23,7 +23,7 @@ __all__ = ["ToolAnnotations"]
 class ToolAnnotations(BaseModel):
     """Hints about a tool: MCP's ``annotations`` (all optional, all advisory).
 
-    Example:
+    Examples:
         >>> hints = ToolAnnotations(title="Delete a file", destructive_hint=True)
         >>> hints.to_wire()
         {'title': 'Delete a file', 'destructiveHint': True}
