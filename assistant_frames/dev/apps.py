@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from typing import Any
 
 import anyio
@@ -178,7 +179,7 @@ class DevViews:
         )
         self._post = post
         self._owners: dict[str, tuple[Any, str]] = {}  # app id -> (owner, call id)
-        self._control: ObjectStream[Any] | None = None
+        self._control: StapledObjectStream[Any] | None = None
 
     async def start(self, tasks: TaskGroup) -> None:
         """Connect to the (entered) app page as its page would, in ``tasks``."""
@@ -186,14 +187,19 @@ class DevViews:
         to_page, from_us = anyio.create_memory_object_stream[Any](_CONTROL_BUFFER)
         theirs = StapledObjectStream(to_us, from_us)
         self._control = StapledObjectStream(to_page, from_page)
-        tasks.start_soon(self.app_page.serve_socket, theirs, "page")
+        tasks.start_soon(self._serve, theirs)
         tasks.start_soon(self._listen, self._control)
 
+    async def _serve(self, theirs: ObjectStream[Any]) -> None:
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):  # stopping
+            await self.app_page.serve_socket(theirs, "page")
+
     async def stop(self) -> None:
-        """Close the control connection (the app page closes its views as it stops)."""
+        """End the control connection (what we send): the app page lets it go. What it
+        still says of its views while it stops is read until the tasks end."""
         control, self._control = self._control, None
         if control is not None:
-            await control.aclose()
+            await control.send_stream.aclose()
 
     def has_view(self, context: ModelContext, name: str) -> bool:
         """Whether calling ``name`` shows a view."""

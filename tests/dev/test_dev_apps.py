@@ -173,6 +173,8 @@ async def test_a_ui_tool_call_shows_its_view_from_another_origin() -> None:
 
             # The display mode and the close button go to the app page.
             await socket.transport.send({"type": "view-close", "id": view["id"]})
+            teardown = await relay.until(lambda m: m.get("method") == "ui/resource-teardown")
+            await relay.transport.send({"jsonrpc": "2.0", "id": teardown["id"], "result": {}})
             await socket.until(lambda m: m["type"] == "view" and m["state"] == "closed")
         assert page.views.app_page.views == {}
 
@@ -194,10 +196,9 @@ async def test_a_plain_tool_shows_no_view_and_a_gone_page_tears_its_views_down()
             # Another page cannot close it.
             async with connect(page, "/socket") as other:
                 await other.until(lambda m: m["type"] == "state")
-                (app_id,) = page.views.app_page.views
+                ((app_id, shown),) = page.views.app_page.views.items()
                 await other.transport.send({"type": "view-close", "id": app_id})
                 await anyio.sleep(0.2)
                 assert app_id in page.views.app_page.views
-        with anyio.fail_after(WAIT):
-            while page.views.app_page.views:
-                await anyio.sleep(0.02)
+        await shown.wait_state("closed", timeout=WAIT)
+        assert page.views.app_page.views == {}
