@@ -9,7 +9,15 @@
  *   log {call, level, message, data}   result {call, result, ms}
  *   error {call, error: {type, code, message, member, tool}, ms}   cancelled {call, ms}
  *   notice {level, text}
- * and this page sends   call {call, tool, arguments}   cancel {call}.
+ * and, for a call of a tool with a UI (an MCP Apps view, shown by an AppPage in Python),
+ *   view {call, id, title, state, error, fallback, displayMode, displayModes, src?,
+ *         socket?, allow?, border?}
+ *   view-log {call, id, direction: "in"|"out", message}   view-size {call, id, width, height}
+ *   view-message {call, id, text}   view-link {call, id, url}
+ * and this page sends   call {call, tool, arguments}   cancel {call}
+ *   view-mode {id, mode}   view-close {id}.
+ * A view's iframe is on another origin (src), sandboxed, bridged to its own WebSocket
+ * ("view/<id>" beside this page) by the shipped parent relay in app mode.
  *
  * A form per tool is generated from its JSON Schema (strings, numbers, integers,
  * booleans, enums, nested objects, arrays of either; defaults, required fields and
@@ -34,6 +42,8 @@
   var callCounter = 0;
   var idCounter = 0;
   var exportKeys = {};
+  var views = {}; // view id -> {call, box, iframe, relay, traffic, last, loads}
+  var MAX_TRAFFIC = 500;
 
   // -- small helpers -----------------------------------------------------------------
 
@@ -152,6 +162,13 @@
         break;
       case "notice":
         notice(message.level, message.text);
+        break;
+      case "view":
+      case "view-log":
+      case "view-size":
+      case "view-message":
+      case "view-link":
+        viewEvent(message);
         break;
       default:
         break;
@@ -885,12 +902,14 @@
     var logs = el("ol", "logs");
     logs.setAttribute("aria-label", "Logs");
     item.appendChild(logs);
+    var row = el("div", "call-row");
     var output = el("div", "output");
-    item.appendChild(output);
+    row.appendChild(output);
+    item.appendChild(row);
     card.calls.prepend(item);
     var call = {
       item: item, tool: tool, outcome: outcome, cancel: cancel, bar: bar,
-      progressText: progressText, logs: logs, output: output, running: true,
+      progressText: progressText, logs: logs, output: output, row: row, running: true,
     };
     calls[id] = call;
     cancel.addEventListener("click", function () {
@@ -960,6 +979,176 @@
     }
   }
 
+  // -- MCP Apps views ----------------------------------------------------------------------
+
+  // A WebSocket URL for a path of the page's: "/view/v1" beside this page.
+  function viewSocketUrl(path) {
+    var url = new URL(String(path).replace(/^\/+/, ""), location.href);
+    url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+    url.hash = "";
+    url.search = "";
+    return url.href;
+  }
+
+  function createView(call, message) {
+    var entry = { id: message.id, call: message.call, relay: null, iframe: null, loads: 0, count: 0 };
+    var section = el("section", "app-view");
+    section.setAttribute("data-view", message.id);
+    section.setAttribute("aria-label", "View of " + call.tool);
+    entry.section = section;
+    entry.placeholder = el("div", "placeholder muted");
+    section.appendChild(entry.placeholder);
+    entry.box = el("div", "view-box");
+    var bar = el("div", "view-bar");
+    bar.appendChild(el("span", "view-title", message.title));
+    entry.stateNode = el("span", "view-state");
+    bar.appendChild(entry.stateNode);
+    entry.modes = el("span", "modes");
+    ["inline", "fullscreen", "pip"].forEach(function (mode) {
+      var button = el("button", "mode", mode);
+      button.type = "button";
+      button.dataset.mode = mode;
+      button.addEventListener("click", function () {
+        send({ type: "view-mode", id: entry.id, mode: mode });
+      });
+      entry.modes.appendChild(button);
+    });
+    bar.appendChild(entry.modes);
+    var close = el("button", "close", "Close view");
+    close.type = "button";
+    close.addEventListener("click", function () {
+      send({ type: "view-close", id: entry.id });
+    });
+    entry.closeButton = close;
+    bar.appendChild(close);
+    entry.box.appendChild(bar);
+    section.appendChild(entry.box);
+    var details = el("details", "traffic");
+    details.open = true;
+    entry.trafficTitle = el("summary", null, "JSON-RPC traffic");
+    details.appendChild(entry.trafficTitle);
+    entry.traffic = el("ol", "traffic-log");
+    entry.traffic.setAttribute("aria-label", "JSON-RPC traffic of the view");
+    details.appendChild(entry.traffic);
+    section.appendChild(details);
+    call.row.appendChild(section);
+    call.item.classList.add("has-view");
+    views[message.id] = entry;
+    return entry;
+  }
+
+  function connectView(entry, view) {
+    if (entry.relay || !view.src || !view.socket || typeof AssistantFramesRelay === "undefined") return;
+    var iframe = el("iframe");
+    iframe.title = view.title;
+    entry.box.appendChild(iframe);
+    iframe.addEventListener("load", function () {
+      if (iframe.getAttribute("src")) entry.loads += 1;
+    });
+    entry.iframe = iframe;
+    entry.relay = AssistantFramesRelay.parent({
+      url: viewSocketUrl(view.socket),
+      token: token,
+      app: true,
+      src: view.src,
+      allow: view.allow || "",
+      iframe: iframe,
+      statusElement: entry.box,
+      initialDelay: 100,
+      maxAttempts: 8,
+    });
+  }
+
+  function disconnectView(entry) {
+    if (entry.relay) entry.relay.close();
+    if (entry.iframe) entry.iframe.remove();
+    entry.relay = entry.iframe = null;
+  }
+
+  function showView(entry, view) {
+    entry.last = view;
+    entry.stateNode.textContent = view.state;
+    entry.section.setAttribute("data-state", view.state);
+    entry.box.classList.toggle("border", view.border === true);
+    if (view.state === "closed") {
+      disconnectView(entry);
+      entry.closeButton.disabled = true;
+      entry.box.classList.remove("fullscreen", "pip");
+      entry.section.classList.remove("away");
+      Array.prototype.forEach.call(entry.modes.children, function (button) {
+        button.disabled = true;
+      });
+      return;
+    }
+    if (view.state === "error") {
+      disconnectView(entry);
+      var reason = entry.box.querySelector(".reason");
+      if (!reason) {
+        reason = entry.box.appendChild(el("div", "reason error"));
+        reason.setAttribute("role", "alert");
+        entry.box.appendChild(el("div", "fallback"));
+      }
+      reason.textContent = "The view could not be shown: " + (view.error || "no reason given");
+      entry.box.querySelector(".fallback").textContent = view.fallback || "";
+    } else {
+      connectView(entry, view);
+    }
+    var mode = view.displayMode;
+    entry.box.classList.toggle("fullscreen", mode === "fullscreen");
+    entry.box.classList.toggle("pip", mode === "pip");
+    entry.section.classList.toggle("away", mode !== "inline");
+    entry.placeholder.textContent = view.title + " is shown " + (mode === "pip" ? "in the corner" : "full screen");
+    Array.prototype.forEach.call(entry.modes.children, function (button) {
+      var usable = (view.displayModes || ["inline"]).indexOf(button.dataset.mode) >= 0;
+      button.disabled = !usable;
+      button.setAttribute("aria-pressed", String(button.dataset.mode === mode));
+    });
+  }
+
+  function logTraffic(entry, message) {
+    var rpc = message.message || {};
+    var what = rpc.method || ("id" in rpc ? (rpc.error ? "error" : "result") : "?");
+    if ("id" in rpc && rpc.id !== null && rpc.id !== undefined) what += " #" + rpc.id;
+    entry.count += 1;
+    var line = el("li", message.direction);
+    line.setAttribute("data-method", rpc.method || "");
+    var details = el("details");
+    details.appendChild(el("summary", null, (message.direction === "in" ? "\u2190 " : "\u2192 ") + what));
+    details.appendChild(el("pre", null, JSON.stringify(rpc, null, 1)));
+    line.appendChild(details);
+    entry.traffic.appendChild(line);
+    while (entry.traffic.children.length > MAX_TRAFFIC) entry.traffic.firstChild.remove();
+    entry.trafficTitle.textContent = "JSON-RPC traffic (" + entry.count + ")";
+  }
+
+  function viewEvent(message) {
+    var entry = views[message.id];
+    if (!entry) {
+      var call = calls[message.call];
+      if (!call || message.type !== "view") return;
+      entry = createView(call, message);
+    }
+    if (message.type === "view") {
+      showView(entry, message);
+    } else if (message.type === "view-log") {
+      logTraffic(entry, message);
+    } else if (message.type === "view-size") {
+      if (entry.iframe && typeof message.height === "number" && message.height > 0) {
+        entry.iframe.style.height = Math.min(Math.ceil(message.height), 2000) + "px";
+      }
+    } else if (message.type === "view-message") {
+      entry.section.appendChild(el("div", "view-message", message.text));
+    } else if (message.type === "view-link") {
+      var line = el("div", "view-link", "The view asks to open ");
+      var a = el("a", null, message.url);
+      a.href = message.url;
+      a.target = "_blank";
+      a.rel = "noopener noreferrer";
+      line.appendChild(a);
+      entry.section.appendChild(line);
+    }
+  }
+
   // -- wiring ------------------------------------------------------------------------------
 
   $("filter").addEventListener("input", applyFilter);
@@ -993,6 +1182,22 @@
         calls: Object.keys(calls).map(function (id) {
           var call = calls[id];
           return { id: id, tool: call.tool, state: call.item.getAttribute("data-state") };
+        }),
+        views: Object.keys(views).map(function (id) {
+          var entry = views[id];
+          return {
+            id: id,
+            call: entry.call,
+            state: entry.last ? entry.last.state : null,
+            displayMode: entry.last ? entry.last.displayMode : null,
+            src: entry.iframe ? entry.iframe.src : null,
+            sandbox: entry.iframe ? entry.iframe.getAttribute("sandbox") : null,
+            relay: entry.relay ? entry.relay.status : null,
+            loads: entry.loads,
+            traffic: Array.prototype.map.call(entry.traffic.children, function (line) {
+              return line.className + " " + line.querySelector("summary").textContent;
+            }),
+          };
         }),
       };
     },
