@@ -206,20 +206,39 @@ class DevViews:
         return ui_of(context, name) is not None
 
     async def open(
-        self, owner: Any, call_id: str, name: str, arguments: Mapping[str, Any]
+        self,
+        owner: Any,
+        call_id: str,
+        name: str,
+        arguments: Mapping[str, Any],
+        *,
+        member: ModelContextProvider | None = None,
+        member_name: str | None = None,
     ) -> AppView | None:
         """Show the view of the tool ``name`` for ``owner``'s call ``call_id`` and send it
-        the input; ``None`` if the tool has no view."""
+        the input; ``None`` if the tool has no view.
+
+        ``member`` is the federation member the tool is ``member_name`` of: the view's
+        server is then that member's own context, so that the view calls its tools by
+        the names it knows (``refresh``, not ``weather_refresh``). Without it, the view
+        sees the merged context."""
         context = self.server.provider.get_model_context()
         uri = ui_of(context, name)
         if uri is None:
             return None
         tool = context.tools[name]
+        server = self.server
+        own = name
+        if member is not None and member_name is not None:
+            theirs = member.get_model_context()
+            if ui_of(theirs, member_name) == uri:
+                server, own = ContextServer(member, timeout=self.server.timeout), member_name
         view = self.app_page.new_view(
             title=tool.title or name,
             resource_uri=uri,
-            tool_name=name,
+            tool_name=own,
             tool_call_id=call_id,
+            server=server,
         )
         self._owners[view.app_id] = (owner, call_id)
         await self.app_page.show(view)

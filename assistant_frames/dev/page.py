@@ -30,10 +30,10 @@ import logging
 import math
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
@@ -41,7 +41,6 @@ from anyio.abc import ObjectStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .._driver import Lifecycle
-from ..apps.view import AppView
 from ..errors import ToolCallError
 from ..federation import Federation
 from ..registry import ToolEvent, ToolLog, ToolProgress
@@ -52,8 +51,11 @@ from ..transports.websocket import (
     WebSocketTransport,
     websocket_server,
 )
-from .apps import DevViews
 from .snapshot import describe_federation, jsonable
+
+if TYPE_CHECKING:
+    from ..apps.view import AppView
+    from .apps import DevViews
 
 __all__ = ["DevPage", "page_files"]
 
@@ -169,8 +171,9 @@ class DevPage(Lifecycle):
         self._state: dict[str, Any] | None = None
         self._state_json = ""
         self._targets: dict[str, str] = {}  # how the page names members' targets
-        #: The MCP Apps views of the calls of tools with a UI (an ``AppPage`` inside).
-        self.views = DevViews(federation, self._post_view, host=host, timeout=timeout)
+        #: The MCP Apps views of the calls of tools with a UI (an ``AppPage`` inside);
+        #: ``None`` without the ``mcp`` extra (no views are shown then).
+        self.views = _dev_views(federation, self._post_view, host, timeout)
         self._init_lifecycle()
 
     # -- addresses -----------------------------------------------------------------------
@@ -192,6 +195,8 @@ class DevPage(Lifecycle):
     @property
     def views_origin(self) -> str:
         """The views' origin: another port than the page's (see :mod:`.apps`)."""
+        if self.views is None:
+            raise RuntimeError("No MCP Apps views without the mcp extra")
         return self.views.app_page.views_origin
 
     @property
@@ -216,9 +221,10 @@ class DevPage(Lifecycle):
             )
             # Left before the server (the exit stack runs backwards): the views are torn
             # down (bounded), then the views' server stops.
-            await stack.enter_async_context(self.views.app_page)
-            stack.push_async_callback(self.views.stop)
-            await self.views.start(tasks)
+            if self.views is not None:
+                await stack.enter_async_context(self.views.app_page)
+                stack.push_async_callback(self.views.stop)
+                await self.views.start(tasks)
             stack.callback(self._unsubscribe_all)
             unsubscribe = self.federation.subscribe(self._mark_changed)
             stack.callback(unsubscribe)
@@ -308,6 +314,18 @@ class DevPage(Lifecycle):
         for page in list(self._pages):
             page.post(message)
 
+    def _member_of(self, tool: str, owner: str | None) -> dict[str, Any]:
+        """The member ``owner`` whose tool ``tool`` is (namespaced), and its own name
+        there: the view of the call is served that member's context."""
+        prefix = f"{owner}_"
+        if owner is None or not tool.startswith(prefix):
+            return {}
+        try:
+            member = self.federation.connection(owner)
+        except KeyError:
+            return {}
+        return {"member": member, "member_name": tool[len(prefix) :]}
+
     def _post_view(self, page: _Page | None, message: dict[str, Any]) -> None:
         """What the views' app page says: to the page whose call the view is (to every
         page if it is no view's)."""
@@ -322,7 +340,8 @@ class DevPage(Lifecycle):
         origin = transport.extra(WebSocketAttribute.origin, None)
         path = transport.extra(WebSocketAttribute.path, "").partition("?")[0]
         server = self._server
-        if server is None or (path != "/socket" and not path.startswith("/view/")):
+        views = self.views
+        if server is None or (path != "/socket" and not (views and path.startswith("/view/"))):
             return
         allowed = (self.origin, f"http://localhost:{server.port}")
         if origin is not None and origin not in allowed:
@@ -330,8 +349,8 @@ class DevPage(Lifecycle):
             return
         if path == "/socket":
             await self.serve_socket(transport)
-        else:  # a view's relay: the app page serves it
-            await self.views.app_page.serve_socket(transport, path)
+        elif views is not None:  # a view's relay: the app page serves it
+            await views.app_page.serve_socket(transport, path)
 
     async def serve_socket(self, transport: ObjectStream[Any]) -> None:
         """Serve one page's WebSocket on ``transport`` (its token and origin already
@@ -357,8 +376,9 @@ class DevPage(Lifecycle):
         finally:
             self._pages.discard(page)
             page.hang_up()
-            with anyio.CancelScope(shield=True):
-                await self.views.close_all(page)  # its views are torn down
+            if self.views is not None:
+                with anyio.CancelScope(shield=True):
+                    await self.views.close_all(page)  # its views are torn down
 
     async def _write(self, page: _Page) -> None:
         try:
@@ -381,7 +401,7 @@ class DevPage(Lifecycle):
         running: anyio.Semaphore,
     ) -> None:
         kind = message.get("type")
-        if kind in ("view-mode", "view-close"):
+        if kind in ("view-mode", "view-close") and self.views is not None:
             mode = message.get("mode")
             command = "close" if kind == "view-close" else "display-mode"
             await self.views.command(page, {"type": command, "id": message.get("id"), "mode": mode})
@@ -444,7 +464,10 @@ class DevPage(Lifecycle):
             page.post({"type": "started", "call": call_id, "tool": tool, "member": owner})
             with scope:
                 try:
-                    view = await self.views.open(page, call_id, tool, arguments)
+                    if self.views is not None:
+                        view = await self.views.open(
+                            page, call_id, tool, arguments, **self._member_of(tool, owner)
+                        )
                 except Exception as exc:  # the call goes on; the page says why
                     logger.warning("Dev page: cannot show the view of %s: %s", tool, exc)
                     page.post({"type": "notice", "level": "error", "text": f"view: {exc}"})
@@ -462,22 +485,38 @@ class DevPage(Lifecycle):
                         exc = TimeoutError(f"No result within {self.timeout:g} s")
                     error = describe_error(exc, tool, owner)
                     page.post({"type": "error", "call": call_id, "error": error, "ms": elapsed()})
-                    if view is not None:
+                    if view is not None and self.views is not None:
                         await self.views.finish(view, error=exc)
                     return
                 page.post(
                     {"type": "result", "call": call_id, "result": jsonable(result), "ms": elapsed()}
                 )
-                if view is not None:
+                if view is not None and self.views is not None:
                     await self.views.finish(view, value=result)
             if scope.cancelled_caught:
                 page.post({"type": "cancelled", "call": call_id, "ms": elapsed()})
-                if view is not None:
+                if view is not None and self.views is not None:
                     with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                         await self.views.finish(view, cancelled=True)
         finally:
             page.calls.pop(call_id, None)
             running.release()
+
+
+def _dev_views(
+    federation: Federation,
+    post: Callable[[Any, dict[str, Any]], None],
+    host: str,
+    timeout: float | None,
+) -> DevViews | None:
+    """The views of the page's calls; ``None`` without the ``mcp`` extra, which MCP
+    Apps need (the rest of the page does not)."""
+    try:
+        from .apps import DevViews
+    except ImportError:
+        logger.info("Dev page: no MCP Apps views (the mcp extra is not installed)")
+        return None
+    return DevViews(federation, post, host=host, timeout=timeout)
 
 
 def _event_message(call_id: str, event: ToolEvent) -> dict[str, Any]:

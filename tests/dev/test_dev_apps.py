@@ -4,7 +4,8 @@ A federation holds a registry with a tool whose UI is a ``ui://`` resource. Call
 from the page's socket gives, beside the result, a view description whose ``src`` is on
 the views' origin (another port than the page's), served with its CSP; a client playing
 the view's relay on ``/view/<id>`` initializes and receives the tool's input and result,
-and the page is sent that traffic. Its page going away tears the view down. The
+and the page is sent that traffic; the view calls its member's app-only tool by the
+member's own name for it. Its page going away tears the view down. The
 ``ContextServer`` adapter is checked on its own too. Every wait is bounded by ``WAIT``.
 """
 
@@ -157,6 +158,17 @@ async def test_a_ui_tool_call_shows_its_view_from_another_origin() -> None:
                 lambda m: m.get("method") == "ui/notifications/tool-result"
             )
             assert tool_result["params"]["structuredContent"] == {"city": "Oslo"}
+            # The view calls its member's app-only tool by the name it knows there.
+            await relay.transport.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "tools/call",
+                    "params": {"name": "refresh", "arguments": {"city": "Bergen"}},
+                }
+            )
+            answer = await relay.until(lambda m: m.get("id") == 2 and "method" not in m)
+            assert answer["result"]["content"][0]["text"] == "Bergen"
             # The page is told the traffic, both ways, by view.
             await socket.until(
                 lambda m: (
