@@ -21,6 +21,7 @@ import anyio
 import pytest
 
 from assistant_frames import Federation
+from assistant_frames.apps.page import AppPage
 from assistant_frames.cli.loading import load_frame_async
 from assistant_frames.dev import DevPage
 
@@ -29,6 +30,14 @@ from browser_support import BrowserPage
 pytestmark = pytest.mark.anyio
 
 WAIT = 15.0
+
+
+def app_page(page: DevPage) -> AppPage:
+    """The app page inside ``page`` (there is one: the mcp extra is installed)."""
+    assert page.views is not None
+    return page.views.app_page
+
+
 VIEWPORT = {"width": 1400, "height": 900}
 
 SKY = '''
@@ -211,5 +220,5 @@ async def test_a_ui_tool_renders_its_view_beside_the_result_with_its_traffic(
         assert view["src"] is None
         assert any("out \u2192 ui/resource-teardown" in line for line in view["traffic"])
         with anyio.fail_after(WAIT):
-            while dev.views.app_page.views:  # noqa: ASYNC110 (a dict, no event to wait on)
+            while app_page(dev).views:  # noqa: ASYNC110 (a dict, no event to wait on)
                 await anyio.sleep(0.05)

@@ -21,6 +21,7 @@ import anyio
 import pytest
 
 from assistant_frames import Federation, ModelContextRegistry, ToolResult, ToolUI
+from assistant_frames.apps.page import AppPage
 from assistant_frames.apps.protocol import ProtocolError
 from assistant_frames.dev import DevPage
 from assistant_frames.dev.apps import ContextServer, ui_of
@@ -29,6 +30,14 @@ from assistant_frames.transports.websocket import WebSocketTransport, connect_we
 pytestmark = pytest.mark.anyio
 
 WAIT = 15.0
+
+
+def app_page(page: DevPage) -> AppPage:
+    """The app page inside ``page`` (there is one: the mcp extra is installed)."""
+    assert page.views is not None
+    return page.views.app_page
+
+
 URI = "ui://sky/view"
 VIEW = "<!doctype html><html><body><p id='sky'>waiting</p></body></html>"
 
@@ -70,7 +79,7 @@ class Socket:
     async def until(self, matches: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
         with anyio.fail_after(WAIT):
             while True:
-                message = await self.transport.receive()
+                message: dict[str, Any] = await self.transport.receive()
                 self.received.append(message)
                 if matches(message):
                     return message
@@ -188,7 +197,7 @@ async def test_a_ui_tool_call_shows_its_view_from_another_origin() -> None:
             teardown = await relay.until(lambda m: m.get("method") == "ui/resource-teardown")
             await relay.transport.send({"jsonrpc": "2.0", "id": teardown["id"], "result": {}})
             await socket.until(lambda m: m["type"] == "view" and m["state"] == "closed")
-        assert page.views.app_page.views == {}
+        assert app_page(page).views == {}
 
 
 async def test_a_plain_tool_shows_no_view_and_a_gone_page_tears_its_views_down() -> None:
@@ -204,13 +213,13 @@ async def test_a_plain_tool_shows_no_view_and_a_gone_page_tears_its_views_down()
                 {"type": "call", "call": "s", "tool": "weather_sky", "arguments": {"city": "A"}}
             )
             await socket.until(lambda m: m["type"] == "result")
-            assert len(page.views.app_page.views) == 1
+            assert len(app_page(page).views) == 1
             # Another page cannot close it.
             async with connect(page, "/socket") as other:
                 await other.until(lambda m: m["type"] == "state")
-                ((app_id, shown),) = page.views.app_page.views.items()
+                ((app_id, shown),) = app_page(page).views.items()
                 await other.transport.send({"type": "view-close", "id": app_id})
                 await anyio.sleep(0.2)
-                assert app_id in page.views.app_page.views
+                assert app_id in app_page(page).views
         await shown.wait_state("closed", timeout=WAIT)
-        assert page.views.app_page.views == {}
+        assert app_page(page).views == {}
