@@ -178,7 +178,7 @@ class AssistantFrameProvider:
         receive = connection.transport.receive
         feed = connection.machine.receive
         queue = connection.queue
-        ready = connection.transport.extra(TransportAttribute.receive_ready, None)
+        ready = connection.receive_ready
         while True:
             if len(queue) >= _MAX_QUEUED_CALLS:
                 room = connection.room = anyio.Event()
@@ -472,6 +472,7 @@ class _Connection:
         "queue",
         "reading_turn",
         "ready",
+        "receive_ready",
         "room",
         "task_group",
         "transport",
@@ -492,6 +493,10 @@ class _Connection:
         self.ended = anyio.Event()  # set by the reader that found the connection ended
         self.new_event = event_class()
         self.wake = anyio.Event()
+        # Asked once: a worker takes the reading turn once per call it runs itself.
+        self.receive_ready: Callable[[], bool] | None = transport.extra(
+            TransportAttribute.receive_ready, None
+        )
         # Calls' progress and log messages not sent yet; the sender task starts with the
         # first. Progress keeps the latest per call, logs the newest _MAX_QUEUED_LOGS.
         self.progress: dict[str, dict[str, Any]] = {}
