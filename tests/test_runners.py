@@ -282,6 +282,18 @@ def widgets_expected(runner: str) -> dict[str, Any]:
     }
 
 
+def dev_expected(runner: str) -> dict[str, Any]:
+    return {
+        "dev tools": ["calc_add", "worker_add"],
+        "dev page html": [200, True],
+        "dev members": ["calc", "worker"],
+        "dev call": ["result", 2, True],
+        "preview --call view": {"city": "Lima", "time": "12:00"},
+        "preview --call exit": 0,
+        "done": True,
+    }
+
+
 SCENARIOS = {
     "frames.py": frames_expected,
     "workers.py": workers_expected,
@@ -289,6 +301,7 @@ SCENARIOS = {
     "apps_views.py": apps_expected,
     "apps_preview.py": preview_expected,
     "widget_host.py": widgets_expected,
+    "dev_page.py": dev_expected,
 }
 
 
