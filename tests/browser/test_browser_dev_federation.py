@@ -12,6 +12,12 @@ and a frame killed and started again.
   member reconnecting with the reason and its tools gone; the same frame started again
   on the same port: the page shows it connected again (a second connection), its tools
   back, and a call from the page reaches the new process.
+- A worker member (``worker.py`` in ``tmp_path``, with a ``pid`` tool) whose process is
+  killed (SIGKILL, by the pid a call from the page returned): the page shows the member
+  reconnecting, its tools gone, with the reason (that pid, killed by SIGKILL); the
+  federation starts the worker again: the page shows it connected again (a second
+  connection), its tools back, the transitions in the activity log, and a call from the
+  page returns a new pid, of another worker this process started.
 
 Every wait is bounded (``anyio.fail_after``, Playwright's timeouts); the page's state is
 awaited with ``wait_for_function``. Chromium or Playwright missing skips these tests
@@ -21,6 +27,8 @@ skips the federation test (fails in CI), as the MCP peer tests do.
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -293,4 +301,150 @@ async def test_a_websocket_frame_killed_and_started_again(
             assert await call_from_form(page, "live_whoami", {}) == "generation 2"
             assert await call_from_form(page, "live_shout", {"text": "back"}) == "BACK"
             assert federation.status("live").connections == 2
+        assert not [line for line in page.console if line.startswith(("error", "pageerror"))]
+
+
+# -- a worker member killed and restarted by the federation --------------------------------
+
+#: A worker that says which process answers: ``pid`` returns its own process id.
+PID_WORKER = """
+import os
+
+import anyio
+
+from assistant_frames import ModelContextRegistry
+from assistant_frames.frames import serve_stdio
+
+registry = ModelContextRegistry()
+registry.add_instruction("Ask the pid worker which process answers.")
+
+
+@registry.tool
+def pid() -> int:
+    '''The id of the worker process that answers.'''
+    return os.getpid()
+
+
+@registry.tool
+def count(text: str) -> int:
+    '''Count the words in a text.'''
+    return len(text.split())
+
+
+anyio.run(serve_stdio, registry)
+"""
+
+#: Records every rendering of the member ``pids`` in the page (its state, its counts
+#: line, its error and how many of its tools the page lists), in ``window.pidsShown``: the
+#: federation restarts a worker 0.1 s after it dies, too soon to poll for with certainty.
+RECORD_PIDS_MEMBER = """() => {
+  window.pidsShown = [];
+  const record = () => {
+    const m = document.querySelector('.member[data-member="pids"]');
+    if (!m) return;
+    const error = m.querySelector(".error");
+    const shown = {
+      state: m.dataset.state,
+      counts: m.querySelector(".muted").textContent,
+      error: error ? error.textContent : null,
+      tools: document.querySelectorAll('.tool[data-tool^="pids_"]').length,
+    };
+    const last = window.pidsShown[window.pidsShown.length - 1];
+    if (!last || JSON.stringify(last) !== JSON.stringify(shown)) window.pidsShown.push(shown);
+  };
+  new MutationObserver(record).observe(document.body, {
+    subtree: true, childList: true, attributes: true, characterData: true,
+  });
+  record();
+  return true;
+}"""
+
+
+def parent_of(pid: int) -> int:
+    """The parent process id of ``pid``, from ``/proc`` (Linux)."""
+    stat = Path(f"/proc/{pid}/stat").read_text(encoding="utf-8")
+    return int(stat.rpartition(")")[2].split()[1])
+
+
+async def test_a_worker_member_killed_and_restarted(page: BrowserPage, tmp_path: Path) -> None:
+    worker = tmp_path / "worker.py"
+    worker.write_text(textwrap.dedent(PID_WORKER), encoding="utf-8")
+    member = '.member[data-member="pids"]'
+    async with Federation() as federation, DevPage(federation) as dev:
+        await dev.add("pids", [sys.executable, str(worker)])
+        await page.goto(dev.url)
+        await page.wait_for(
+            """() => {
+                 const s = devPage.snapshot();
+                 return s.members.length === 1 && s.members[0].state === "connected"
+                   && s.tools.length === 2;
+               }""",
+            timeout=WAIT,
+        )
+        assert sorted(await page.evaluate("devPage.snapshot().tools")) == ["pids_count", "pids_pid"]
+        assert "worker `" in await text_of(page, f"{member} .target")
+        assert "1 connection" in await text_of(page, member)
+        first = int(await call_from_form(page, "pids_pid", {}))
+        # The pid the page shows is a worker this process started.
+        assert parent_of(first) == os.getpid()
+
+        await page.wait_for(RECORD_PIDS_MEMBER, timeout=WAIT)
+        os.kill(first, signal.SIGKILL)
+        # Killed: the member shows reconnecting, with the reason and its tools gone; the
+        # federation starts the worker again: connected, a second connection, its tools
+        # back.
+        await page.wait_for(
+            f"""() => {{
+                 const m = document.querySelector('{member}');
+                 const s = devPage.snapshot();
+                 const activity = document.getElementById("activity").textContent;
+                 return m && m.dataset.state === "connected" && !m.querySelector(".error")
+                   && m.textContent.includes("2 tools, 2 connections")
+                   && s.tools.length === 2
+                   && window.pidsShown.some((shown) => shown.state === "reconnecting"
+                                                       && shown.error)
+                   && activity.includes("pids: connected \\u2192 reconnecting")
+                   && activity.includes("pids: reconnecting \\u2192 connected");
+               }}""",
+            timeout=WAIT,
+        )
+        shown = await page.evaluate("window.pidsShown")
+        # What the page showed: connected; reconnecting, its tools gone, with the reason
+        # (the worker's pid, killed by SIGKILL); connected again, a second connection (its
+        # tools back once the new worker has sent its context). Nothing else between.
+        states = [entry["state"] for entry in shown]
+        runs = [state for i, state in enumerate(states) if i == 0 or states[i - 1] != state]
+        assert runs == ["connected", "reconnecting", "connected"], shown
+        reconnecting = [entry for entry in shown if entry["state"] == "reconnecting"]
+        assert all(
+            entry["tools"] == 0 and entry["counts"] == "0 tools, 1 connection"
+            for entry in reconnecting
+        ), shown
+        assert any(
+            f"worker process {first} " in (entry["error"] or "")
+            and "killed by SIGKILL" in entry["error"]
+            for entry in reconnecting
+        ), shown
+        assert all(
+            entry["counts"].endswith("2 connections") and entry["error"] is None
+            for entry in shown[states.index("reconnecting") :]
+            if entry["state"] == "connected"
+        ), shown
+        assert shown[-1] == {
+            "state": "connected",
+            "counts": "2 tools, 2 connections",
+            "error": None,
+            "tools": 2,
+        }, shown
+        activity = await text_of(page, "#activity")
+        assert activity.index("pids: reconnecting \u2192 connected") < activity.index(
+            "pids: connected \u2192 reconnecting"
+        )  # newest first
+        assert federation.status("pids").connections == 2
+
+        # A call from the page reaches the new worker: another process, started by this one.
+        second = int(await call_from_form(page, "pids_pid", {}))
+        assert second != first
+        assert parent_of(second) == os.getpid()
+        assert await call_from_form(page, "pids_count", {"text": "back again"}) == "2"
         assert not [line for line in page.console if line.startswith(("error", "pageerror"))]
