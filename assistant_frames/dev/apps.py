@@ -23,8 +23,11 @@ import mcp_types as mcp
 from anyio.abc import ObjectStream, TaskGroup
 from anyio.streams.stapled import StapledObjectStream
 
+from ..apps.display import build_host_context
+from ..apps.links import LinkPolicy
 from ..apps.page import AppPage
 from ..apps.protocol import APP_MIME_TYPE, InvalidParams
+from ..apps.protocol.models import Theme
 from ..apps.view import AppView
 from ..errors import AssistantFramesError
 from ..mcp.results import error_result, failure, tool_result
@@ -172,10 +175,18 @@ class DevViews:
         *,
         host: str,
         timeout: float | None,
+        link_policy: LinkPolicy | None = None,
+        theme: Theme = "light",
     ) -> None:
         self.server = ContextServer(provider, timeout=timeout)
         self.app_page = AppPage(
-            self.server, host=host, port=None, title="assistant-frames dev", allow_calls=False
+            self.server,
+            host=host,
+            port=None,
+            title="assistant-frames dev",
+            host_context=build_host_context(theme=theme),
+            link_policy=link_policy,
+            allow_calls=False,
         )
         self._post = post
         self._owners: dict[str, tuple[Any, str]] = {}  # app id -> (owner, call id)
@@ -271,15 +282,20 @@ class DevViews:
         await view.send_tool_result(result)
 
     def owns(self, owner: Any, app_id: object) -> bool:
-        """Whether the view ``app_id`` is ``owner``'s."""
+        """Whether the view ``app_id`` is ``owner``'s (a view of no owner, shown to every
+        page, is everyone's)."""
         entry = self._owners.get(str(app_id))
-        return entry is not None and entry[0] is owner
+        return entry is not None and (entry[0] is None or entry[0] is owner)
 
     async def command(self, owner: Any, message: Mapping[str, Any]) -> None:
         """``owner``'s ``display-mode {id, mode}`` or ``close {id}`` of one of its views,
         passed to the app page (which says what failed as a notice)."""
         if self.owns(owner, message.get("id")) and self._control is not None:
             await self._control.send(dict(message))
+
+    async def set_theme(self, theme: Theme) -> None:
+        """Switch every view to ``theme`` (``hostContext.theme``); none is reloaded."""
+        await self.app_page.set_theme(theme)
 
     async def close_all(self, owner: Any) -> None:
         """Tear down every view of ``owner`` (its page went away)."""

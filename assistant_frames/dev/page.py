@@ -10,12 +10,18 @@ Python to the page:
 
 - ``state``: the whole federation (:func:`~.snapshot.describe_federation`), first on
   connecting and again whenever a member's state or the merged context changes;
-- ``started``, ``progress``, ``log``, ``result``, ``error``, ``cancelled``: one call's
-  life, by the page's own ``call`` id (``error`` carries the error's class, code,
-  message, member and tool);
+- ``started`` (with the ``tool``, its ``member`` and the ``arguments``), ``progress``,
+  ``log``, ``result``, ``error``, ``cancelled``: one call's life, by the page's own
+  ``call`` id (``error`` carries the error's class, code, message, member and tool). A
+  call the program makes (:meth:`DevPage.call_tool`, the model's call) is told to every
+  page, by an id of its own (``p1``, ``p2``...), and again to each page that opens later;
+- ``view``, ``view-log``, ``view-size``, ``view-message``, ``view-link``: the MCP Apps
+  view of a call (see :mod:`.apps`);
+- ``theme``: the theme of the page and its views, ``light`` or ``dark``;
 - ``notice``: something the person should know (a message the page sent was refused).
 
-The page to Python: ``call {call, tool, arguments}`` and ``cancel {call}``.
+The page to Python: ``call {call, tool, arguments}``, ``cancel {call}``, ``theme
+{theme}``, ``view-mode {id, mode}`` and ``view-close {id}``.
 
 The page and its files are served with no token (they hold no secret); the WebSocket
 needs the token, which the page reads from its URL's fragment (no server ever sees a
@@ -30,10 +36,11 @@ import logging
 import math
 import secrets
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 import anyio.lowlevel
@@ -54,8 +61,13 @@ from ..transports.websocket import (
 from .snapshot import describe_federation, jsonable
 
 if TYPE_CHECKING:
+    from ..apps.links import LinkPolicy
     from ..apps.view import AppView
     from .apps import DevViews
+
+Theme = Literal["light", "dark"]
+#: Where one call's news goes: a page's ``post``, or every page's.
+Post = Callable[[dict[str, Any]], None]
 
 __all__ = ["DevPage", "page_files"]
 
@@ -74,6 +86,7 @@ _OUTBOX = 1000  # messages queued for one page before it counts as stuck
 _MAX_CALLS = 32  # calls of one page running at once
 _MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # a state message carries the whole context
 _MAX_LOG_CHARS = 16 * 1024  # of one log message's text, as the page shows it
+_REPLAY = 2000  # messages of the program's calls kept for the pages that open later
 
 
 def page_files() -> dict[str, tuple[bytes, str]]:
@@ -143,8 +156,11 @@ class DevPage(Lifecycle):
     then the page's address, its token in the fragment. Add members with :meth:`add`
     (they show as connecting at once) or on the federation itself; either way the page
     follows. ``timeout`` bounds each call the page makes (``None``: the federation's
-    own ``timeout``). ``token`` defaults to a random one. Leaving the block cancels the
-    running calls and stops the server; the federation stays open.
+    own ``timeout``). ``token`` defaults to a random one. ``theme`` is the page's and its
+    views' (the page switches it: :meth:`set_theme`); ``link_policy`` says which links
+    the views may offer (:class:`~assistant_frames.apps.LinkPolicy`; default: none).
+    Leaving the block cancels the running calls and stops the server; the federation
+    stays open.
     """
 
     def __init__(
@@ -156,7 +172,11 @@ class DevPage(Lifecycle):
         token: str | None = None,
         title: str = "assistant-frames dev",
         timeout: float | None = None,
+        theme: Theme = "light",
+        link_policy: LinkPolicy | None = None,
     ) -> None:
+        if theme not in ("light", "dark"):
+            raise ValueError(f"theme is 'light' or 'dark', not {theme!r}")
         self.federation = federation
         self.host = host
         self.port = port
@@ -171,9 +191,15 @@ class DevPage(Lifecycle):
         self._state: dict[str, Any] | None = None
         self._state_json = ""
         self._targets: dict[str, str] = {}  # how the page names members' targets
+        self._theme: Theme = theme
+        # The program's calls (call_tool): their scopes, and what the pages were told of
+        # them, for the pages that open later.
+        self._program_calls: dict[str, anyio.CancelScope] = {}
+        self._program_told: deque[dict[str, Any]] = deque(maxlen=_REPLAY)
+        self._program_count = 0
         #: The MCP Apps views of the calls of tools with a UI (an ``AppPage`` inside);
         #: ``None`` without the ``mcp`` extra (no views are shown then).
-        self.views = _dev_views(federation, self._post_view, host, timeout)
+        self.views = _dev_views(federation, self._post_view, host, timeout, link_policy, theme)
         self._init_lifecycle()
 
     # -- addresses -----------------------------------------------------------------------
@@ -198,6 +224,11 @@ class DevPage(Lifecycle):
         if self.views is None:
             raise RuntimeError("No MCP Apps views without the mcp extra")
         return self.views.app_page.views_origin
+
+    @property
+    def theme(self) -> Theme:
+        """The theme of the page and its views."""
+        return self._theme
 
     @property
     def state(self) -> dict[str, Any]:
@@ -248,14 +279,21 @@ class DevPage(Lifecycle):
     # -- members -------------------------------------------------------------------------
 
     async def add(
-        self, name: str, target: Any, *, described: str | None = None, **options: Any
+        self,
+        name: str,
+        target: Any,
+        *,
+        described: str | None = None,
+        wait: bool = False,
+        **options: Any,
     ) -> None:
-        """Add the member ``name`` to the federation without waiting for it: the page
-        shows it connecting, then connected (or reconnecting, or failed, with the
-        reason). ``described`` is how the page names its target (default: as the
-        federation does); ``options`` go to :meth:`Federation.add`. ``ValueError`` for a
-        taken name or a target :func:`~assistant_frames.connect` does not take."""
-        await self.federation.add(name, target, wait=False, **options)
+        """Add the member ``name`` to the federation: the page shows it connecting, then
+        connected (or reconnecting, or failed, with the reason). ``described`` is how the
+        page names its target (default: as the federation does); ``wait`` and
+        ``options`` go to :meth:`Federation.add` (by default this does not wait for the
+        member). ``ValueError`` for a taken name or a target
+        :func:`~assistant_frames.connect` does not take."""
+        await self.federation.add(name, target, wait=wait, **options)
         if described is not None:
             self._targets[name] = described
         self._mark_changed()
@@ -328,11 +366,51 @@ class DevPage(Lifecycle):
 
     def _post_view(self, page: _Page | None, message: dict[str, Any]) -> None:
         """What the views' app page says: to the page whose call the view is (to every
-        page if it is no view's)."""
+        page if it is no view's, or the view of a call of the program's)."""
         if page is None:
-            self._broadcast(message)
+            if message.get("call") in self._program_calls:
+                self._tell_all(message)
+            else:
+                self._broadcast(message)
         elif page in self._pages:
             page.post(message)
+
+    def _tell_all(self, message: dict[str, Any]) -> None:
+        """Tell every page ``message`` about a call of the program's, and keep it for the
+        pages that open later."""
+        self._program_told.append(message)
+        self._broadcast(message)
+
+    async def set_theme(self, theme: Theme) -> None:
+        """Switch every open page and every view to ``theme`` (no view is reloaded)."""
+        if theme not in ("light", "dark"):
+            raise ValueError(f"theme is 'light' or 'dark', not {theme!r}")
+        self._theme = theme
+        self._broadcast({"type": "theme", "theme": theme})
+        if self.views is not None:
+            await self.views.set_theme(theme)
+
+    async def call_tool(self, name: str, arguments: Mapping[str, Any] | None = None) -> Any:
+        """Call the tool ``name`` of the federation as the model would, in sight: every
+        open page shows the call (its progress, logs, result or error) and the tool's
+        view, if it has one, and so does each page that opens while the page runs.
+
+        Returns the result, or raises the call's error; ``timeout`` bounds it, as it
+        bounds the page's calls. A call cancelled from a page raises
+        :class:`~assistant_frames.ToolCallError`. ``RuntimeError`` if the page is not
+        running."""
+        if self._tasks.group is None:
+            raise RuntimeError("The dev page is not running: enter it first (async with)")
+        self._program_count += 1
+        call_id = f"p{self._program_count}"
+        scope = anyio.CancelScope()
+        self._program_calls[call_id] = scope
+        try:
+            with scope:
+                return await self._run(self._tell_all, None, call_id, name, arguments or {})
+        finally:
+            self._program_calls.pop(call_id, None)
+        raise ToolCallError("The call was cancelled in the dev page", tool_name=name)
 
     # -- the WebSocket -------------------------------------------------------------------
 
@@ -360,18 +438,22 @@ class DevPage(Lifecycle):
         if tasks is None:
             return
         page = _Page(transport)
-        page.post({"type": "hello", "title": self.title})
+        page.post({"type": "hello", "title": self.title, "theme": self._theme})
         page.post({"type": "state", **self.state})
+        for message in self._program_told:  # the program's calls, so far
+            page.post(message)
         self._pages.add(page)
         running = anyio.Semaphore(_MAX_CALLS)
         try:
             async with anyio.create_task_group() as own:
                 own.start_soon(self._write, page)
-                async for message in transport:
-                    if page.gone:
-                        break
-                    if isinstance(message, dict):
-                        await self._command(page, message, own, running)
+                # The writer closes the transport when the page goes away or gets stuck.
+                with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    async for message in transport:
+                        if page.gone:
+                            break
+                        if isinstance(message, dict):
+                            await self._command(page, message, own, running)
                 own.cancel_scope.cancel()
         finally:
             self._pages.discard(page)
@@ -401,6 +483,13 @@ class DevPage(Lifecycle):
         running: anyio.Semaphore,
     ) -> None:
         kind = message.get("type")
+        if kind == "theme":
+            theme = message.get("theme")
+            if theme in ("light", "dark"):
+                await self.set_theme(theme)
+            else:
+                page.post({"type": "notice", "level": "error", "text": f"no theme {theme!r}"})
+            return
         if kind in ("view-mode", "view-close") and self.views is not None:
             mode = message.get("mode")
             command = "close" if kind == "view-close" else "display-mode"
@@ -411,7 +500,7 @@ class DevPage(Lifecycle):
             page.post({"type": "notice", "level": "error", "text": f"{kind}: no call id"})
             return
         if kind == "cancel":
-            scope = page.calls.get(call_id)
+            scope = page.calls.get(call_id) or self._program_calls.get(call_id)
             if scope is not None:
                 scope.cancel()
             return
@@ -449,58 +538,81 @@ class DevPage(Lifecycle):
         scope: anyio.CancelScope,
         running: anyio.Semaphore,
     ) -> None:
-        """Run one call of the page's, telling it the call's events and its end."""
-        owner = next((t["owner"] for t in self.state["tools"] if t["name"] == tool), None)
+        """Run one call of the page's (its failure is told to the page, not raised)."""
+        try:
+            with scope:
+                await self._run(page.post, page, call_id, tool, arguments)
+        except Exception:  # told to the page by _run
+            pass
+        finally:
+            page.calls.pop(call_id, None)
+            running.release()
+
+    async def _run(
+        self,
+        post: Post,
+        owner: _Page | None,
+        call_id: str,
+        tool: str,
+        arguments: Mapping[str, Any],
+    ) -> Any:
+        """Run one call, telling ``post`` its events and its end, and showing its view to
+        ``owner`` (``None``: to every page). Returns the result; raises its failure and
+        its cancellation."""
+        owner_name = next((t["owner"] for t in self.state["tools"] if t["name"] == tool), None)
         started = time.perf_counter()
 
         def elapsed() -> float:
             return round((time.perf_counter() - started) * 1000, 1)
 
         def on_event(event: ToolEvent) -> None:
-            page.post(_event_message(call_id, event))
+            post(_event_message(call_id, event))
 
+        views = self.views
         view: AppView | None = None
+        post(
+            {
+                "type": "started",
+                "call": call_id,
+                "tool": tool,
+                "member": owner_name,
+                "arguments": jsonable(arguments),
+            }
+        )
         try:
-            page.post({"type": "started", "call": call_id, "tool": tool, "member": owner})
-            with scope:
-                try:
-                    if self.views is not None:
-                        view = await self.views.open(
-                            page, call_id, tool, arguments, **self._member_of(tool, owner)
-                        )
-                except Exception as exc:  # the call goes on; the page says why
-                    logger.warning("Dev page: cannot show the view of %s: %s", tool, exc)
-                    page.post({"type": "notice", "level": "error", "text": f"view: {exc}"})
-                try:
-                    context = self.federation.get_model_context()
-                    if self.timeout is None:
-                        result = await context.call_tool(tool, dict(arguments), on_event=on_event)
-                    else:
-                        with anyio.fail_after(self.timeout):
-                            result = await context.call_tool(
-                                tool, dict(arguments), on_event=on_event
-                            )
-                except Exception as exc:  # every failure is the call's, shown in the page
-                    if type(exc) is TimeoutError and self.timeout is not None:  # fail_after
-                        exc = TimeoutError(f"No result within {self.timeout:g} s")
-                    error = describe_error(exc, tool, owner)
-                    page.post({"type": "error", "call": call_id, "error": error, "ms": elapsed()})
-                    if view is not None and self.views is not None:
-                        await self.views.finish(view, error=exc)
-                    return
-                page.post(
-                    {"type": "result", "call": call_id, "result": jsonable(result), "ms": elapsed()}
-                )
-                if view is not None and self.views is not None:
-                    await self.views.finish(view, value=result)
-            if scope.cancelled_caught:
-                page.post({"type": "cancelled", "call": call_id, "ms": elapsed()})
-                if view is not None and self.views is not None:
-                    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-                        await self.views.finish(view, cancelled=True)
-        finally:
-            page.calls.pop(call_id, None)
-            running.release()
+            try:
+                if views is not None:
+                    view = await views.open(
+                        owner, call_id, tool, arguments, **self._member_of(tool, owner_name)
+                    )
+            except Exception as exc:  # the call goes on; the page says why
+                logger.warning("Dev page: cannot show the view of %s: %s", tool, exc)
+                post({"type": "notice", "level": "error", "text": f"view: {exc}"})
+            try:
+                context = self.federation.get_model_context()
+                with anyio.fail_after(self.timeout):
+                    result = await context.call_tool(tool, dict(arguments), on_event=on_event)
+            except Exception as exc:  # every failure is the call's, shown in the page
+                shown = exc
+                if type(exc) is TimeoutError and self.timeout is not None:  # fail_after
+                    shown = TimeoutError(f"No result within {self.timeout:g} s")
+                error = describe_error(shown, tool, owner_name)
+                post({"type": "error", "call": call_id, "error": error, "ms": elapsed()})
+                if view is not None and views is not None:
+                    await views.finish(view, error=shown)
+                if shown is exc:
+                    raise
+                raise shown from None
+            post({"type": "result", "call": call_id, "result": jsonable(result), "ms": elapsed()})
+            if view is not None and views is not None:
+                await views.finish(view, value=result)
+            return result
+        except anyio.get_cancelled_exc_class():
+            post({"type": "cancelled", "call": call_id, "ms": elapsed()})
+            if view is not None and views is not None:
+                with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+                    await views.finish(view, cancelled=True)
+            raise
 
 
 def _dev_views(
@@ -508,6 +620,8 @@ def _dev_views(
     post: Callable[[Any, dict[str, Any]], None],
     host: str,
     timeout: float | None,
+    link_policy: LinkPolicy | None,
+    theme: Theme,
 ) -> DevViews | None:
     """The views of the page's calls; ``None`` without the ``mcp`` extra, which MCP
     Apps need (the rest of the page does not)."""
@@ -516,7 +630,9 @@ def _dev_views(
     except ImportError:
         logger.info("Dev page: no MCP Apps views (the mcp extra is not installed)")
         return None
-    return DevViews(federation, post, host=host, timeout=timeout)
+    return DevViews(
+        federation, post, host=host, timeout=timeout, link_policy=link_policy, theme=theme
+    )
 
 
 def _event_message(call_id: str, event: ToolEvent) -> dict[str, Any]:

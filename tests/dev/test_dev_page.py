@@ -27,6 +27,7 @@ from assistant_frames import (
     HandshakeRejected,
     ModelContextRegistry,
     ToolCallContext,
+    ToolCallError,
 )
 from assistant_frames.dev import DevPage, describe_federation
 from assistant_frames.transports.websocket import WebSocketTransport, connect_websocket
@@ -176,7 +177,7 @@ async def test_the_page_and_its_files_are_served_but_the_socket_needs_the_token(
         url = page.origin.replace("http://", "ws://") + f"/socket?access_token={page.token}"
         async with connect_websocket(url, origin=page.origin, open_timeout=WAIT) as transport:
             hello = await transport.receive()
-            assert hello == {"type": "hello", "title": "assistant-frames dev"}
+            assert hello == {"type": "hello", "title": "assistant-frames dev", "theme": "light"}
         # ... and a page of another origin is hung up on.
         async with connect_websocket(
             url, origin="http://evil.example", open_timeout=WAIT
@@ -240,7 +241,13 @@ async def test_a_call_streams_its_progress_and_logs_then_its_result() -> None:
         assert result["result"] == "indexed 3"
         assert result["call"] == "c1"
         mine = [m for m in socket.received if m.get("call") == "c1"]
-        assert mine[0] == {"type": "started", "call": "c1", "tool": "calc_index", "member": "calc"}
+        assert mine[0] == {
+            "type": "started",
+            "call": "c1",
+            "tool": "calc_index",
+            "member": "calc",
+            "arguments": {"files": 3},
+        }
         progress = [m for m in mine if m["type"] == "progress"]
         assert progress, mine
         assert progress[-1] == {
@@ -327,3 +334,83 @@ async def test_bad_messages_are_answered_not_fatal() -> None:
         assert error["error"]["type"] == "ValueError"
         await socket.send({"type": "dance", "call": "z"})
         assert "dance" in (await socket.until(lambda m: m["type"] == "notice"))["text"]
+
+
+# -- the program's calls and the theme ----------------------------------------------------
+
+
+async def test_a_call_of_the_program_is_shown_to_every_page_and_replayed_to_later_ones() -> None:
+    async with dev_page() as page:
+        await page.add("calc", calc_registry(), wait=True)
+        async with page_socket(page) as first:
+            await first.state(lambda s: len(s["tools"]) == 5)
+            assert await page.call_tool("calc_index", {"files": 2}) == "indexed 2"
+            result = await first.until(lambda m: m["type"] == "result")
+            assert (result["call"], result["result"]) == ("p1", "indexed 2")
+            told = [m for m in first.received if m.get("call") == "p1"]
+            assert told[0] == {
+                "type": "started",
+                "call": "p1",
+                "tool": "calc_index",
+                "member": "calc",
+                "arguments": {"files": 2},
+            }
+            assert [m["progress"] for m in told if m["type"] == "progress"] == [1, 2]
+
+            # A failure is told, and raised to the program.
+            with pytest.raises(ToolCallError, match="division by zero"):
+                await page.call_tool("calc_divide", {"a": 1, "b": 0})
+            error = await first.until(lambda m: m["type"] == "error")
+            assert (error["call"], error["error"]["tool"]) == ("p2", "calc_divide")
+
+        # A page opened later is told both calls, in order, after the state.
+        async with page_socket(page) as later:
+            await later.until(lambda m: m.get("call") == "p2" and m["type"] == "error")
+            kinds = [(m["type"], m.get("call")) for m in later.received]
+            assert kinds[:2] == [("hello", None), ("state", None)]
+            assert kinds.index(("started", "p1")) < kinds.index(("result", "p1"))
+            assert kinds.index(("result", "p1")) < kinds.index(("started", "p2"))
+
+
+async def test_a_page_cancels_a_call_of_the_program() -> None:
+    async with dev_page() as page:
+        await page.add("calc", calc_registry(), wait=True)
+        async with page_socket(page) as socket, anyio.create_task_group() as tasks:
+            await socket.state(lambda s: len(s["tools"]) == 5)
+            outcome: list[str] = []
+
+            async def program() -> None:
+                with pytest.raises(ToolCallError, match="cancelled in the dev page") as raised:
+                    await page.call_tool("calc_hang")
+                outcome.append(raised.value.tool_name or "")
+
+            tasks.start_soon(program)
+            await socket.until(lambda m: m["type"] == "progress" and m["call"] == "p1")
+            await socket.send({"type": "cancel", "call": "p1"})
+            cancelled = await socket.until(lambda m: m["type"] == "cancelled")
+            assert cancelled["call"] == "p1"
+        assert outcome == ["calc_hang"]
+
+
+async def test_the_theme_is_switched_for_every_page() -> None:
+    with pytest.raises(ValueError, match="theme"):
+        DevPage(Federation(), theme="blue")  # type: ignore[arg-type]
+    async with (
+        Federation() as federation,
+        DevPage(federation, theme="dark") as page,
+        page_socket(page) as one,
+        page_socket(page) as two,
+    ):
+        hello = await one.until(lambda m: m["type"] == "hello")
+        assert hello["theme"] == "dark"
+        await two.until(lambda m: m["type"] == "state")
+        await one.send({"type": "theme", "theme": "light"})
+        for socket in (one, two):
+            assert (await socket.until(lambda m: m["type"] == "theme"))["theme"] == "light"
+        assert page.theme == "light"
+        assert page.views is not None
+        assert page.views.app_page.theme == "light"  # the views are told too
+        await one.send({"type": "theme", "theme": "neon"})
+        notice = await one.until(lambda m: m["type"] == "notice")
+        assert "neon" in notice["text"]
+        assert page.theme == "light"

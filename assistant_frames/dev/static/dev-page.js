@@ -3,18 +3,19 @@
  *
  * Over one WebSocket ("socket", beside this page; the token from this URL's fragment is
  * sent as ?access_token=) Python sends
- *   hello {title}
+ *   hello {title, theme}   theme {theme}   ("light" or "dark": the page's and its views')
  *   state {members, instructions, tools, waiting, conflicts, exports}   (the whole state)
- *   started {call, tool, member}   progress {call, progress, total, message}
+ *   started {call, tool, member, arguments}   progress {call, progress, total, message}
  *   log {call, level, message, data}   result {call, result, ms}
  *   error {call, error: {type, code, message, member, tool}, ms}   cancelled {call, ms}
  *   notice {level, text}
- * and, for a call of a tool with a UI (an MCP Apps view, shown by an AppPage in Python),
+ * (a call this page did not make is the program's, the model's: it is shown under its
+ * tool when its "started" comes) and, for a call of a tool with a UI (an MCP Apps view, shown by an AppPage in Python),
  *   view {call, id, title, state, error, fallback, displayMode, displayModes, src?,
  *         socket?, allow?, border?}
  *   view-log {call, id, direction: "in"|"out", message}   view-size {call, id, width, height}
  *   view-message {call, id, text}   view-link {call, id, url}
- * and this page sends   call {call, tool, arguments}   cancel {call}
+ * and this page sends   call {call, tool, arguments}   cancel {call}   theme {theme}
  *   view-mode {id, mode}   view-close {id}.
  * A view's iframe is on another origin (src), sandboxed, bridged to its own WebSocket
  * ("view/<id>" beside this page) by the shipped parent relay in app mode.
@@ -148,6 +149,10 @@
       case "hello":
         $("title").textContent = message.title;
         document.title = message.title;
+        applyTheme(message.theme);
+        break;
+      case "theme":
+        applyTheme(message.theme);
         break;
       case "state":
         showState(message);
@@ -878,9 +883,25 @@
 
   // -- calls -------------------------------------------------------------------------------
 
+  function applyTheme(theme) {
+    if (theme !== "light" && theme !== "dark") return;
+    document.documentElement.setAttribute("data-theme", theme);
+    $("theme").value = theme;
+  }
+
+  // A call the page makes: shown, then sent.
   function startCall(card, tool, args) {
     callCounter += 1;
     var id = "c" + callCounter + "-" + Date.now().toString(36);
+    addCall(card, id, tool, args, false);
+    if (!send({ type: "call", call: id, tool: tool, arguments: args })) {
+      finish(id, "lost", "not connected to the dev server");
+    }
+  }
+
+  // A call's entry in its tool's card; byProgram: the program's call (the model's), which
+  // every page is told of.
+  function addCall(card, id, tool, args, byProgram) {
     var item = el("li", "call");
     item.setAttribute("data-call", id);
     item.setAttribute("data-state", "running");
@@ -888,6 +909,11 @@
     var outcome = el("span", "outcome", "running\u2026");
     head.appendChild(outcome);
     head.appendChild(el("code", null, tool));
+    if (byProgram) { // shown open, and scrolled to: nobody clicked to see it
+      item.setAttribute("data-by", "program");
+      head.appendChild(el("span", "by muted", "called by the program"));
+      card.item.querySelector("details").open = true;
+    }
     var cancel = el("button", "cancel", "Cancel");
     cancel.type = "button";
     cancel.setAttribute("aria-label", "Cancel this call of " + tool);
@@ -907,6 +933,7 @@
     row.appendChild(output);
     item.appendChild(row);
     card.calls.prepend(item);
+    if (byProgram && item.scrollIntoView) item.scrollIntoView({ block: "nearest" });
     var call = {
       item: item, tool: tool, outcome: outcome, cancel: cancel, bar: bar,
       progressText: progressText, logs: logs, output: output, row: row, running: true,
@@ -918,9 +945,7 @@
         outcome.textContent = "cancelling\u2026";
       }
     });
-    if (!send({ type: "call", call: id, tool: tool, arguments: args })) {
-      finish(id, "lost", "not connected to the dev server");
-    }
+    return call;
   }
 
   function finish(id, outcome, text) {
@@ -935,6 +960,9 @@
 
   function callEvent(message) {
     var call = calls[message.call];
+    if (!call && message.type === "started" && cards[message.tool]) {
+      call = addCall(cards[message.tool], message.call, message.tool, message.arguments || {}, true);
+    }
     if (!call) return;
     var ms = message.ms !== undefined ? " in " + message.ms + " ms" : "";
     if (message.type === "started") {
@@ -1152,6 +1180,9 @@
   // -- wiring ------------------------------------------------------------------------------
 
   $("filter").addEventListener("input", applyFilter);
+  $("theme").addEventListener("change", function () {
+    if (!send({ type: "theme", theme: $("theme").value })) notice("error", "not connected to the dev server");
+  });
   $("format").addEventListener("change", function () {
     showExport(true);
   });
@@ -1175,13 +1206,19 @@
     snapshot: function () {
       return {
         status: $("status").textContent,
+        theme: document.documentElement.getAttribute("data-theme"),
         members: state ? state.members.map(function (m) {
           return { name: m.name, state: m.state, error: m.error };
         }) : [],
         tools: state ? state.tools.map(function (t) { return t.name; }) : [],
         calls: Object.keys(calls).map(function (id) {
           var call = calls[id];
-          return { id: id, tool: call.tool, state: call.item.getAttribute("data-state") };
+          return {
+            id: id,
+            tool: call.tool,
+            state: call.item.getAttribute("data-state"),
+            byProgram: call.item.getAttribute("data-by") === "program",
+          };
         }),
         views: Object.keys(views).map(function (id) {
           var entry = views[id];
