@@ -256,7 +256,7 @@ def apps_expected(runner: str) -> dict[str, Any]:
 def preview_expected(runner: str) -> dict[str, Any]:
     return {
         "preview page": [200, True],
-        "preview hello": ["hello", ["clock"]],
+        "preview hello": ["hello", "state", ["clock", "refresh"]],  # refresh: the app's own
         "preview view": {"city": "Rome", "time": "12:00"},
         "preview view html": [200, True],
         "preview exit": 0,
@@ -288,6 +288,7 @@ def dev_expected(runner: str) -> dict[str, Any]:
         "dev page html": [200, True],
         "dev members": ["calc", "worker"],
         "dev call": ["result", 2, True],
+        "preview --call started": ["p1", "clock"],
         "preview --call view": {"city": "Lima", "time": "12:00"},
         "preview --call exit": 0,
         "done": True,

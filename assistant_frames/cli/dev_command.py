@@ -16,17 +16,32 @@ import re
 import shlex
 import signal
 import webbrowser
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import anyio
 
+from ..errors import AssistantFramesError
 from .common import DEFAULT_TIMEOUT, EXIT_OK, PROG, TOKEN_ENV, CommandError, note, usage_error
 from .loading import load_frame_async
 from .serve_command import _stop_signals
 
-__all__ = ["DevMember", "add_dev_parser", "cmd_dev", "default_name", "parse_dev_members"]
+if TYPE_CHECKING:
+    from ..apps import LinkPolicy
+    from ..dev import DevPage
+    from ..registry import ModelContext
+
+__all__ = [
+    "DevMember",
+    "Preview",
+    "add_dev_parser",
+    "cmd_dev",
+    "default_name",
+    "parse_dev_members",
+    "run_dev",
+]
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]{0,31}")
 _NAMED = re.compile(r"([A-Za-z0-9][A-Za-z0-9_-]{0,31})=(.*)", re.DOTALL)
@@ -83,6 +98,43 @@ class DevMember:
         if isinstance(target, str) and not self.mcp and _SPEC.fullmatch(target):
             return target
         return None
+
+
+@dataclass(frozen=True)
+class Preview:
+    """What ``apps preview`` asks of the dev page: the server as it is named, the views'
+    link policy, and the UI tool to call once the page is up (with its arguments)."""
+
+    described: str
+    links: LinkPolicy
+    call: str | None = None
+    arguments: dict[str, Any] | None = None
+
+    def check(self, context: ModelContext) -> None:
+        """Refuse, before the page is announced, a ``--call`` of no UI tool of the
+        server that the model may call."""
+        if self.call is None:
+            return
+        ui_tools = sorted(
+            name
+            for name, tool in context.tools.items()
+            if tool.ui is not None and "model" in tool.ui.visibility
+        )
+        if self.call not in ui_tools:
+            shown = ", ".join(ui_tools) or "none"
+            raise usage_error(
+                f"--call {self.call}: not a UI tool of the server (its UI tools: {shown})"
+            )
+
+    async def run_call(self, page: DevPage) -> None:
+        """The model's call: its view shows in every page (a failure is said)."""
+        assert self.call is not None
+        try:
+            await page.call_tool(self.call, self.arguments)
+        except Exception as exc:
+            note(f"--call {self.call} failed: {exc}")
+        else:
+            note(f"--call {self.call}: the result was sent to its view")
 
 
 def _clean(text: str) -> str:
@@ -201,8 +253,40 @@ def cmd_dev(options: argparse.Namespace) -> int:
     """Run ``assistant-frames dev``: serve the page until Ctrl-C (or SIGTERM)."""
     members = parse_dev_members(options.targets, options.mcp or [], options.worker_command)
     tokens = _tokens(options.token or [], members)
-    if options.host not in _LOOPBACK:
-        raise usage_error(f"the dev page listens on loopback only, not {options.host!r}")
+    run_dev(
+        members,
+        tokens,
+        host=options.host,
+        port=options.port,
+        title=options.title,
+        connect_timeout=options.timeout,
+        call_timeout=options.call_timeout,
+        max_attempts=options.max_attempts,
+        open_browser=options.open,
+    )
+    return EXIT_OK
+
+
+def run_dev(
+    members: list[DevMember],
+    tokens: Mapping[str, str],
+    *,
+    host: str,
+    port: int,
+    title: str,
+    connect_timeout: float,
+    call_timeout: float,
+    max_attempts: int | None = None,
+    open_browser: bool = False,
+    preview: Preview | None = None,
+) -> None:
+    """Serve the dev page of a federation of ``members`` until Ctrl-C (or SIGTERM).
+
+    ``preview`` makes it ``apps preview``: each member is waited for (a failure to
+    connect stops everything), its tools keep their own names, its views' links follow
+    the preview's policy, and its call is made once the URL is out."""
+    if host not in _LOOPBACK:
+        raise usage_error(f"the dev page listens on loopback only, not {host!r}")
     try:
         from ..dev import DevPage
         from ..federation import Federation
@@ -215,14 +299,16 @@ def cmd_dev(options: argparse.Namespace) -> int:
             spec = member.spec
             targets[member.name] = await load_frame_async(spec) if spec else member.target
         federation = Federation(
-            timeout=options.call_timeout,
-            connect_timeout=options.timeout,
-            max_attempts=options.max_attempts,
+            timeout=call_timeout, connect_timeout=connect_timeout, max_attempts=max_attempts
         )
-        async with (
+        page = DevPage(
             federation,
-            DevPage(federation, host=options.host, port=options.port, title=options.title) as page,
-        ):
+            host=host,
+            port=port,
+            title=title,
+            link_policy=preview.links if preview else None,
+        )
+        async with federation, page, anyio.create_task_group() as tasks:
             for member in members:
                 spec = member.spec
                 described = f"{spec} in this process" if spec else None
@@ -233,23 +319,33 @@ def cmd_dev(options: argparse.Namespace) -> int:
                         mcp=True if member.mcp else None,
                         token=tokens.get(member.name),
                         described=described,
+                        namespaced=preview is None,
+                        wait=preview is not None,
                     )
                 except ImportError as exc:  # the mcp or nats extra is missing
                     raise CommandError(f"{member.name}: {exc}") from None
                 except (TypeError, ValueError) as exc:
                     raise usage_error(f"{member.name}: {exc}") from None
+                except AssistantFramesError as exc:  # preview: it did not connect
+                    raise CommandError(str(exc)) from None
                 note(f"{member.name}: {described or federation.status(member.name).target}")
-            note("serving the dev page; Ctrl-C stops")
+            if preview is not None:
+                preview.check(federation.get_model_context())
+                note(f"previewing {preview.described}; Ctrl-C stops")
+            else:
+                note("serving the dev page; Ctrl-C stops")
             print(page.url, flush=True)
-            if options.open:
+            if open_browser:
                 await anyio.to_thread.run_sync(webbrowser.open, page.url)
+            if preview is not None and preview.call is not None:
+                tasks.start_soon(preview.run_call, page)
             with _stop_signals() as stop:
                 async for signum in stop:
                     note(f"{signal.Signals(signum).name}: stopping")
+                    tasks.cancel_scope.cancel()
                     return
 
     anyio.run(run)
-    return EXIT_OK
 
 
 def _positive(text: str) -> float:

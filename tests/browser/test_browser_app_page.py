@@ -18,15 +18,11 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import runpy
-import signal
 import struct
-import subprocess
-import sys
 import zlib
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -534,79 +530,3 @@ async def test_a_view_that_cannot_be_shown_says_why_beside_the_tool_result(
         shown = await page_view(page, "view-2", "v.state === 'error' && v.reason && v.fallback")
         assert "not a host source" in shown["reason"], shown
         assert shown["fallback"] == "wide-open's result"
-
-
-# -- assistant-frames apps preview -----------------------------------------------------------
-
-
-@asynccontextmanager
-async def preview(*options: str) -> AsyncIterator[str]:
-    """``assistant-frames apps preview [options] -- python examples/weather_app.py`` as a
-    person runs it (the example an MCP server over stdio): the printed URL; SIGTERM stops
-    it on the way out, cleanly."""
-    python_path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
-    command = [sys.executable, "-m", "assistant_frames", "apps", "preview", *options]
-    command += ["--", sys.executable, str(EXAMPLE)]
-    process = await anyio.open_process(
-        command,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": python_path},
-        stdin=subprocess.DEVNULL,
-    )
-    try:
-        assert process.stdout is not None
-        printed = b""
-        with anyio.fail_after(30):
-            while b"\n" not in printed:
-                printed += await process.stdout.receive()
-        url = printed.decode().strip()
-        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/#token=[\w-]{20,}", url), url
-        yield url
-    finally:
-        if process.returncode is None:
-            process.send_signal(signal.SIGTERM)
-        with anyio.fail_after(15):
-            code = await process.wait()
-    assert process.stderr is not None
-    output = b""
-    with anyio.fail_after(5), suppress(anyio.EndOfStream):
-        while True:
-            output += await process.stderr.receive()
-    stderr = output.decode()
-    assert code == 0, stderr
-    assert "Traceback" not in stderr
-    assert "SIGTERM: stopping" in stderr
-
-
-async def test_the_preview_command_serves_the_example_to_chromium(page: BrowserPage) -> None:
-    """The example's view, called from the page as a person does."""
-    async with preview() as url:
-        await page.browser.call(lambda _c: page._page.set_viewport_size(VIEWPORT))
-        await page.goto(url)
-        await page.wait_for("appPage.state().tools.includes('forecast')")
-        await call_from_page(page, "forecast", {"city": "Oslo"})
-        shown = "document.getElementById('city').textContent === 'Weather in Oslo'"
-        await view_wait(page, None, "view-1", shown)
-        assert (
-            await view_eval_any(page, "view-1", "document.getElementById('sky').textContent")
-            == "snow"
-        )
-        state = await page_view(page, "view-1", "v.state === 'ready'")
-        assert not state["src"].startswith(url.split("/#")[0])  # another origin
-        assert ink(await screenshot(page, '[data-view-id="view-1"] iframe')) > 0.01
-
-
-async def test_the_preview_command_calls_a_tool_itself_for_a_screenshot(
-    page: BrowserPage,
-) -> None:
-    """``--call TOOL --args JSON``: the page, opened after, shows the view without a click
-    (what ``chromium --headless --screenshot URL`` needs)."""
-    async with preview("--call", "forecast", "--args", '{"city": "Bergen"}') as url:
-        await page.goto(url)
-        shown = "document.getElementById('city').textContent === 'Weather in Bergen'"
-        await view_wait(page, None, "view-1", shown)
-        assert ink(await screenshot(page, '[data-view-id="view-1"] iframe')) > 0.01
-
-
-async def view_eval_any(page: BrowserPage, app_id: str, expression: str) -> Any:
-    return await page.browser.call(lambda _c: _view_frame(page, None, app_id).evaluate(expression))

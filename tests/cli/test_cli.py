@@ -716,7 +716,7 @@ def test_apps_preview_prints_a_loopback_url_serves_the_page_and_stops_on_ctrl_c(
         assert match, url
         with urllib.request.urlopen(match.group(1) + "/", timeout=TIMEOUT) as answer:
             assert answer.status == 200
-            assert b"app-page.js" in answer.read()
+            assert b"dev-page.js" in answer.read()  # the preview is the dev page
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=TIMEOUT)
     finally:

@@ -1,6 +1,6 @@
 """``assistant-frames apps preview -- SERVER`` driven as a person with a browser uses it
-(the page over HTTP, its control WebSocket, a view's WebSocket as the view's iframe),
-from this runner; the app's MCP server runs on stdio under this runner too."""
+(the dev page over HTTP, its WebSocket, a view's WebSocket as the view's iframe), from
+this runner; the app's MCP server runs on stdio under this runner too."""
 
 from __future__ import annotations
 
@@ -29,13 +29,20 @@ async def apps_preview() -> None:
             origin, _, fragment = url.partition("/#token=")
             status, body = await http(origin + "/")
             report("preview page", [status, "<html" in body.lower()])
-            control_url = origin.replace("http://", "ws://") + "/page"
+            control_url = origin.replace("http://", "ws://") + "/socket"
             async with connect_websocket(control_url, token=fragment) as control:
                 with anyio.fail_after(10):
                     hello = await control.receive()
-                    report("preview hello", [hello["type"], [t["name"] for t in hello["tools"]]])
+                    state = await control.receive()
+                    tools = [t["name"] for t in state["tools"]]
+                    report("preview hello", [hello["type"], state["type"], tools])
                     await control.send(
-                        {"type": "call", "tool": "clock", "arguments": {"city": "Rome"}}
+                        {
+                            "type": "call",
+                            "call": "c1",
+                            "tool": "clock",
+                            "arguments": {"city": "Rome"},
+                        }
                     )
                     while True:
                         shown = await control.receive()

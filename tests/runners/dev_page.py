@@ -63,11 +63,13 @@ async def preview_call() -> None:
         try:
             url = await first_line(preview)
             origin, _, token = url.partition("/#token=")
-            control_url = origin.replace("http://", "ws://") + "/page"
+            control_url = origin.replace("http://", "ws://") + "/socket"
             async with connect_websocket(control_url, token=token) as control:
                 with anyio.fail_after(10):
                     while True:
                         shown = await control.receive()
+                        if shown.get("type") == "started":
+                            report("preview --call started", [shown["call"], shown["tool"]])
                         if shown.get("type") == "view" and "socket" in shown:
                             break
             view_url = origin.replace("http://", "ws://") + shown["socket"]
