@@ -52,7 +52,7 @@ def cmd_apps_preview(options: argparse.Namespace) -> int:
         {member.name: token} if token else {},
         host=options.host,
         port=options.port,
-        title=f"MCP Apps: {described}",
+        title=f"MCP Apps: {member.name}",
         connect_timeout=options.timeout,
         call_timeout=options.timeout,
         preview=Preview(described, links, options.call, arguments),

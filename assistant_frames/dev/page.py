@@ -353,14 +353,16 @@ class DevPage(Lifecycle):
             page.post(message)
 
     def _member_of(self, tool: str, owner: str | None) -> dict[str, Any]:
-        """The member ``owner`` whose tool ``tool`` is (namespaced), and its own name
-        there: the view of the call is served that member's context."""
-        prefix = f"{owner}_"
-        if owner is None or not tool.startswith(prefix):
+        """The member ``owner`` whose tool ``tool`` is, and its own name there (without
+        the namespace): the view of the call is served that member's context."""
+        if owner is None:
             return {}
         try:
             member = self.federation.connection(owner)
+            prefix = f"{owner}_" if self.federation.status(owner).namespaced else ""
         except KeyError:
+            return {}
+        if not tool.startswith(prefix):
             return {}
         return {"member": member, "member_name": tool[len(prefix) :]}
 

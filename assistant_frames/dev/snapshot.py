@@ -62,17 +62,19 @@ def describe_tool(name: str, tool: Tool, owner: str | None) -> dict[str, Any]:
 
 
 def _owners(federation: Federation) -> tuple[dict[str, str], dict[str, ModelContext]]:
-    """Each namespaced tool's member, and each member's own (un-namespaced) context."""
+    """Each tool's member (by its name in the merged context), and each member's own
+    (un-namespaced) context."""
     owners: dict[str, str] = {}
     contexts: dict[str, ModelContext] = {}
     for name in federation:
         try:
             context = federation.connection(name).get_model_context()
+            prefix = f"{name}_" if federation.status(name).namespaced else ""
         except KeyError:  # removed meanwhile
             continue
         contexts[name] = context
         for tool in context.tools:
-            owners[f"{name}_{tool}"] = name
+            owners[f"{prefix}{tool}"] = name
     return owners, contexts
 
 

@@ -30,6 +30,8 @@ class MemberStatus:
 
     ``error`` says why it is reconnecting or failed (what ended the last connection or
     attempt), else ``None``; ``connections`` counts its connections so far.
+    ``namespaced`` says whether its tools are ``<name>_<tool>`` in the merged context
+    (``False``: under their own names, ``add(namespaced=False)``).
     """
 
     name: str
@@ -37,13 +39,17 @@ class MemberStatus:
     state: MemberState
     error: str | None
     connections: int
+    namespaced: bool = True
 
 
 class _Member:
-    def __init__(self, name: str, target: FrameTarget, connection: ReconnectingHost) -> None:
+    def __init__(
+        self, name: str, target: FrameTarget, connection: ReconnectingHost, namespaced: bool
+    ) -> None:
         self.name = name
         self.target = target
         self.connection = connection
+        self.namespaced = namespaced
         self.handle: ProviderHandle | None = None
         self.stop = anyio.Event()
         self.done = anyio.Event()
@@ -153,7 +159,7 @@ class Federation(Lifecycle, WaitsForTools):
             max_delay=self._max_delay,
             max_attempts=self._max_attempts,
         )
-        member = _Member(name, frame, connection)
+        member = _Member(name, frame, connection, namespaced)
         self._members[name] = member
         try:
             await tasks.start(self._run, member)
@@ -279,4 +285,5 @@ def _status_of(member: _Member) -> MemberStatus:
         state=state,
         error=None if error is None else str(error),
         connections=connection.connections,
+        namespaced=member.namespaced,
     )

@@ -276,7 +276,7 @@ async def test_the_example_renders_through_the_page_and_follows_the_theme(
             m for m in traffic(app, "out") if m.get("method") == protocol.HOST_CONTEXT_CHANGED
         ]
         assert [m["params"] for m in changed] == [{"theme": "dark"}]
-        save("apps-preview.png", await screenshot(page))
+        save("app-page.png", await screenshot(page))
 
 
 # -- a view on the real ext-apps App --------------------------------------------------------
@@ -359,7 +359,7 @@ async def test_a_real_app_view_modes_csp_links_and_teardown(
         assert panel["rect"]["height"] > VIEWPORT["height"] * 0.8
         full = await screenshot(page)
         assert ink(await screenshot(page, '[data-view-id="view-1"] iframe')) > 0.001  # text
-        save("apps-preview-fullscreen.png", full)
+        save("app-page-fullscreen.png", full)
         # pip is not the view's (it declared inline and fullscreen): the button is off.
         pip = '[data-view-id="view-1"] button[data-mode="pip"]'
         assert await page.evaluate(f"document.querySelector('{pip}').disabled") is True

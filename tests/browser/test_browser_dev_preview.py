@@ -10,7 +10,9 @@ MCP server over stdio, its ``forecast`` tool with a view):
   program's and its view without a click (what ``chromium --headless --screenshot URL``
   needs);
 - the theme switch turns the page and the view dark (the view is told through
-  ``ui/notifications/host-context-changed``, and is not reloaded).
+  ``ui/notifications/host-context-changed``, and is not reloaded); with
+  ``ASSISTANT_FRAMES_SCREENSHOTS=DIR`` the page is saved there (``apps-preview.png``:
+  docs/images has it).
 
 Every wait is bounded; SIGTERM stops the command, which must exit 0 with no traceback.
 """
@@ -40,6 +42,7 @@ pytestmark = pytest.mark.anyio
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "weather_app.py"
+SCREENSHOTS = os.environ.get("ASSISTANT_FRAMES_SCREENSHOTS")
 
 
 @asynccontextmanager
@@ -48,7 +51,7 @@ async def preview(*options: str) -> AsyncIterator[str]:
     printed URL; SIGTERM stops it on the way out, cleanly."""
     python_path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     command = [sys.executable, "-m", "assistant_frames", "apps", "preview", *options]
-    command += ["--", sys.executable, str(EXAMPLE)]
+    command += ["--", sys.executable, str(EXAMPLE.relative_to(ROOT))]  # as the docs show it
     process = await anyio.open_process(
         command,
         cwd=ROOT,
@@ -130,7 +133,7 @@ async def test_a_tool_called_from_the_form_shows_its_view(page: BrowserPage) -> 
         await open_preview(page, url)
         # Under their own names (refresh is the view's own tool: visibility app).
         assert await page.evaluate("devPage.snapshot().tools") == ["forecast", "refresh"]
-        assert "MCP Apps:" in await text_of(page, "#title")
+        assert await text_of(page, "#title") == "MCP Apps: weather_app"
         card = '.tool[data-tool="forecast"]'
         await act(page, "click", f"{card} > details > summary")
         await act(page, "fill", f'{card} [data-field="city"] input', "Oslo")
@@ -182,3 +185,8 @@ async def test_the_theme_switch_turns_the_page_and_its_view_dark(page: BrowserPa
         )
         assert "ui/notifications/host-context-changed" in traffic
         assert await in_view(page, "window.__mark") == "kept"
+        picture = await page.browser.call(lambda _c: bytes(page._page.screenshot()))
+        assert ink(picture) > 0.05
+        if SCREENSHOTS:  # docs/images/apps-preview.png
+            await anyio.Path(SCREENSHOTS).mkdir(parents=True, exist_ok=True)
+            await (anyio.Path(SCREENSHOTS) / "apps-preview.png").write_bytes(picture)

@@ -414,3 +414,12 @@ async def test_the_theme_is_switched_for_every_page() -> None:
         notice = await one.until(lambda m: m["type"] == "notice")
         assert "neon" in notice["text"]
         assert page.theme == "light"
+
+
+async def test_a_member_under_its_own_names_owns_its_tools() -> None:
+    async with Federation() as federation:
+        await federation.add("calc", calc_registry(), namespaced=False)
+        assert federation.status("calc").namespaced is False
+        state = describe_federation(federation)
+        assert tool(state, "add")["owner"] == "calc"
+        assert {t["owner"] for t in state["tools"]} == {"calc"}
