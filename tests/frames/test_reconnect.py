@@ -225,6 +225,36 @@ async def test_server_restart_drops_and_restores_the_tools() -> None:
             await server_task.stop()
 
 
+async def test_subscribers_hear_why_a_connection_ended_before_the_next_attempt() -> None:
+    frame = AssistantFrameProvider(calculator())
+    seen: list[tuple[str, BaseException | None]] = []
+    heard = anyio.Event()
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tg:
+            server_task = ServerTask(tg, frame.serve)
+            server = await server_task.start()
+            # The next attempt is seconds away: only the drop itself can tell the reason.
+            reconnecting = ReconnectingHost(
+                lambda: connect_websocket(server.url), initial_delay=10.0, max_delay=10.0
+            )
+            async with reconnecting:
+                await reconnecting.wait_for_context(timeout=5)
+
+                def record() -> None:
+                    seen.append((reconnecting.state, reconnecting.last_error))
+                    if reconnecting.last_error is not None:
+                        heard.set()
+
+                reconnecting.subscribe(record)
+                await server_task.stop()
+                with anyio.fail_after(5):
+                    await heard.wait()
+                state, error = seen[-1]
+                assert state == "connecting"
+                assert "disconnected" in str(error), seen
+                assert seen[0][1] is None  # the tools went first, the reason after
+
+
 async def test_live_updates_still_flow_after_a_reconnect() -> None:
     registry = calculator()
     frame = AssistantFrameProvider(registry)
