@@ -166,6 +166,27 @@ class BrowserPage:
 
         return await self.browser.call(wait)
 
+    async def wait_in_frame(self, url_prefix: str, expression: str, timeout: float = 15.0) -> Any:
+        """Wait (bounded) until ``expression`` is truthy in the first frame whose URL
+        starts with ``url_prefix``; its value. Polled with ``evaluate``: a view's CSP
+        forbids the string evaluation ``wait_for_function`` needs."""
+
+        def wait(_context: Any) -> Any:
+            value: Any = None
+            for _ in range(int(timeout / 0.05)):
+                frames = [f for f in self._page.frames if f.url.startswith(url_prefix)]
+                try:
+                    value = frames[0].evaluate(expression) if frames else None
+                except Exception as exc:  # mid-navigation
+                    value = exc
+                if value and not isinstance(value, Exception):
+                    return value
+                self._page.wait_for_timeout(50)
+            raise TimeoutError(f"{expression!r} still {value!r} in {url_prefix}")
+
+        with anyio.fail_after(timeout + 10):
+            return await self.browser.call(wait)
+
     def close(self) -> None:
         self.browser.run(lambda _context: self._page.close())
 

@@ -121,25 +121,8 @@ async def act(page: BrowserPage, action: str, selector: str, value: str | None =
 
 async def in_view(page: BrowserPage, dev: DevPage, expression: str) -> Any:
     """Wait (bounded) until ``expression`` is truthy in the view's frame (the one frame
-    on the views' origin); its value. Polled with ``evaluate`` (the view's CSP forbids
-    the string evaluation of ``wait_for_function``)."""
-    prefix = f"{dev.views_origin}/view/"
-
-    def wait(_context: Any) -> Any:
-        value: Any = None
-        for _ in range(int(WAIT / 0.05)):
-            frames = [f for f in page._page.frames if f.url.startswith(prefix)]
-            try:
-                value = frames[0].evaluate(expression) if frames else None
-            except Exception as exc:  # mid-navigation
-                value = exc
-            if value and not isinstance(value, Exception):
-                return value
-            page._page.wait_for_timeout(50)
-        raise TimeoutError(f"{expression!r} still {value!r} in the view")
-
-    with anyio.fail_after(WAIT + 10):
-        return await page.browser.call(wait)
+    on the views' origin); its value."""
+    return await page.wait_in_frame(f"{dev.views_origin}/view/", expression, WAIT)
 
 
 async def snapshot_view(page: BrowserPage, condition: str) -> dict[str, Any]:

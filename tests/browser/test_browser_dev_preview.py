@@ -97,28 +97,12 @@ async def open_preview(page: BrowserPage, url: str) -> None:
 
 async def in_view(page: BrowserPage, expression: str) -> Any:
     """Wait (bounded) until ``expression`` is truthy in the view's frame (the frame
-    whose URL is the view's ``src`` in the page's report); its value. Polled with
-    ``evaluate``: the view's CSP forbids ``wait_for_function``'s string evaluation."""
+    whose URL is the view's ``src`` in the page's report); its value."""
     src: str = await page.wait_for(
         "(() => { const v = devPage.snapshot().views[0]; return v && v.src; })()",
         timeout=WAIT,
     )
-
-    def wait(_context: Any) -> Any:
-        value: Any = None
-        for _ in range(int(WAIT / 0.05)):
-            frames = [f for f in page._page.frames if f.url == src]
-            try:
-                value = frames[0].evaluate(expression) if frames else None
-            except Exception as exc:  # mid-navigation
-                value = exc
-            if value and not isinstance(value, Exception):
-                return value
-            page._page.wait_for_timeout(50)
-        raise TimeoutError(f"{expression!r} still {value!r} in the view")
-
-    with anyio.fail_after(WAIT + 10):
-        return await page.browser.call(wait)
+    return await page.wait_in_frame(src, expression, WAIT)
 
 
 async def view_screenshot(page: BrowserPage) -> bytes:

@@ -12,24 +12,21 @@ member's own name for it. Its page going away tears the view down. The
 from __future__ import annotations
 
 import urllib.request
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 from urllib.parse import urlsplit
 
 import anyio
 import pytest
+from dev_socket import WAIT, page_socket
 
 from assistant_frames import Federation, ModelContextRegistry, ToolResult, ToolUI
 from assistant_frames.apps.page import AppPage
 from assistant_frames.apps.protocol import ProtocolError
 from assistant_frames.dev import DevPage
 from assistant_frames.dev.apps import ContextServer, ui_of
-from assistant_frames.transports.websocket import WebSocketTransport, connect_websocket
 
 pytestmark = pytest.mark.anyio
-
-WAIT = 15.0
 
 
 def app_page(page: DevPage) -> AppPage:
@@ -64,39 +61,11 @@ def sky_registry() -> ModelContextRegistry:
     return registry
 
 
-class Socket:
-    def __init__(self, transport: WebSocketTransport) -> None:
-        self.transport = transport
-        self.received: list[dict[str, Any]] = []
-
-    async def seen(self, matches: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        """The first message received that ``matches``, waiting for it if none has yet."""
-        for message in self.received:
-            if matches(message):
-                return message
-        return await self.until(matches)
-
-    async def until(self, matches: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        with anyio.fail_after(WAIT):
-            while True:
-                message: dict[str, Any] = await self.transport.receive()
-                self.received.append(message)
-                if matches(message):
-                    return message
-
-
 @asynccontextmanager
 async def sky_page() -> AsyncIterator[DevPage]:
     async with Federation() as federation, DevPage(federation) as page:
         await page.add("weather", sky_registry())
         yield page
-
-
-@asynccontextmanager
-async def connect(page: DevPage, path: str) -> AsyncIterator[Socket]:
-    url = page.origin.replace("http://", "ws://") + path
-    async with connect_websocket(url, token=page.token, open_timeout=WAIT) as transport:
-        yield Socket(transport)
 
 
 async def test_the_context_server_serves_the_merged_context() -> None:
@@ -121,7 +90,7 @@ async def test_the_context_server_serves_the_merged_context() -> None:
 
 
 async def test_a_ui_tool_call_shows_its_view_from_another_origin() -> None:
-    async with sky_page() as page, connect(page, "/socket") as socket:
+    async with sky_page() as page, page_socket(page, "/socket") as socket:
         await socket.until(lambda m: m["type"] == "state" and len(m["tools"]) == 3)
         await socket.transport.send(
             {"type": "call", "call": "c1", "tool": "weather_sky", "arguments": {"city": "Oslo"}}
@@ -144,7 +113,7 @@ async def test_a_ui_tool_call_shows_its_view_from_another_origin() -> None:
         assert html == VIEW.encode()
 
         # The view's relay: it initializes, then gets the input and the result.
-        async with connect(page, view["socket"]) as relay:
+        async with page_socket(page, view["socket"]) as relay:
             await relay.transport.send(
                 {
                     "jsonrpc": "2.0",
@@ -202,7 +171,7 @@ async def test_a_ui_tool_call_shows_its_view_from_another_origin() -> None:
 
 async def test_a_plain_tool_shows_no_view_and_a_gone_page_tears_its_views_down() -> None:
     async with sky_page() as page:
-        async with connect(page, "/socket") as socket:
+        async with page_socket(page, "/socket") as socket:
             await socket.until(lambda m: m["type"] == "state" and len(m["tools"]) == 3)
             await socket.transport.send(
                 {"type": "call", "call": "p", "tool": "weather_plain", "arguments": {"text": "x"}}
@@ -215,7 +184,7 @@ async def test_a_plain_tool_shows_no_view_and_a_gone_page_tears_its_views_down()
             await socket.until(lambda m: m["type"] == "result")
             assert len(app_page(page).views) == 1
             # Another page cannot close it.
-            async with connect(page, "/socket") as other:
+            async with page_socket(page, "/socket") as other:
                 await other.until(lambda m: m["type"] == "state")
                 ((app_id, shown),) = app_page(page).views.items()
                 await other.transport.send({"type": "view-close", "id": app_id})

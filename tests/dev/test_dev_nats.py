@@ -13,17 +13,16 @@ by ``WAIT``. asyncio only: ``nats-py`` runs on asyncio.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import anyio
 import pytest
+from dev_socket import WAIT, page_socket
 
 from assistant_frames import Federation
 from assistant_frames.dev import DevPage, describe_federation
 from assistant_frames.nats import NATSFrameProvider
-from assistant_frames.transports.websocket import WebSocketTransport, connect_websocket
 
 from nats_support import NATSServer, greeting_frame, leavable, nats_server, replica_process
 
@@ -33,7 +32,6 @@ __all__ = ["nats_server"]  # a fixture, used by name
 
 #: Bounds every wait. A frame joins within a discovery round (1 s by default) and
 #: leaves after 3 rounds it did not answer: about 4 s.
-WAIT = 15.0
 
 #: The tools of the subprocess replica's frame "calc" (``nats_replica.py``), as the
 #: federation names them: the member "bus", then the frame, then the tool.
@@ -49,35 +47,6 @@ def anyio_backend() -> str:
 async def dev_page() -> AsyncIterator[DevPage]:
     async with Federation() as federation, DevPage(federation) as page:
         yield page
-
-
-@asynccontextmanager
-async def page_socket(page: DevPage) -> AsyncIterator[Socket]:
-    url = page.origin.replace("http://", "ws://") + "/socket"
-    async with connect_websocket(url, token=page.token, open_timeout=WAIT) as transport:
-        yield Socket(transport)
-
-
-class Socket:
-    """The page's end of its WebSocket: every message received, and waiting for one."""
-
-    def __init__(self, transport: WebSocketTransport) -> None:
-        self.transport = transport
-        self.received: list[dict[str, Any]] = []
-
-    async def send(self, message: dict[str, Any]) -> None:
-        await self.transport.send(message)
-
-    async def until(self, matches: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        with anyio.fail_after(WAIT):
-            while True:
-                message: dict[str, Any] = await self.transport.receive()
-                self.received.append(message)
-                if matches(message):
-                    return message
-
-    async def state(self, matches: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        return await self.until(lambda m: m["type"] == "state" and matches(m))
 
     async def call(self, call: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
         """Send a call as the page's form does; its end (``result`` or ``error``)."""

@@ -13,13 +13,14 @@ from __future__ import annotations
 import sys
 import textwrap
 import urllib.request
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
+from dev_socket import WAIT, page_socket
 from pydantic import BaseModel
 
 from assistant_frames import (
@@ -30,11 +31,10 @@ from assistant_frames import (
     ToolCallError,
 )
 from assistant_frames.dev import DevPage, describe_federation
-from assistant_frames.transports.websocket import WebSocketTransport, connect_websocket
+from assistant_frames.transports.websocket import connect_websocket
 
 pytestmark = pytest.mark.anyio
 
-WAIT = 15.0
 
 WORKER = """
 import anyio
@@ -110,37 +110,6 @@ def worker(tmp_path: Path) -> Path:
 async def dev_page(**federation_options: Any) -> AsyncIterator[DevPage]:
     async with Federation(**federation_options) as federation, DevPage(federation) as page:
         yield page
-
-
-@asynccontextmanager
-async def page_socket(page: DevPage, token: str | None = "") -> AsyncIterator[Socket]:
-    url = page.origin.replace("http://", "ws://") + "/socket"
-    async with connect_websocket(
-        url, token=page.token if token == "" else token, open_timeout=WAIT
-    ) as transport:
-        yield Socket(transport)
-
-
-class Socket:
-    """The page's end: every message received, and waiting for one that matches."""
-
-    def __init__(self, transport: WebSocketTransport) -> None:
-        self.transport = transport
-        self.received: list[dict[str, Any]] = []
-
-    async def send(self, message: dict[str, Any]) -> None:
-        await self.transport.send(message)
-
-    async def until(self, matches: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        with anyio.fail_after(WAIT):
-            while True:
-                message = await self.transport.receive()
-                self.received.append(message)
-                if matches(message):
-                    return message
-
-    async def state(self, matches: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
-        return await self.until(lambda m: m["type"] == "state" and matches(m))
 
 
 def members(state: dict[str, Any]) -> dict[str, str]:
