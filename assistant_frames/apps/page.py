@@ -556,6 +556,7 @@ _PAGE_FILES = {
     "/assistant-frames/app-page.js": ("app-page.js", "text/javascript; charset=utf-8"),
     "/assistant-frames/app-page.css": ("app-page.css", "text/css; charset=utf-8"),
     "/assistant-frames/parent-relay.js": ("parent-relay.js", "text/javascript; charset=utf-8"),
+    "/assistant-frames/view-box.js": ("view-box.js", "text/javascript; charset=utf-8"),
 }
 
 

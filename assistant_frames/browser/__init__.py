@@ -1,6 +1,6 @@
 """Relays that bridge browser frames and hosts to the WebSocket transport.
 
-The package ships three static files (plain JavaScript, no build step, no
+The package ships static files (plain JavaScript, no build step, no
 dependencies), under ``assistant_frames/browser/static/``:
 
 * ``parent-relay.js``: a page that embeds a JS frame's iframe bridges it to a Python
@@ -11,8 +11,9 @@ dependencies), under ``assistant_frames/browser/static/``:
   JSON-RPC, for a widget written for ChatGPT to run in any MCP Apps host (see
   ``docs/widgets.md``).
 * ``app-page.html``, ``app-page.js`` and ``app-page.css``: the page that shows MCP Apps
-  views for :class:`assistant_frames.apps.AppPage` (and ``assistant-frames apps
-  preview``); :func:`app_page_files` serves it with the relays.
+  views for :class:`assistant_frames.apps.AppPage`, with ``view-box.js``: what a page does with an MCP Apps view behind
+  ``parent-relay.js`` (its iframe, its failure, its display mode), shared with the dev
+  page. :func:`app_page_files` serves them with the relays.
 
 :func:`relay_files` returns them ready for ``websocket_server(..., http_files=...)``,
 so one Python server can hand out the relays and accept their WebSockets on the same
@@ -48,6 +49,7 @@ APP_PAGE_FILES: dict[str, str] = {
     "app-page.html": "text/html; charset=utf-8",
     "app-page.js": "text/javascript; charset=utf-8",
     "app-page.css": "text/css; charset=utf-8",
+    "view-box.js": "text/javascript; charset=utf-8",
 }
 
 

@@ -48,6 +48,7 @@ from anyio.abc import ObjectStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .._driver import Lifecycle
+from ..browser import APP_PAGE_FILES, RELAY_FILES, relay_source
 from ..errors import ToolCallError
 from ..federation import Federation
 from ..registry import ToolEvent, ToolLog, ToolProgress
@@ -80,8 +81,8 @@ _FILES = {
     "/dev-page.js": ("dev-page.js", "text/javascript; charset=utf-8"),
     "/dev-page.css": ("dev-page.css", "text/css; charset=utf-8"),
 }
-#: The app page's relay, read as package data (assistant_frames/browser/static).
-_RELAY = ("/parent-relay.js", "parent-relay.js", "text/javascript; charset=utf-8")
+#: The views' relay and view box, shared with the app page (assistant_frames/browser/static).
+_SHARED = ("parent-relay.js", "view-box.js")
 _OUTBOX = 1000  # messages queued for one page before it counts as stuck
 _MAX_CALLS = 32  # calls of one page running at once
 _MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # a state message carries the whole context
@@ -96,9 +97,8 @@ def page_files() -> dict[str, tuple[bytes, str]]:
     files = {
         path: (static.joinpath(name).read_bytes(), kind) for path, (name, kind) in _FILES.items()
     }
-    path, name, kind = _RELAY
-    browser = resources.files("assistant_frames").joinpath("browser", "static")
-    files[path] = (browser.joinpath(name).read_bytes(), kind)
+    for name in _SHARED:
+        files[f"/{name}"] = (relay_source(name), {**RELAY_FILES, **APP_PAGE_FILES}[name])
     return files
 
 

@@ -10,7 +10,8 @@
  * and this page sends what the person does:
  *   call {tool, arguments, displayMode}   theme {theme}   display-mode {id, mode}   close {id}
  * Each view's iframe (another origin, sandboxed, with the allow attribute Python
- * computed) is bridged to its own WebSocket by the parent relay in app mode.
+ * computed) is bridged to its own WebSocket by the parent relay in app mode
+ * (view-box.js, shared with the dev page).
  * A view changes display mode by CSS only: moving an iframe in the DOM reloads it.
  * Socket paths ("/page", a view's "/view/<id>") are relative to the page's own
  * directory, so the page works at / and mounted under a prefix (/apps/).
@@ -23,6 +24,7 @@
   var MAX_LOG = 500;
   var token = new URLSearchParams(location.hash.slice(1)).get("token") || "";
   var pageBase = new URL(".", location.href);
+  var ViewBox = window.AssistantFramesViewBox;
   var $ = function (id) {
     return document.getElementById(id);
   };
@@ -130,30 +132,6 @@
     return entry;
   }
 
-  function connectView(entry, view) {
-    if (entry.relay || !view.src || !view.socket) return;
-    // Our own (empty) iframe, so that its loads are counted from the first; the relay
-    // sets its sandbox, allow and src once the view's WebSocket is open.
-    var iframe = el("iframe");
-    iframe.title = view.title;
-    entry.box.appendChild(iframe);
-    iframe.addEventListener("load", function () {
-      if (iframe.getAttribute("src")) entry.loads += 1;
-    });
-    entry.iframe = iframe;
-    entry.relay = AssistantFramesRelay.parent({
-      url: socketUrl(view.socket),
-      token: token,
-      app: true,
-      src: view.src,
-      allow: view.allow || "",
-      iframe: iframe,
-      statusElement: entry.box,
-      initialDelay: 100,
-      maxAttempts: 8,
-    });
-  }
-
   function removeView(entry) {
     if (entry.relay) entry.relay.close();
     entry.item.remove();
@@ -169,36 +147,12 @@
     if (!entry) entry = createView(view);
     entry.last = view;
     entry.stateNode.textContent = view.state;
-    entry.box.classList.toggle("border", view.border === true);
     if (view.state === "error") {
-      if (entry.relay) {
-        entry.relay.close();
-        if (entry.iframe) entry.iframe.remove();
-        entry.relay = entry.iframe = null;
-      }
-      // Why it failed (the host's reason: initialize timeout, bad HTML, CSP...), then
-      // what the tool said (it may come later), so nobody has to guess from a blank box.
-      var reason = entry.box.querySelector(".reason");
-      if (!reason) {
-        reason = entry.box.appendChild(el("div", "reason"));
-        reason.setAttribute("role", "alert");
-        entry.box.appendChild(el("div", "fallback"));
-      }
-      reason.textContent = "The view could not be shown: " + (view.error || "no reason given");
-      entry.box.querySelector(".fallback").textContent = view.fallback || "";
+      ViewBox.showError(entry, view);
     } else {
-      connectView(entry, view);
+      ViewBox.connect(entry, view, socketUrl(view.socket), token);
     }
-    var mode = view.displayMode;
-    entry.box.classList.toggle("fullscreen", mode === "fullscreen");
-    entry.box.classList.toggle("pip", mode === "pip");
-    entry.item.classList.toggle("away", mode !== "inline");
-    entry.placeholder.textContent = view.title + " is shown " + (mode === "pip" ? "in the corner" : "in the panel");
-    Array.prototype.forEach.call(entry.modes.children, function (button) {
-      var usable = (view.displayModes || ["inline"]).indexOf(button.dataset.mode) >= 0;
-      button.disabled = !usable;
-      button.setAttribute("aria-pressed", String(button.dataset.mode === mode));
-    });
+    ViewBox.showMode(entry, view, entry.item, "in the panel");
   }
 
   // -- messages and the log ------------------------------------------------------------
@@ -206,8 +160,7 @@
   function logMessage(entry) {
     logCount += 1;
     var message = entry.message || {};
-    var what = message.method || ("id" in message ? (message.error ? "error" : "result") : "?");
-    if ("id" in message && message.id !== null) what += " #" + message.id;
+    var what = ViewBox.summary(message);
     var li = el("li", entry.direction);
     var details = el("details");
     details.appendChild(el("summary", null, "[" + entry.id + "] " + what));

@@ -18,7 +18,8 @@
  * and this page sends   call {call, tool, arguments}   cancel {call}   theme {theme}
  *   view-mode {id, mode}   view-close {id}.
  * A view's iframe is on another origin (src), sandboxed, bridged to its own WebSocket
- * ("view/<id>" beside this page) by the shipped parent relay in app mode.
+ * ("view/<id>" beside this page) by the shipped parent relay in app mode (view-box.js,
+ * shared with the app page).
  *
  * A form per tool is generated from its JSON Schema (strings, numbers, integers,
  * booleans, enums, nested objects, arrays of either; defaults, required fields and
@@ -45,6 +46,7 @@
   var exportKeys = {};
   var views = {}; // view id -> {call, box, iframe, relay, traffic, last, loads}
   var MAX_TRAFFIC = 500;
+  var ViewBox = window.AssistantFramesViewBox;
 
   // -- small helpers -----------------------------------------------------------------
 
@@ -1065,41 +1067,12 @@
     return entry;
   }
 
-  function connectView(entry, view) {
-    if (entry.relay || !view.src || !view.socket || typeof AssistantFramesRelay === "undefined") return;
-    var iframe = el("iframe");
-    iframe.title = view.title;
-    entry.box.appendChild(iframe);
-    iframe.addEventListener("load", function () {
-      if (iframe.getAttribute("src")) entry.loads += 1;
-    });
-    entry.iframe = iframe;
-    entry.relay = AssistantFramesRelay.parent({
-      url: viewSocketUrl(view.socket),
-      token: token,
-      app: true,
-      src: view.src,
-      allow: view.allow || "",
-      iframe: iframe,
-      statusElement: entry.box,
-      initialDelay: 100,
-      maxAttempts: 8,
-    });
-  }
-
-  function disconnectView(entry) {
-    if (entry.relay) entry.relay.close();
-    if (entry.iframe) entry.iframe.remove();
-    entry.relay = entry.iframe = null;
-  }
-
   function showView(entry, view) {
     entry.last = view;
     entry.stateNode.textContent = view.state;
     entry.section.setAttribute("data-state", view.state);
-    entry.box.classList.toggle("border", view.border === true);
     if (view.state === "closed") {
-      disconnectView(entry);
+      ViewBox.disconnect(entry);
       entry.closeButton.disabled = true;
       entry.box.classList.remove("fullscreen", "pip");
       entry.section.classList.remove("away");
@@ -1109,34 +1082,16 @@
       return;
     }
     if (view.state === "error") {
-      disconnectView(entry);
-      var reason = entry.box.querySelector(".reason");
-      if (!reason) {
-        reason = entry.box.appendChild(el("div", "reason error"));
-        reason.setAttribute("role", "alert");
-        entry.box.appendChild(el("div", "fallback"));
-      }
-      reason.textContent = "The view could not be shown: " + (view.error || "no reason given");
-      entry.box.querySelector(".fallback").textContent = view.fallback || "";
+      ViewBox.showError(entry, view);
     } else {
-      connectView(entry, view);
+      ViewBox.connect(entry, view, viewSocketUrl(view.socket), token);
     }
-    var mode = view.displayMode;
-    entry.box.classList.toggle("fullscreen", mode === "fullscreen");
-    entry.box.classList.toggle("pip", mode === "pip");
-    entry.section.classList.toggle("away", mode !== "inline");
-    entry.placeholder.textContent = view.title + " is shown " + (mode === "pip" ? "in the corner" : "full screen");
-    Array.prototype.forEach.call(entry.modes.children, function (button) {
-      var usable = (view.displayModes || ["inline"]).indexOf(button.dataset.mode) >= 0;
-      button.disabled = !usable;
-      button.setAttribute("aria-pressed", String(button.dataset.mode === mode));
-    });
+    ViewBox.showMode(entry, view, entry.section, "full screen");
   }
 
   function logTraffic(entry, message) {
     var rpc = message.message || {};
-    var what = rpc.method || ("id" in rpc ? (rpc.error ? "error" : "result") : "?");
-    if ("id" in rpc && rpc.id !== null && rpc.id !== undefined) what += " #" + rpc.id;
+    var what = ViewBox.summary(rpc);
     entry.count += 1;
     var line = el("li", message.direction);
     line.setAttribute("data-method", rpc.method || "");
