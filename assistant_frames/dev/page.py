@@ -102,19 +102,22 @@ def page_files() -> dict[str, tuple[bytes, str]]:
     return files
 
 
-def describe_error(exc: BaseException, tool: str, owner: str | None) -> dict[str, Any]:
+def describe_error(
+    exc: BaseException, tool: str, owner: str | None, member_tool: str | None = None
+) -> dict[str, Any]:
     """A failed call as the page shows it: the error's class and code, its message, the
-    tool called, the member the error names (else the tool's owner) and the tool's name
-    there (``memberTool``: the member's own name for it, without the namespace)."""
+    tool called, the member it is of (``owner``; else the frame the error names) and the
+    tool's name there (``memberTool``: ``member_tool``, the member's own name for it;
+    else the name the error gives)."""
     code = getattr(exc, "code", None)
     called = exc if isinstance(exc, ToolCallError) else None
     return {
         "type": type(exc).__name__,
         "code": None if code is None else str(getattr(code, "value", code)),
         "message": getattr(exc, "message", None) or str(exc) or type(exc).__name__,
-        "member": (called.frame if called else None) or owner,
+        "member": owner or (called.frame if called else None),
         "tool": tool,
-        "memberTool": (called.tool_name if called else None) or tool,
+        "memberTool": member_tool or (called.tool_name if called else None) or tool,
     }
 
 
@@ -572,6 +575,7 @@ class DevPage(Lifecycle):
 
         views = self.views
         view: AppView | None = None
+        member = self._member_of(tool, owner_name)
         post(
             {
                 "type": "started",
@@ -584,9 +588,7 @@ class DevPage(Lifecycle):
         try:
             try:
                 if views is not None:
-                    view = await views.open(
-                        owner, call_id, tool, arguments, **self._member_of(tool, owner_name)
-                    )
+                    view = await views.open(owner, call_id, tool, arguments, **member)
             except Exception as exc:  # the call goes on; the page says why
                 logger.warning("Dev page: cannot show the view of %s: %s", tool, exc)
                 post({"type": "notice", "level": "error", "text": f"view: {exc}"})
@@ -598,7 +600,7 @@ class DevPage(Lifecycle):
                 shown = exc
                 if type(exc) is TimeoutError and self.timeout is not None:  # fail_after
                     shown = TimeoutError(f"No result within {self.timeout:g} s")
-                error = describe_error(shown, tool, owner_name)
+                error = describe_error(shown, tool, owner_name, member.get("member_name"))
                 post({"type": "error", "call": call_id, "error": error, "ms": elapsed()})
                 if view is not None and views is not None:
                     await views.finish(view, error=shown)

@@ -173,3 +173,5 @@ async def test_a_call_from_the_page_reaches_a_frame_on_the_bus(nats_server: NATS
         error = result["error"]
         assert (error["type"], error["code"]) == ("ToolArgumentsError", "invalid_arguments")
         assert error["tool"] == "bus_calc_add"
+        # The page's member is the bus, and the tool is calc_add there (the frame's "add").
+        assert (error["member"], error["memberTool"]) == ("bus", "calc_add")
