@@ -440,6 +440,8 @@ async def test_a_worker_member_killed_and_restarted(page: BrowserPage, tmp_path:
         assert activity.index("pids: reconnecting \u2192 connected") < activity.index(
             "pids: connected \u2192 reconnecting"
         )  # newest first
+        # The reason is logged too, though it came after the state changed.
+        assert "killed by SIGKILL" in activity, activity
         assert federation.status("pids").connections == 2
 
         # A call from the page reaches the new worker: another process, started by this one.

@@ -208,6 +208,8 @@
       else if (!was) activity(member.name + " joined (" + member.state + ")");
       else if (was.state !== member.state)
         activity(member.name + ": " + was.state + " \u2192 " + member.state + (member.error ? " (" + member.error + ")" : ""));
+      else if (member.error && was.error !== member.error) // the reason came after the state
+        activity(member.name + ": " + member.state + " (" + member.error + ")");
       else if (was.tools.length !== member.tools.length)
         activity(member.name + ": " + member.tools.length + " tool" + (member.tools.length === 1 ? "" : "s"));
     });
