@@ -355,19 +355,23 @@ class DevPage(Lifecycle):
         for page in list(self._pages):
             page.post(message)
 
-    def _member_of(self, tool: str, owner: str | None) -> dict[str, Any]:
-        """The member ``owner`` whose tool ``tool`` is, and its own name there (without
-        the namespace): the view of the call is served that member's context."""
-        if owner is None:
-            return {}
-        try:
-            member = self.federation.connection(owner)
-            prefix = f"{owner}_" if self.federation.status(owner).namespaced else ""
-        except KeyError:
-            return {}
-        if not tool.startswith(prefix):
-            return {}
-        return {"member": member, "member_name": tool[len(prefix) :]}
+    def _member_of(self, tool: str) -> tuple[str | None, dict[str, Any]]:
+        """The member whose tool ``tool`` is (by the federation as it is now, not the
+        last state the pages were sent), and the view's options for it: that member and
+        its own name for the tool (without the namespace), so that the view of the call
+        is served that member's context. ``(None, {})`` for a tool of no member."""
+        federation = self.federation
+        for name in federation:
+            try:
+                namespaced = federation.status(name).namespaced
+                member = federation.connection(name)
+            except KeyError:  # removed meanwhile
+                continue
+            prefix = f"{name}_" if namespaced else ""
+            own = tool[len(prefix) :] if tool.startswith(prefix) else None
+            if own is not None and own in member.get_model_context().tools:
+                return name, {"member": member, "member_name": own}
+        return None, {}
 
     def _post_view(self, page: _Page | None, message: dict[str, Any]) -> None:
         """What the views' app page says: to the page whose call the view is (to every
@@ -564,7 +568,7 @@ class DevPage(Lifecycle):
         """Run one call, telling ``post`` its events and its end, and showing its view to
         ``owner`` (``None``: to every page). Returns the result; raises its failure and
         its cancellation."""
-        owner_name = next((t["owner"] for t in self.state["tools"] if t["name"] == tool), None)
+        owner_name, member = self._member_of(tool)
         started = time.perf_counter()
 
         def elapsed() -> float:
@@ -575,7 +579,6 @@ class DevPage(Lifecycle):
 
         views = self.views
         view: AppView | None = None
-        member = self._member_of(tool, owner_name)
         post(
             {
                 "type": "started",
