@@ -374,10 +374,11 @@ class DevPage(Lifecycle):
         return None, {}
 
     def _post_view(self, page: _Page | None, message: dict[str, Any]) -> None:
-        """What the views' app page says: to the page whose call the view is (to every
-        page if it is no view's, or the view of a call of the program's)."""
+        """What the views' app page says: to the page whose call the view is; to every
+        page if it is no view's (a notice), or the view of a call of the program's (kept
+        for the pages that open later, as long as the view lives)."""
         if page is None:
-            if message.get("call") in self._program_calls:
+            if "call" in message:
                 self._tell_all(message)
             else:
                 self._broadcast(message)

@@ -192,3 +192,21 @@ async def test_a_plain_tool_shows_no_view_and_a_gone_page_tears_its_views_down()
                 assert app_id in app_page(page).views
         await shown.wait_state("closed", timeout=WAIT)
         assert app_page(page).views == {}
+
+
+async def test_a_program_calls_view_is_told_to_later_pages_until_it_closes() -> None:
+    async with sky_page() as page:
+        await page.federation.wait_for_tools("weather_sky", timeout=WAIT)
+        result = await page.call_tool("weather_sky", {"city": "Oslo"})
+        assert result.structured_content == {"city": "Oslo"}
+        async with page_socket(page) as first:
+            view = await first.until(lambda m: m["type"] == "view" and "src" in m)
+            assert view["call"] == "p1"
+            await first.send({"type": "view-close", "id": view["id"]})  # any page may
+            await first.until(lambda m: m["type"] == "view" and m["state"] == "closed")
+        # A page opened after the view closed is told the call and the view, to its end.
+        async with page_socket(page) as later:
+            closed = await later.until(lambda m: m["type"] == "view" and m["state"] == "closed")
+            assert (closed["id"], closed["call"]) == (view["id"], "p1")
+            told = [(m["type"], m.get("call")) for m in later.received]
+            assert told.index(("started", "p1")) < told.index(("result", "p1"))
