@@ -26,7 +26,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 pytest.importorskip("mcp")
@@ -133,39 +132,18 @@ def save(name: str, data: bytes) -> None:
 # -- driving the page ----------------------------------------------------------------------
 
 
-def _view_frame(page: BrowserPage, app: AppPage | None, app_id: str) -> Any:
-    """The view's frame (on ``app``'s views origin, when given)."""
-    prefix = f"{app.views_origin}/view/{app_id}/" if app is not None else None
+def _view_frame(page: BrowserPage, app: AppPage, app_id: str) -> Any:
+    """The view's frame, on ``app``'s views origin."""
+    prefix = f"{app.views_origin}/view/{app_id}/"
     for frame in page._page.frames:
-        url = frame.url
-        if url.startswith(prefix) if prefix is not None else f"/view/{app_id}/" in url:
+        if frame.url.startswith(prefix):
             return frame
     raise LookupError(f"no frame for {app_id}: {[f.url for f in page._page.frames]}")
 
 
-async def view_wait(page: BrowserPage, app: AppPage | None, app_id: str, expression: str) -> Any:
-    """Wait (bounded) until ``expression`` is truthy in the view's frame; its value.
-
-    Polled with ``evaluate``: ``wait_for_function`` evaluates strings, which the view's
-    CSP (no ``'unsafe-eval'``) forbids.
-    """
-
-    def wait(_context: Any) -> Any:
-        value = None
-        for _ in range(int(WAIT / 0.05)):
-            try:
-                value = _view_frame(page, app, app_id).evaluate(expression)
-            except LookupError:  # the frame appears once the view's socket is open
-                value = None
-            except Exception as exc:  # mid-navigation, or not defined yet
-                value = exc
-            if value and not isinstance(value, Exception):
-                return value
-            page._page.wait_for_timeout(50)
-        raise TimeoutError(f"{expression!r} still {value!r} in {app_id}")
-
-    with anyio.fail_after(WAIT + 10):
-        return await page.browser.call(wait)
+async def view_wait(page: BrowserPage, app: AppPage, app_id: str, expression: str) -> Any:
+    """Wait (bounded) until ``expression`` is truthy in the view's frame; its value."""
+    return await page.wait_in_frame(f"{app.views_origin}/view/{app_id}/", expression, WAIT)
 
 
 async def view_eval(page: BrowserPage, app: AppPage, app_id: str, expression: str) -> Any:

@@ -110,6 +110,19 @@ def everything() -> list[str]:
     return [node_with((EVERYTHING_JS,)), str(EVERYTHING_JS), "stdio"]
 
 
+async def one_member_connected(page: BrowserPage, tools: int) -> None:
+    """Wait until the page shows its one member connected with ``tools`` tools."""
+    await page.wait_for(
+        """(tools) => {
+             const s = devPage.snapshot();
+             return s.members.length === 1 && s.members[0].state === "connected"
+               && s.tools.length === tools;
+           }""",
+        tools,
+        timeout=WAIT,
+    )
+
+
 async def call_from_form(page: BrowserPage, tool: str, fields: dict[str, str]) -> str:
     """Open ``tool``, fill its form's ``fields``, call it, and return its result's text
     once the call is done."""
@@ -247,14 +260,7 @@ async def test_a_websocket_frame_killed_and_started_again(
         async with live_frame(script, 0, 1) as (first, port):
             await dev.add("live", f"ws://127.0.0.1:{port}")
             await page.goto(dev.url)
-            await page.wait_for(
-                """() => {
-                     const s = devPage.snapshot();
-                     return s.members.length === 1 && s.members[0].state === "connected"
-                       && s.tools.length === 2;
-                   }""",
-                timeout=WAIT,
-            )
+            await one_member_connected(page, tools=2)
             assert sorted(await page.evaluate("devPage.snapshot().tools")) == [
                 "live_shout",
                 "live_whoami",
@@ -373,14 +379,7 @@ async def test_a_worker_member_killed_and_restarted(page: BrowserPage, tmp_path:
     async with Federation() as federation, DevPage(federation) as dev:
         await dev.add("pids", [sys.executable, str(worker)])
         await page.goto(dev.url)
-        await page.wait_for(
-            """() => {
-                 const s = devPage.snapshot();
-                 return s.members.length === 1 && s.members[0].state === "connected"
-                   && s.tools.length === 2;
-               }""",
-            timeout=WAIT,
-        )
+        await one_member_connected(page, tools=2)
         assert sorted(await page.evaluate("devPage.snapshot().tools")) == ["pids_count", "pids_pid"]
         assert "worker `" in await text_of(page, f"{member} .target")
         assert "1 connection" in await text_of(page, member)
