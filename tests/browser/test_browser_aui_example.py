@@ -81,12 +81,14 @@ async def widget_text(page: BrowserPage, expected: str) -> str:
             except LookupError:
                 page._page.wait_for_timeout(50)
         frame = _widget(page)
+        # Null-safe: the relay reloads the widget when its socket reconnects (a busy
+        # machine), and a document being loaded has no #out yet.
         frame.wait_for_function(
-            "(text) => document.getElementById('out').textContent === text",
+            "(text) => document.getElementById('out')?.textContent === text",
             arg=expected,
             timeout=WAIT * 1000,
         )
-        return str(frame.evaluate("document.getElementById('out').textContent"))
+        return str(frame.evaluate("document.getElementById('out')?.textContent"))
 
     with anyio.fail_after(2 * WAIT + 5):
         return await page.browser.call(wait)
