@@ -2,12 +2,13 @@
 and a frame killed and started again.
 
 - A worker script (``words_worker.py`` in ``tmp_path``), a frame over ``ws://`` (a
-  registry served with ``websocket_server`` on 127.0.0.1 by the test) and the npm MCP
+  registry served with ``websocket_server`` on 127.0.0.1 by the test), the npm MCP
   server ``@modelcontextprotocol/server-everything`` over stdio (pinned in
-  ``tests/mcp_peers``), federated and shown in the shipped page: all three connected with
-  their tools; one tool of each called from its generated form, with its result; the MCP
-  server's long-running operation shows its progress (3 / 3); the screenshot is not
-  blank.
+  ``tests/mcp_peers``) and a UI tool (``examples/weather_app.py``, an MCP server over
+  stdio), federated and shown in the shipped page: all four connected with their tools;
+  one tool of each called from its generated form, with its result; the MCP server's
+  long-running operation shows its progress (3 / 3); the UI tool's view renders beside
+  its result, from another origin; the screenshot is not blank.
 - A ``ws://`` frame served by a separate process, killed (SIGKILL): the page shows the
   member reconnecting with the reason and its tools gone; the same frame started again
   on the same port: the page shows it connected again (a second connection), its tools
@@ -50,6 +51,7 @@ from browser_support import BrowserPage
 
 pytestmark = pytest.mark.anyio
 
+WEATHER_APP = Path(__file__).resolve().parents[2] / "examples" / "weather_app.py"
 EVERYTHING_JS = (
     PEERS_DIR / "node_modules" / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
 )
@@ -157,17 +159,19 @@ async def test_a_worker_a_websocket_frame_and_an_npm_mcp_server(
         await dev.add("words", [sys.executable, str(worker)])
         await dev.add("calc", server.url)
         await dev.add("every", everything, mcp=True)
+        await dev.add("weather", [sys.executable, str(WEATHER_APP)], mcp=True)  # a UI tool
         await page.browser.call(lambda _c: page._page.set_viewport_size(VIEWPORT))
         await page.goto(dev.url)
-        # All three connected, each with its tools (server-everything adds
+        # All four connected, each with its tools (server-everything adds
         # simulate-research-query once initialized: wait for it too).
         await page.wait_for(
             """() => {
                  const s = devPage.snapshot();
                  return s.status === "connected"
-                   && s.members.length === 3
+                   && s.members.length === 4
                    && s.members.every((m) => m.state === "connected")
                    && ["words_count", "calc_add", "every_echo", "every_get-sum",
+                       "weather_forecast",
                        "every_trigger-long-running-operation",
                        "every_simulate-research-query"].every((t) => s.tools.includes(t));
                }""",
@@ -175,7 +179,7 @@ async def test_a_worker_a_websocket_frame_and_an_npm_mcp_server(
         )
         snapshot = await page.evaluate("devPage.snapshot()")
         owners = {name.partition("_")[0] for name in snapshot["tools"]}
-        assert owners == {"words", "calc", "every"}
+        assert owners == {"words", "calc", "every", "weather"}
         for member, target, tool in [
             ("words", "worker `", "words_count"),
             ("calc", f"ws://127.0.0.1:{server.port}", "calc_add"),
@@ -210,6 +214,18 @@ async def test_a_worker_a_websocket_frame_and_an_npm_mcp_server(
         )
         assert bar[:3] == [3, 3, "3"]
         assert bar[3].startswith("3 / 3")
+
+        # The UI tool's MCP Apps view renders beside its result, from another origin.
+        forecast = await call_from_form(page, "weather_forecast", {"city": "Oslo"})
+        assert "Oslo" in forecast
+        src: str = await page.wait_for(
+            "(() => { const v = devPage.snapshot().views[0]; return v && v.src; })()",
+            timeout=WAIT,
+        )
+        assert not src.startswith(dev.origin)
+        await page.wait_in_frame(
+            src, "document.getElementById('city').textContent === 'Weather in Oslo'", WAIT
+        )
 
         image = await screenshot(page)
         assert ink(image) > 0.02
