@@ -11,9 +11,10 @@ dependencies), under ``assistant_frames/browser/static/``:
   JSON-RPC, for a widget written for ChatGPT to run in any MCP Apps host (see
   ``docs/widgets.md``).
 * ``app-page.html``, ``app-page.js`` and ``app-page.css``: the page that shows MCP Apps
-  views for :class:`assistant_frames.apps.AppPage`, with ``view-box.js``: what a page does with an MCP Apps view behind
-  ``parent-relay.js`` (its iframe, its failure, its display mode), shared with the dev
-  page. :func:`app_page_files` serves them with the relays.
+  views for :class:`assistant_frames.apps.AppPage`, with ``view-box.js``: what a page
+  does with an MCP Apps view behind ``parent-relay.js`` (its iframe, its failure, its
+  display mode), shared with the dev page. :func:`app_page_files` serves them with the
+  relays.
 
 :func:`relay_files` returns them ready for ``websocket_server(..., http_files=...)``,
 so one Python server can hand out the relays and accept their WebSockets on the same
