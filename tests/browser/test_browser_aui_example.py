@@ -23,6 +23,14 @@ from helpers import wait_until
 
 pytestmark = pytest.mark.anyio
 
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """What is tested runs in a process of its own: the test's loop is only its harness,
+    so one backend is enough."""
+    return "asyncio"
+
+
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "aui_widget.py"
 WAIT = 10.0
 

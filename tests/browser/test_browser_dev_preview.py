@@ -40,6 +40,14 @@ from browser_support import BrowserPage
 
 pytestmark = pytest.mark.anyio
 
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """What is tested runs in a process of its own: the test's loop is only its harness,
+    so one backend is enough."""
+    return "asyncio"
+
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE = ROOT / "examples" / "weather_app.py"
 SCREENSHOTS = os.environ.get("ASSISTANT_FRAMES_SCREENSHOTS")
