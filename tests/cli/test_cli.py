@@ -729,6 +729,13 @@ def test_apps_preview_prints_a_loopback_url_serves_the_page_and_stops_on_ctrl_c(
     assert "weather" in stderr
 
 
+def test_apps_preview_of_a_server_that_does_not_answer_is_an_error(tmp_path: Path) -> None:
+    """Unlike dev, which retries a member, preview waits for its one server: no page."""
+    result = run_cli("apps", "preview", f"http://127.0.0.1:{free_port()}/mcp", cwd=tmp_path)
+    assert_error(result, 1, "Cannot connect to the MCP server")
+    assert result.stdout == ""  # no URL announced
+
+
 def test_apps_preview_refuses_a_call_of_no_ui_tool(tmp_path: Path) -> None:
     example = Path(__file__).resolve().parents[2] / "examples" / "weather_app.py"
     result = run_cli(
