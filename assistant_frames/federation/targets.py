@@ -283,7 +283,9 @@ def _are(count: int) -> str:
     return "is" if count == 1 else "are"
 
 
-_IS_IT_A_FRAME = "is it an assistant-frames frame?"
+def _is_it(target: FrameTarget) -> str:
+    """The question a target that sent no context raises: is it what it was taken for?"""
+    return "is it an MCP server?" if target.kind == "mcp" else "is it an assistant-frames frame?"
 
 
 def no_context(target: FrameTarget, error: BaseException | None, waited: float) -> Exception:
@@ -294,11 +296,11 @@ def no_context(target: FrameTarget, error: BaseException | None, waited: float) 
     if error is None:
         return ContextTimeout(
             f"{target.name} sent no model context within {waited:g} s "
-            f"({received}): {_IS_IT_A_FRAME}",
+            f"({received}): {_is_it(target)}",
             frame=target.name,
         )
     if isinstance(error, FrameDisconnected):
-        hint = "" if received == "received nothing" else f" ({received}; {_IS_IT_A_FRAME})"
+        hint = "" if received == "received nothing" else f" ({received}; {_is_it(target)})"
         why = str(error).removeprefix(f"{target.name} disconnected: ")
         return ConnectError(f"{target.name} sent no model context{hint}: {why}")
     return error if isinstance(error, Exception) else ConnectError(str(error))

@@ -33,6 +33,7 @@ from assistant_frames import (
     ToolCallError,
     connect,
 )
+from assistant_frames.federation.targets import FrameTarget, no_context
 from assistant_frames.transports import WebSocketTransport, websocket_server
 
 from helpers import calculator
@@ -197,6 +198,15 @@ async def test_a_silent_process_received_nothing() -> None:
     with anyio.fail_after(WAIT), pytest.raises(ContextTimeout, match=r"\(received nothing\)"):
         async with connect(silent, connect_timeout=0.5):
             pass
+
+
+def test_an_mcp_target_that_sent_no_context_asks_whether_it_is_an_mcp_server() -> None:
+    silent = [sys.executable, "-c", "import time; time.sleep(30)"]
+    asked = {True: "is it an MCP server?", None: "is it an assistant-frames frame?"}
+    for mcp, question in asked.items():
+        error = no_context(FrameTarget(silent, mcp=mcp), None, 0.5)
+        assert isinstance(error, ContextTimeout)
+        assert str(error).endswith(f"within 0.5 s (received nothing): {question}")
 
 
 async def test_a_process_that_exits_first() -> None:
