@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio
 import anyio.lowlevel
 from anyio.abc import ObjectStream, TaskGroup
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .._driver import Lifecycle
 from ..browser import APP_PAGE_FILES, RELAY_FILES, relay_source
@@ -53,6 +52,7 @@ from ..errors import ToolCallError
 from ..federation import Federation
 from ..registry import ToolEvent, ToolLog, ToolProgress
 from ..registry.context import Unsubscribe
+from ..transports.message_writer import MessageWriter
 from ..transports.websocket import (
     WebSocketAttribute,
     WebSocketServer,
@@ -87,7 +87,9 @@ _OUTBOX = 1000  # messages queued for one page before it counts as stuck
 _MAX_CALLS = 32  # calls of one page running at once
 _MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # a state message carries the whole context
 _MAX_LOG_CHARS = 16 * 1024  # of one log message's text, as the page shows it
-_REPLAY = 2000  # messages of the program's calls kept for the pages that open later
+# Messages of the program's calls kept for the pages that open later: they are queued for
+# a new page at once, with room to spare in its queue (_OUTBOX).
+_REPLAY = 500
 
 
 def page_files() -> dict[str, tuple[bytes, str]]:
@@ -122,33 +124,44 @@ def describe_error(
 
 
 class _Page:
-    """One open page: its WebSocket, the queue of what it is sent, and its calls."""
+    """One open page: its WebSocket, the writer of what it is sent, and its calls."""
 
     def __init__(self, transport: ObjectStream[Any]) -> None:
         self.transport = transport
-        send, receive = anyio.create_memory_object_stream[dict[str, Any]](_OUTBOX)
-        self.outbox: MemoryObjectSendStream[dict[str, Any]] = send
-        self.inbox: MemoryObjectReceiveStream[dict[str, Any]] = receive
+        self.writer = MessageWriter(
+            transport,
+            on_closed=self._went_away,
+            on_unsendable=self._unsendable,
+            queue_size=_OUTBOX,
+        )
+        self.writer.open()
         self.calls: dict[str, anyio.CancelScope] = {}
         self.gone = False
+        self.hung_up = anyio.Event()
 
     def post(self, message: dict[str, Any]) -> None:
-        """Queue ``message``; a page that stopped reading is hung up on."""
+        """Send ``message`` in order, without waiting; a page that stopped reading (its
+        queue is full) is hung up on."""
         if self.gone:
             return
-        try:
-            self.outbox.send_nowait(message)
-        except anyio.WouldBlock:
+        if self.writer.send_soon([message]):
             logger.warning("Dev page: a page stopped reading; closing its connection")
             self.hang_up()
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self.gone = True
 
     def hang_up(self) -> None:
+        """Stop sending, cancel its calls, and have its connection closed."""
         self.gone = True
-        self.outbox.close()
+        self.writer.stop()
+        self.hung_up.set()
         for scope in self.calls.values():
             scope.cancel()
+
+    def _went_away(self, exc: BaseException) -> None:
+        logger.info("Dev page: a page went away: %s", exc)
+        self.hang_up()
+
+    def _unsendable(self, exc: Exception) -> None:  # jsonable() makes every message sendable
+        logger.error("Dev page: a message could not be sent: %s", exc)
 
 
 class DevPage(Lifecycle):
@@ -456,8 +469,10 @@ class DevPage(Lifecycle):
         running = anyio.Semaphore(_MAX_CALLS)
         try:
             async with anyio.create_task_group() as own:
-                own.start_soon(self._write, page)
-                # The writer closes the transport when the page goes away or gets stuck.
+                own.start_soon(page.writer.run)
+                own.start_soon(_close_when_hung_up, page)
+                # A page hung up on (it went away, or stopped reading) has its connection
+                # closed by _close_when_hung_up, which ends this loop.
                 with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                     async for message in transport:
                         if page.gone:
@@ -471,19 +486,6 @@ class DevPage(Lifecycle):
             if self.views is not None:
                 with anyio.CancelScope(shield=True):
                     await self.views.close_all(page)  # its views are torn down
-
-    async def _write(self, page: _Page) -> None:
-        try:
-            async with page.inbox:
-                async for message in page.inbox:
-                    with anyio.fail_after(30):
-                        await page.transport.send(message)
-        except Exception as exc:  # the page is gone or stuck: the others go on
-            logger.info("Dev page: a page went away: %s", exc)
-        finally:
-            page.hang_up()
-            with anyio.CancelScope(shield=True):
-                await page.transport.aclose()
 
     async def _command(
         self,
@@ -621,6 +623,13 @@ class DevPage(Lifecycle):
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                     await views.finish(view, cancelled=True)
             raise
+
+
+async def _close_when_hung_up(page: _Page) -> None:
+    """Close the page's connection once it is hung up on (its reader then ends)."""
+    await page.hung_up.wait()
+    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+        await page.transport.aclose()
 
 
 def _dev_views(

@@ -392,3 +392,27 @@ async def test_a_member_under_its_own_names_owns_its_tools() -> None:
         state = describe_federation(federation)
         assert tool(state, "add")["owner"] == "calc"
         assert {t["owner"] for t in state["tools"]} == {"calc"}
+
+
+async def test_a_page_opened_after_many_program_calls_gets_their_last_messages() -> None:
+    """The replay fits a new page's queue: it is not taken for a page that stopped
+    reading (the replay is the last 500 messages; a page's queue holds 1,000)."""
+    registry = ModelContextRegistry()
+
+    @registry.tool
+    def chatty(context: ToolCallContext) -> str:
+        """Log a hundred lines (logs are not coalesced, as progress is)."""
+        for step in range(100):
+            context.log("info", f"line {step}")
+        return "done"
+
+    async with dev_page() as page:
+        await page.add("talk", registry, wait=True)
+        for _ in range(12):  # 1,224 messages of the program's calls
+            assert await page.call_tool("talk_chatty") == "done"
+        async with page_socket(page) as later:
+            last = await later.until(lambda m: m["type"] == "result" and m["call"] == "p12")
+            assert last["result"] == "done"
+            replayed = [m for m in later.received if m.get("call", "").startswith("p")]
+            assert len(replayed) == 500
+            assert (await later.call("c1", "talk_chatty", {}))["result"] == "done"  # still open
