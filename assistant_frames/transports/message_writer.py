@@ -13,8 +13,9 @@ one writer task (:meth:`MessageWriter.run`, in the driver's task group). So:
 * :meth:`~MessageWriter.send` waits for room (at most ``timeout`` seconds: a peer that
   reads nothing is found out, not waited for forever);
 * a write that fails ends the connection through the driver's callbacks, never the
-  sender: ``on_closed`` for a transport that is gone, ``on_unsendable`` for a message
-  with no JSON form. Once :meth:`~MessageWriter.stop` is called, queued messages are
+  sender: ``on_closed`` for a transport that is gone (or, with ``send_timeout``, a peer
+  that took no message for that long), ``on_unsendable`` for a message with no JSON
+  form. Once :meth:`~MessageWriter.stop` is called, queued messages are
   dropped (they die with the connection).
 
 Byte-stream transports queue their bytes in :mod:`~assistant_frames.transports._outbox`;
@@ -41,9 +42,10 @@ class MessageWriter:
     """Ordered, bounded sending of whole messages over ``transport``.
 
     ``on_closed(exc)`` is called when the transport is gone (one of ``CLOSED_ERRORS``),
-    ``on_unsendable(exc)`` when a message could not be encoded (``TypeError`` or
-    ``ValueError``). Call :meth:`open` on the running event loop, then run :meth:`run` in
-    a task.
+    or with a ``TimeoutError`` when one message waited ``send_timeout`` seconds to be
+    taken (``None``: no bound here); ``on_unsendable(exc)`` when a message could not be
+    encoded (``TypeError`` or ``ValueError``). Call :meth:`open` on the running event
+    loop, then run :meth:`run` in a task.
     """
 
     __slots__ = (
@@ -57,6 +59,7 @@ class MessageWriter:
         "on_closed",
         "on_unsendable",
         "queue_size",
+        "send_timeout",
     )
 
     def __init__(
@@ -66,6 +69,7 @@ class MessageWriter:
         on_closed: Callable[[BaseException], None],
         on_unsendable: Callable[[Exception], None],
         queue_size: int = DEFAULT_QUEUE,
+        send_timeout: float | None = None,
     ) -> None:
         self._send: Callable[[Any], Awaitable[None]] = transport.send
         self._would_wait: Callable[[], bool] | None = transport.extra(
@@ -74,6 +78,7 @@ class MessageWriter:
         self.on_closed = on_closed
         self.on_unsendable = on_unsendable
         self.queue_size = queue_size
+        self.send_timeout = send_timeout
         self._queued = 0  # messages in the queue or being written by the writer task
         self._writing = anyio.Lock(fast_acquire=True)  # who is in transport.send
         self._stopped = False
@@ -158,8 +163,9 @@ class MessageWriter:
         if self._stopped:
             return  # what was queued dies with the connection
         try:
-            await self._send(message)
-        except CLOSED_ERRORS as exc:
+            with anyio.fail_after(math.inf if self.send_timeout is None else self.send_timeout):
+                await self._send(message)
+        except (*CLOSED_ERRORS, TimeoutError) as exc:  # gone, or reads nothing
             self.on_closed(exc)
         except (TypeError, ValueError) as exc:  # a message with no JSON form
             self.on_unsendable(exc)

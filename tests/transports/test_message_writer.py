@@ -61,6 +61,26 @@ async def test_a_full_queue_hands_back_the_rest_and_a_send_times_out() -> None:
         group.cancel_scope.cancel()
 
 
+async def test_a_peer_that_takes_nothing_for_send_timeout_ends_the_connection() -> None:
+    local, _remote = memory_pair(1)  # the peer reads nothing: one message fits in the pair
+    gone = anyio.Event()
+    ended: list[BaseException] = []
+
+    def closed(exc: BaseException) -> None:
+        ended.append(exc)
+        gone.set()
+
+    writer = MessageWriter(local, on_closed=closed, on_unsendable=closed, send_timeout=0.05)
+    writer.open()
+    async with anyio.create_task_group() as group:
+        group.start_soon(writer.run)
+        assert writer.send_soon([{"n": 1}, {"n": 2}]) == []
+        with anyio.fail_after(WAIT):
+            await gone.wait()  # the second message waited 0.05 s for room
+        group.cancel_scope.cancel()
+    assert [type(exc) for exc in ended] == [TimeoutError]
+
+
 async def test_a_closed_transport_ends_the_connection_once_not_the_sender() -> None:
     local, remote = memory_pair()
     ended: list[BaseException] = []
