@@ -33,10 +33,10 @@ from typing import Any, Literal
 import anyio
 import mcp_types as mcp
 from anyio.abc import ObjectStream
-from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from .._driver import Lifecycle
 from ..mcp.tools import mcp_tools
+from ..transports.message_writer import MessageWriter
 from ..transports.websocket import (
     HttpRequest,
     HttpResponse,
@@ -134,13 +134,12 @@ class AppPage(Lifecycle):
         self.traffic: deque[Traffic] = deque(maxlen=_MAX_TRAFFIC)
         self._ports = (port, views_port)
         self._secrets: dict[str, str] = {}
-        self._controls: set[ObjectStream[Any]] = set()
+        self._controls: dict[ObjectStream[Any], _Control] = {}  # the pages connected
         self._counter = 0
         self._init_lifecycle()
         self._stack: AsyncExitStack | None = None  # the servers and the pump's stream
         self._page_server: WebSocketServer | None = None
         self._views_server: WebSocketServer | None = None
-        self._outbox: MemoryObjectSendStream[dict[str, Any]] | None = None
         self._dropped = 0  # messages for the pages dropped because they were too slow
 
     # -- addresses -----------------------------------------------------------------------
@@ -182,9 +181,7 @@ class AppPage(Lifecycle):
 
     async def __aenter__(self) -> AppPage:
         # The task group first: the servers' own tasks nest inside it, and end first.
-        async with self._tasks.open() as tasks, AsyncExitStack() as stack:
-            send, receive = anyio.create_memory_object_stream[dict[str, Any]](_MAX_TRAFFIC)
-            stack.enter_context(send)  # closed on the way out: the pump ends
+        async with self._tasks.open(), AsyncExitStack() as stack:
             page_port, views_port = self._ports
             if page_port is not None:
                 self._page_server = await stack.enter_async_context(
@@ -205,8 +202,6 @@ class AppPage(Lifecycle):
                     http_handler=self._view_html,
                 )
             )
-            self._outbox = send
-            tasks.start_soon(self._pump, receive)  # owns (and closes) receive
             stack.push_async_callback(self._close_views)
             self._stack = stack.pop_all()
         return self
@@ -220,7 +215,6 @@ class AppPage(Lifecycle):
 
     async def _stopped(self) -> None:
         self._page_server = self._views_server = None
-        self._outbox = None
 
     async def _close_views(self) -> None:
         with anyio.CancelScope(shield=True):
@@ -231,38 +225,23 @@ class AppPage(Lifecycle):
     # -- what the page is told -----------------------------------------------------------
 
     def _post(self, message: dict[str, Any]) -> None:
-        """Queue ``message`` for every page connected (dropped if the queue is full)."""
-        if self._outbox is None:
-            return
-        try:
-            self._outbox.send_nowait(message)
-        except anyio.WouldBlock:
-            # The first drop is a warning; a view flooding the log would otherwise make
-            # one for each of its messages.
-            self._dropped += 1
-            level = logging.WARNING if self._dropped == 1 else logging.DEBUG
-            logger.log(
-                level,
-                "App page: the pages are too slow; dropped a %s (%d so far; later drops are"
-                " logged at DEBUG)",
-                message["type"],
-                self._dropped,
-            )
-
-    async def _pump(self, receive: MemoryObjectReceiveStream[dict[str, Any]]) -> None:
-        async with receive:
-            await self._pump_all(receive)
-
-    async def _pump_all(self, receive: MemoryObjectReceiveStream[dict[str, Any]]) -> None:
-        async for message in receive:
-            for control in list(self._controls):
-                try:
-                    with anyio.fail_after(self.timeout):
-                        await control.send(message)
-                except Exception:  # that page is gone or stuck: the others go on
-                    self._controls.discard(control)
-                    with anyio.CancelScope(shield=True):
-                        await control.aclose()
+        """Send ``message`` to every page connected, without waiting. Each page has its
+        own bounded queue (a :class:`MessageWriter`): what does not fit is dropped for
+        that page (a view flooding its log must not cost the person the page), and a
+        page that takes nothing for ``timeout`` is closed (the others go on)."""
+        for control in list(self._controls.values()):
+            if control.writer.send_soon([message]):
+                self._dropped += 1
+                # The first drop is a warning; a view flooding the log would otherwise
+                # make one for each of its messages.
+                level = logging.WARNING if self._dropped == 1 else logging.DEBUG
+                logger.log(
+                    level,
+                    "App page: a page is too slow; dropped a %s (%d so far; later drops are"
+                    " logged at DEBUG)",
+                    message["type"],
+                    self._dropped,
+                )
 
     async def _hello(self) -> dict[str, Any]:
         tools: list[dict[str, Any]] = []
@@ -496,22 +475,28 @@ class AppPage(Lifecycle):
         await view.serve(Recorded(transport, record))
 
     async def _control(self, transport: ObjectStream[Any]) -> None:
-        await transport.send(await self._hello())
-        for view in list(self.views.values()):
-            await transport.send(self._describe(view))
-        self._controls.add(transport)
+        control = _Control(transport, self.timeout)
+        control.writer.send_soon([await self._hello()])
+        control.writer.send_soon([self._describe(view) for view in list(self.views.values())])
+        self._controls[transport] = control
         # Commands run side by side (a tool call takes a while), up to a limit: a page
         # sending more waits, unread, instead of piling up tasks.
         running = anyio.Semaphore(_MAX_COMMANDS)
         try:
-            async for message in transport:
-                if isinstance(message, dict):
-                    tasks = self._tasks.group
-                    assert tasks is not None  # running: this socket is served
-                    await running.acquire()
-                    tasks.start_soon(self._command, message, running)
+            async with anyio.create_task_group() as own:
+                own.start_soon(control.writer.run)
+                own.start_soon(control.close_when_hung_up)
+                with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    async for message in transport:
+                        if isinstance(message, dict):
+                            tasks = self._tasks.group
+                            assert tasks is not None  # running: this socket is served
+                            await running.acquire()
+                            tasks.start_soon(self._command, message, running)
+                own.cancel_scope.cancel()
         finally:
-            self._controls.discard(transport)
+            self._controls.pop(transport, None)
+            control.hang_up()
 
     async def _command(self, message: dict[str, Any], running: anyio.Semaphore) -> None:
         """One thing the person did in the page; failures become notices there."""
@@ -558,6 +543,38 @@ _PAGE_FILES = {
     "/assistant-frames/parent-relay.js": ("parent-relay.js", "text/javascript; charset=utf-8"),
     "/assistant-frames/view-box.js": ("view-box.js", "text/javascript; charset=utf-8"),
 }
+
+
+class _Control:
+    """One page's control connection and the writer of what it is told, in order; a
+    page that takes nothing for ``timeout`` seconds is hung up on."""
+
+    def __init__(self, transport: ObjectStream[Any], timeout: float) -> None:
+        self.transport = transport
+        self.writer = MessageWriter(
+            transport,
+            on_closed=self._ended,
+            on_unsendable=lambda exc: logger.error("App page: not sent: %s", exc),
+            queue_size=_MAX_TRAFFIC,
+            send_timeout=timeout,
+        )
+        self.writer.open()
+        self._hung_up = anyio.Event()
+
+    def _ended(self, exc: BaseException) -> None:
+        if isinstance(exc, TimeoutError):
+            logger.info("App page: a page took nothing for a while; closing it")
+        self.hang_up()
+
+    def hang_up(self) -> None:
+        """Stop sending and have the connection closed (its reader then ends)."""
+        self.writer.stop()
+        self._hung_up.set()
+
+    async def close_when_hung_up(self) -> None:
+        await self._hung_up.wait()
+        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
+            await self.transport.aclose()
 
 
 def _page_files() -> dict[str, tuple[bytes, str]]:
