@@ -84,6 +84,7 @@ _FILES = {
 #: The views' relay and view box, shared with the app page (assistant_frames/browser/static).
 _SHARED = ("parent-relay.js", "view-box.js")
 _OUTBOX = 1000  # messages queued for one page before it counts as stuck
+_SEND_TIMEOUT = 30.0  # a page that takes no message for this long is hung up on
 _MAX_CALLS = 32  # calls of one page running at once
 _MAX_MESSAGE_BYTES = 16 * 1024 * 1024  # a state message carries the whole context
 _MAX_LOG_CHARS = 16 * 1024  # of one log message's text, as the page shows it
@@ -133,6 +134,7 @@ class _Page:
             on_closed=self._went_away,
             on_unsendable=self._unsendable,
             queue_size=_OUTBOX,
+            send_timeout=_SEND_TIMEOUT,
         )
         self.writer.open()
         self.calls: dict[str, anyio.CancelScope] = {}
@@ -157,7 +159,7 @@ class _Page:
             scope.cancel()
 
     def _went_away(self, exc: BaseException) -> None:
-        logger.info("Dev page: a page went away: %s", exc)
+        logger.info("Dev page: a page went away: %r", exc)
         self.hang_up()
 
     def _unsendable(self, exc: Exception) -> None:  # jsonable() makes every message sendable
