@@ -301,3 +301,25 @@ async def http_get(
         name, _, value = line.partition(":")
         parsed[name.strip().lower()] = value.strip()
     return int(status_line.split()[1]), parsed, body
+
+
+#: A worker script serving one tool, ``count`` (words in a text), with an instruction: the
+#: dev page's tests and its screenshot federate it as ``words``.
+WORDS_WORKER = """
+import anyio
+
+from assistant_frames import ModelContextRegistry
+from assistant_frames.frames import serve_stdio
+
+registry = ModelContextRegistry()
+registry.add_instruction("Count words with the words tools.")
+
+
+@registry.tool
+def count(text: str) -> int:
+    '''Count the words in a text.'''
+    return len(text.split())
+
+
+anyio.run(serve_stdio, registry)
+"""

@@ -37,7 +37,7 @@ from assistant_frames.apps.page import AppPage
 from assistant_frames.mcp import MCPContextServer, MCPFrameHost
 from assistant_frames.transports import HttpRequest, HttpResponse, websocket_server
 
-from browser_support import BrowserPage
+from browser_support import BrowserPage, ink
 
 pytestmark = pytest.mark.anyio
 
@@ -46,60 +46,6 @@ EXAMPLE = ROOT / "examples" / "weather_app.py"
 WAIT = 10.0
 VIEWPORT = {"width": 1200, "height": 640}
 SCREENSHOTS = os.environ.get("ASSISTANT_FRAMES_SCREENSHOTS")
-
-
-# -- PNG, decoded without Pillow ----------------------------------------------------------
-
-
-def png_rows(data: bytes) -> tuple[int, int, int, list[bytes]]:
-    """``(width, height, bytes per pixel, rows)`` of an 8-bit RGB(A), non-interlaced PNG."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    position, compressed = 8, b""
-    width = height = depth = color = interlace = 0
-    while position < len(data):
-        length, kind = struct.unpack(">I4s", data[position : position + 8])
-        chunk = data[position + 8 : position + 8 + length]
-        position += 12 + length
-        if kind == b"IHDR":
-            width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", chunk)
-        elif kind == b"IDAT":
-            compressed += chunk
-    assert (depth, interlace) == (8, 0), (depth, interlace)
-    assert color in (2, 6), color  # RGB or RGBA
-    bpp = 3 if color == 2 else 4
-    raw, stride = zlib.decompress(compressed), width * bpp
-    rows, previous, at = [], bytearray(stride), 0
-    for _ in range(height):
-        kind, line = raw[at], bytearray(raw[at + 1 : at + 1 + stride])
-        at += 1 + stride
-        for x in range(stride):
-            a = line[x - bpp] if x >= bpp else 0
-            b = previous[x]
-            c = previous[x - bpp] if x >= bpp else 0
-            if kind == 1:
-                line[x] = (line[x] + a) & 255
-            elif kind == 2:
-                line[x] = (line[x] + b) & 255
-            elif kind == 3:
-                line[x] = (line[x] + ((a + b) >> 1)) & 255
-            elif kind == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        rows.append(bytes(line))
-        previous = line
-    return width, height, bpp, rows
-
-
-def ink(data: bytes) -> float:
-    """The share of pixels that differ from the most common colour (0: a blank image)."""
-    width, height, bpp, rows = png_rows(data)
-    counts: dict[bytes, int] = {}
-    for row in rows:
-        for x in range(0, width * bpp, bpp):
-            pixel = row[x : x + 3]
-            counts[pixel] = counts.get(pixel, 0) + 1
-    return 1 - max(counts.values()) / (width * height)
 
 
 def test_ink_tells_a_blank_image_from_a_drawn_one() -> None:

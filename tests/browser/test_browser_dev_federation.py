@@ -41,13 +41,14 @@ import anyio
 import pytest
 from anyio.abc import Process
 from npm_peers import PEERS_DIR, node_with
-from test_browser_dev_page import VIEWPORT, WAIT, WORKER, act, ink, screenshot, text_of
+from test_browser_dev_page import VIEWPORT, WAIT, act, screenshot, text_of
 
 from assistant_frames import AssistantFrameProvider, Federation, ModelContextRegistry
 from assistant_frames.dev import DevPage
 from assistant_frames.transports import websocket_server
 
-from browser_support import BrowserPage
+from browser_support import BrowserPage, ink
+from helpers import WORDS_WORKER
 
 pytestmark = pytest.mark.anyio
 
@@ -149,7 +150,7 @@ async def test_a_worker_a_websocket_frame_and_an_npm_mcp_server(
     page: BrowserPage, tmp_path: Path, everything: list[str]
 ) -> None:
     worker = tmp_path / "words_worker.py"
-    worker.write_text(textwrap.dedent(WORKER), encoding="utf-8")
+    worker.write_text(textwrap.dedent(WORDS_WORKER), encoding="utf-8")
     frame = AssistantFrameProvider(calculator())
     async with (
         websocket_server(frame.serve, "127.0.0.1", 0) as server,

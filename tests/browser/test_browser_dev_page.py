@@ -11,10 +11,8 @@ checks that a screenshot is not blank. Every wait is bounded.
 
 from __future__ import annotations
 
-import struct
 import sys
 import textwrap
-import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -27,7 +25,8 @@ from assistant_frames import Federation
 from assistant_frames.cli.loading import load_frame_async
 from assistant_frames.dev import DevPage
 
-from browser_support import BrowserPage
+from browser_support import BrowserPage, ink
+from helpers import WORDS_WORKER
 
 pytestmark = pytest.mark.anyio
 
@@ -76,70 +75,6 @@ async def hang() -> str:
     return "never"
 '''
 
-WORKER = """
-import anyio
-
-from assistant_frames import ModelContextRegistry
-from assistant_frames.frames import serve_stdio
-
-registry = ModelContextRegistry()
-registry.add_instruction("Count words with the words tools.")
-
-
-@registry.tool
-def count(text: str) -> int:
-    '''Count the words in a text.'''
-    return len(text.split())
-
-
-anyio.run(serve_stdio, registry)
-"""
-
-
-# -- PNG, decoded without Pillow (to tell a blank screenshot from a drawn one) ------------
-
-
-def ink(data: bytes) -> float:
-    """The share of pixels that differ from the most common colour (0: a blank image)."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    position, compressed = 8, b""
-    width = height = color = 0
-    while position < len(data):
-        length, kind = struct.unpack(">I4s", data[position : position + 8])
-        chunk = data[position + 8 : position + 8 + length]
-        position += 12 + length
-        if kind == b"IHDR":
-            width, height, depth, color, _, _, interlace = struct.unpack(">IIBBBBB", chunk)
-            assert (depth, interlace, color in (2, 6)) == (8, 0, True)
-        elif kind == b"IDAT":
-            compressed += chunk
-    bpp = 3 if color == 2 else 4
-    raw, stride = zlib.decompress(compressed), width * bpp
-    counts: dict[bytes, int] = {}
-    previous, at = bytearray(stride), 0
-    for _ in range(height):
-        kind, line = raw[at], bytearray(raw[at + 1 : at + 1 + stride])
-        at += 1 + stride
-        for x in range(stride):
-            a = line[x - bpp] if x >= bpp else 0
-            b, c = previous[x], previous[x - bpp] if x >= bpp else 0
-            if kind == 1:
-                line[x] = (line[x] + a) & 255
-            elif kind == 2:
-                line[x] = (line[x] + b) & 255
-            elif kind == 3:
-                line[x] = (line[x] + ((a + b) >> 1)) & 255
-            elif kind == 4:
-                p = a + b - c
-                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
-                line[x] = (line[x] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
-        for x in range(0, stride, bpp):
-            pixel = bytes(line[x : x + 3])
-            counts[pixel] = counts.get(pixel, 0) + 1
-        previous = line
-    return 1 - max(counts.values()) / (width * height)
-
-
 # -- the page ------------------------------------------------------------------------------
 
 
@@ -150,7 +85,7 @@ async def shop_and_words(
     """The dev page of a federation of ``shop:registry`` and ``words_worker.py``; and
     the ``shop`` module (its ``release`` event set by the test)."""
     (tmp_path / "shop.py").write_text(textwrap.dedent(SHOP), encoding="utf-8")
-    (tmp_path / "words_worker.py").write_text(textwrap.dedent(WORKER), encoding="utf-8")
+    (tmp_path / "words_worker.py").write_text(textwrap.dedent(WORDS_WORKER), encoding="utf-8")
     monkeypatch.chdir(tmp_path)  # MODULE:OBJECT is imported from here, as the CLI does
     monkeypatch.delitem(sys.modules, "shop", raising=False)
     registry = await load_frame_async("shop:registry")

@@ -34,9 +34,9 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from test_browser_dev_page import VIEWPORT, WAIT, act, ink, text_of
+from test_browser_dev_page import VIEWPORT, WAIT, act, text_of
 
-from browser_support import BrowserPage
+from browser_support import BrowserPage, ink
 
 pytestmark = pytest.mark.anyio
 

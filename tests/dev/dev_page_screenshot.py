@@ -27,6 +27,10 @@ from assistant_frames.cli.loading import load_frame_async
 from assistant_frames.dev import DevPage
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))  # the tests' helpers: the worker they federate too
+
+from helpers import WORDS_WORKER  # noqa: E402
+
 CHROMIUM = os.environ.get("ASSISTANT_FRAMES_CHROMIUM", "/usr/bin/chromium")
 WAIT_MS = 15_000
 
@@ -71,25 +75,6 @@ async def restock(items: int, context: ToolCallContext) -> str:
     return "restocked"
 '''
 
-WORKER = """
-import anyio
-
-from assistant_frames import ModelContextRegistry
-from assistant_frames.frames import serve_stdio
-
-registry = ModelContextRegistry()
-registry.add_instruction("Count words with the words tools.")
-
-
-@registry.tool
-def count(text: str) -> int:
-    '''Count the words in a text.'''
-    return len(text.split())
-
-
-anyio.run(serve_stdio, registry)
-"""
-
 
 async def main(output: Path) -> None:
     from playwright.async_api import async_playwright
@@ -97,7 +82,7 @@ async def main(output: Path) -> None:
     with tempfile.TemporaryDirectory() as directory:
         folder = Path(directory)
         (folder / "shop.py").write_text(textwrap.dedent(SHOP), encoding="utf-8")
-        (folder / "words_worker.py").write_text(textwrap.dedent(WORKER), encoding="utf-8")
+        (folder / "words_worker.py").write_text(textwrap.dedent(WORDS_WORKER), encoding="utf-8")
         os.chdir(folder)
         registry = await load_frame_async("shop:registry")
         async with Federation() as federation, DevPage(federation) as dev:
