@@ -24,7 +24,8 @@ from urllib.parse import urlsplit
 import anyio
 
 from ..errors import AssistantFramesError
-from .common import DEFAULT_TIMEOUT, EXIT_OK, PROG, TOKEN_ENV, CommandError, note, usage_error
+from .arguments import add_command, add_page_address, add_timeout, at_least_one, positive_seconds
+from .common import EXIT_OK, PROG, TOKEN_ENV, CommandError, note, usage_error
 from .loading import load_frame_async
 from .serve_command import _stop_signals
 
@@ -348,37 +349,19 @@ def run_dev(
     anyio.run(run)
 
 
-def _positive(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text!r}")
-    return value
-
-
-def _attempts(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
-
-
 def add_dev_parser(commands: Any, parents: list[argparse.ArgumentParser]) -> None:
     """Add the ``dev`` command to ``commands`` (the parser's subparsers)."""
-    dev = commands.add_parser(
+    dev = add_command(
+        commands,
         "dev",
-        parents=parents,
+        parents,
         help="show frames and MCP servers, federated, in a local web page; call their tools",
         description=_DESCRIPTION,
         epilog=_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-        usage=f"{PROG} dev [-h] [--mcp [NAME=]COMMAND] [--port PORT] [--open] [options]\n"
-        f"{' ' * len(f'usage: {PROG} dev ')}[[NAME=]TARGET ...] [-- COMMAND [ARG ...]]",
+        usage=(
+            "[-h] [--mcp [NAME=]COMMAND] [--port PORT] [--open] [options]",
+            "[[NAME=]TARGET ...] [-- COMMAND [ARG ...]]",
+        ),
     )
     dev.add_argument(
         "targets",
@@ -394,13 +377,7 @@ def add_dev_parser(commands: Any, parents: list[argparse.ArgumentParser]) -> Non
         help="a member that is an MCP server started by COMMAND (repeatable; needs the 'mcp' "
         "extra)",
     )
-    dev.add_argument(
-        "--port",
-        type=int,
-        default=0,
-        help="the page's port on 127.0.0.1 (default: 0, any free port)",
-    )
-    dev.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
+    add_page_address(dev, "the page's port on 127.0.0.1 (default: 0, any free port)")
     dev.add_argument("--open", action="store_true", help="open the page in a web browser")
     dev.add_argument(
         "--token",
@@ -408,23 +385,17 @@ def add_dev_parser(commands: Any, parents: list[argparse.ArgumentParser]) -> Non
         metavar="NAME=TOKEN",
         help="the bearer token of the member NAME (repeatable)",
     )
-    dev.add_argument(
-        "--timeout",
-        type=_positive,
-        default=DEFAULT_TIMEOUT,
-        metavar="SECONDS",
-        help=f"how long each connection attempt may take (default: {DEFAULT_TIMEOUT:g})",
-    )
+    add_timeout(dev, "how long each connection attempt may take")
     dev.add_argument(
         "--call-timeout",
-        type=_positive,
+        type=positive_seconds,
         default=300.0,
         metavar="SECONDS",
         help="how long a call from the page may take (default: 300)",
     )
     dev.add_argument(
         "--max-attempts",
-        type=_attempts,
+        type=at_least_one,
         default=None,
         metavar="N",
         help="give a member up (failed) after N failed connection attempts in a row "

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import NoReturn
 
 from .._version import package_version
 from .apps_command import cmd_apps_preview
+from .arguments import FORMATTER, Parser, add_command, add_page_address, add_timeout
 from .call_command import cmd_call
-from .common import DEFAULT_TIMEOUT, EXIT_USAGE, PROG, TOKEN_ENV
+from .common import PROG, TOKEN_ENV
 from .demo_command import cmd_demo
 from .dev_command import add_dev_parser
 from .federation import Member, parse_member
@@ -18,15 +18,6 @@ from .serve_command import cmd_serve
 
 __all__ = ["build_parser", "parse_listen_address"]
 
-
-class _Parser(argparse.ArgumentParser):
-    """An ``ArgumentParser`` whose errors are one line: ``assistant-frames: error: ...``."""
-
-    def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_USAGE, f"{PROG}: error: {message} (see '{self.prog} --help')\n")
-
-
-_FORMATTER = argparse.RawDescriptionHelpFormatter
 
 _MAIN_DESCRIPTION = """\
 Serve, inspect and call assistant-frames frames, and run the demo.
@@ -179,16 +170,6 @@ examples:
 The token may also come from ${TOKEN_ENV}."""
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not value > 0 or value != value or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text!r}")
-    return value
-
-
 def parse_listen_address(text: str) -> tuple[str, int]:
     """``HOST:PORT``, ``:PORT``, ``PORT`` or ``[IPv6]:PORT`` -> ``(host, port)``.
 
@@ -237,13 +218,8 @@ def _add_client_options(parser: argparse.ArgumentParser) -> None:
         help=f"bearer token for a ws:// frame or --mcp http(s):// server that requires one "
         f"(default: ${TOKEN_ENV})",
     )
-    parser.add_argument(
-        "--timeout",
-        type=_positive_float,
-        default=DEFAULT_TIMEOUT,
-        metavar="SECONDS",
-        help="how long to wait to connect, for the frame's context and for a tool's result "
-        f"(default: {DEFAULT_TIMEOUT:g})",
+    add_timeout(
+        parser, "how long to wait to connect, for the frame's context and for a tool's result"
     )
 
 
@@ -253,11 +229,11 @@ def build_parser() -> argparse.ArgumentParser:
     The worker command of ``inspect`` and ``call`` (everything after ``--``) is split
     off by :func:`main` before parsing.
     """
-    parser = _Parser(
+    parser = Parser(
         prog=PROG,
         description=_MAIN_DESCRIPTION,
         epilog=_MAIN_EPILOG,
-        formatter_class=_FORMATTER,
+        formatter_class=FORMATTER,
     )
     parser.add_argument(
         "--version",
@@ -271,8 +247,8 @@ def build_parser() -> argparse.ArgumentParser:
         default=0,
         help="log more (-v: info, -vv: debug); show the traceback of an unexpected error",
     )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    verbose = _Parser(add_help=False)  # -v after the command works too
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
+    verbose = Parser(add_help=False)  # -v after the command works too
     verbose.add_argument(
         "-v",
         "--verbose",
@@ -281,13 +257,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="log more (-v: info, -vv: debug); show the traceback of an unexpected error",
     )
 
-    serve = commands.add_parser(
+    serve = add_command(
+        commands,
         "serve",
-        parents=[verbose],
+        [verbose],
         help="serve a registry, provider or federation over stdio, WebSockets or MCP",
         description=_SERVE_DESCRIPTION,
         epilog=_SERVE_EPILOG,
-        formatter_class=_FORMATTER,
     )
     serve.add_argument(
         "target",
@@ -348,14 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
         default="frames",
         help="with --nats: the subject prefix, a tenant's own (default: frames)",
     )
-    serve.add_argument(
-        "--timeout",
-        type=_positive_float,
-        default=DEFAULT_TIMEOUT,
-        metavar="SECONDS",
-        help=f"how long to wait for each --frame or --mcp member to connect "
-        f"(default: {DEFAULT_TIMEOUT:g})",
-    )
+    add_timeout(serve, "how long to wait for each --frame or --mcp member to connect")
     serve.add_argument(
         "--token",
         metavar="TOKEN",
@@ -372,15 +341,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.set_defaults(handler=cmd_serve)
 
-    inspect_ = commands.add_parser(
+    inspect_ = add_command(
+        commands,
         "inspect",
-        parents=[verbose],
+        [verbose],
         help="print a frame's instructions and tools",
         description=_INSPECT_DESCRIPTION,
         epilog=_INSPECT_EPILOG,
-        formatter_class=_FORMATTER,
-        usage=f"{PROG} inspect [-h] [--json] [--mcp] [--token TOKEN] [--timeout SECONDS]\n"
-        f"{' ' * len(f'usage: {PROG} inspect ')}(TARGET | -- COMMAND [ARG ...])",
+        usage=(
+            "[-h] [--json] [--mcp] [--token TOKEN] [--timeout SECONDS]",
+            "(TARGET | -- COMMAND [ARG ...])",
+        ),
     )
     inspect_.add_argument("target", metavar="TARGET", nargs="?", help=_TARGET_HELP)
     inspect_.add_argument(
@@ -391,15 +362,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_client_options(inspect_)
     inspect_.set_defaults(handler=cmd_inspect)
 
-    call = commands.add_parser(
+    call = add_command(
+        commands,
         "call",
-        parents=[verbose],
+        [verbose],
         help="call one tool of a frame and print the result as JSON",
         description=_CALL_DESCRIPTION,
         epilog=_CALL_EPILOG,
-        formatter_class=_FORMATTER,
-        usage=f"{PROG} call [-h] [--args JSON] [--mcp] [--token TOKEN] [--timeout SECONDS]\n"
-        f"{' ' * len(f'usage: {PROG} call ')}(TARGET TOOL | TOOL -- COMMAND [ARG ...])",
+        usage=(
+            "[-h] [--args JSON] [--mcp] [--token TOKEN] [--timeout SECONDS]",
+            "(TARGET TOOL | TOOL -- COMMAND [ARG ...])",
+        ),
     )
     call.add_argument("target", metavar="TARGET", nargs="?", help=_TARGET_HELP)
     call.add_argument("tool", metavar="TOOL", help="the name of the tool to call")
@@ -412,13 +385,13 @@ def build_parser() -> argparse.ArgumentParser:
     _add_client_options(call)
     call.set_defaults(handler=cmd_call)
 
-    demo = commands.add_parser(
+    demo = add_command(
+        commands,
         "demo",
-        parents=[verbose],
+        [verbose],
         help="run the federation demo (three frames, three transports)",
         description=_DEMO_DESCRIPTION,
         epilog=_DEMO_EPILOG,
-        formatter_class=_FORMATTER,
     )
     demo.add_argument(
         "--backend",
@@ -430,38 +403,35 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_dev_parser(commands, [verbose])
 
-    apps = commands.add_parser(
+    apps = add_command(
+        commands,
         "apps",
-        parents=[verbose],
+        [verbose],
         help="work with MCP Apps (tools with an HTML view)",
         description=_APPS_DESCRIPTION,
         epilog=f"examples:\n  {PROG} apps preview -- python examples/weather_app.py",
-        formatter_class=_FORMATTER,
     )
     apps_commands = apps.add_subparsers(
-        dest="apps_command", metavar="COMMAND", parser_class=_Parser, required=True
+        dest="apps_command", metavar="COMMAND", parser_class=Parser, required=True
     )
-    preview = apps_commands.add_parser(
+    preview = add_command(
+        apps_commands,
         "preview",
-        parents=[verbose],
+        [verbose],
         help="preview an MCP server's app views in a local web page",
         description=_PREVIEW_DESCRIPTION,
         epilog=_PREVIEW_EPILOG,
-        formatter_class=_FORMATTER,
-        usage=f"{PROG} apps preview [-h] [--port PORT] [--allow-link URL] [--token TOKEN]\n"
-        f"{' ' * len(f'usage: {PROG} apps preview ')}[--timeout SECONDS] "
-        "(URL | -- COMMAND [ARG ...])",
+        usage=(
+            "[-h] [--port PORT] [--allow-link URL] [--token TOKEN]",
+            "[--timeout SECONDS] (URL | -- COMMAND [ARG ...])",
+        ),
     )
     preview.add_argument(
         "target", metavar="URL", nargs="?", help="http(s):// URL of the MCP server"
     )
-    preview.add_argument(
-        "--port",
-        type=int,
-        default=0,
-        help="the page's port on 127.0.0.1 (default: 0, any free port; the views get another)",
+    add_page_address(
+        preview, "the page's port on 127.0.0.1 (default: 0, any free port; the views get another)"
     )
-    preview.add_argument("--host", default="127.0.0.1", help=argparse.SUPPRESS)
     preview.add_argument(
         "--allow-link",
         action="append",
@@ -474,13 +444,8 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="TOKEN",
         help=f"bearer token for an http(s):// MCP server that requires one (default: ${TOKEN_ENV})",
     )
-    preview.add_argument(
-        "--timeout",
-        type=_positive_float,
-        default=DEFAULT_TIMEOUT,
-        metavar="SECONDS",
-        help="how long to wait to connect, for the server's answers and for a tool's result "
-        f"(default: {DEFAULT_TIMEOUT:g})",
+    add_timeout(
+        preview, "how long to wait to connect, for the server's answers and for a tool's result"
     )
     preview.add_argument(
         "--call",
