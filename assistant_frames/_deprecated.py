@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["renamed"]
+__all__ = ["moved", "renamed"]
 
 
 def renamed(
@@ -28,3 +28,14 @@ def renamed(
         stacklevel=3,
     )
     return namespace[new]
+
+
+def moved(module: str, new: str, names: list[str]) -> list[str]:
+    """Warn that importing ``module`` is deprecated (its names moved to ``new``, whose
+    ``__all__`` is ``names``) and return ``names``: the old module's ``__all__``."""
+    warnings.warn(
+        f"{module} is deprecated; import from {new} (or assistant_frames) instead",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    return list(names)

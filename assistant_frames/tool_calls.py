@@ -5,16 +5,8 @@ names; the alias goes after one minor release. Import from ``assistant_frames.fo
 (or from ``assistant_frames``) instead.
 """
 
-import warnings
-
+from . import _deprecated
 from .formats import calls as _moved
 from .formats.calls import *  # noqa: F403
 
-__all__ = list(_moved.__all__)
-
-warnings.warn(
-    "assistant_frames.tool_calls is deprecated; import from assistant_frames.formats"
-    " (or assistant_frames) instead",
-    DeprecationWarning,
-    stacklevel=2,
-)
+__all__ = _deprecated.moved(__name__, "assistant_frames.formats", _moved.__all__)

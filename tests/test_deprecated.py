@@ -4,6 +4,7 @@ naming what replaces it (CHANGELOG.md, Deprecated)."""
 from __future__ import annotations
 
 import importlib
+import sys
 
 import pytest
 
@@ -31,3 +32,23 @@ def test_a_name_that_never_was_is_an_attribute_error() -> None:
     package = importlib.import_module("assistant_frames.mcp")
     with pytest.raises(AttributeError, match="has no attribute 'MCPNothing'"):
         package.MCPNothing  # noqa: B018
+
+
+@pytest.mark.parametrize(
+    ("module", "moved_to"),
+    [
+        ("assistant_frames.tool_calls", "assistant_frames.formats.calls"),
+        ("assistant_frames.tool_formats", "assistant_frames.formats.tools"),
+    ],
+)
+def test_a_moved_module_warns_and_gives_the_same_names(module: str, moved_to: str) -> None:
+    sys.modules.pop(module, None)  # the warning comes with the first import
+    with pytest.warns(DeprecationWarning, match="import from assistant_frames.formats") as caught:
+        old = importlib.import_module(module)
+    assert [str(warning.message) for warning in caught] == [
+        f"{module} is deprecated; import from assistant_frames.formats (or assistant_frames)"
+        " instead"
+    ]
+    new = importlib.import_module(moved_to)
+    assert old.__all__ == new.__all__
+    assert all(getattr(old, name) is getattr(new, name) for name in new.__all__)
