@@ -5,8 +5,8 @@ names; the alias goes after one minor release. Import from ``assistant_frames.fo
 (or from ``assistant_frames``) instead.
 """
 
-from . import _deprecated
+from ._deprecated import moved
 from .formats import tools as _moved
 from .formats.tools import *  # noqa: F403
 
-__all__ = _deprecated.moved(__name__, "assistant_frames.formats", _moved.__all__)
+__all__ = moved(__name__, "assistant_frames.formats", _moved.__all__)

@@ -23,14 +23,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .._extras import require
 from .._lazy import lazy_exports
 
-try:
-    import starlette  # noqa: F401
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "assistant_frames.asgi needs Starlette: pip install 'assistant-frames[asgi]'"
-    ) from exc
+require(
+    "starlette",
+    "assistant_frames.asgi needs Starlette: pip install 'assistant-frames[asgi]'",
+)
 
 if TYPE_CHECKING:
     from .app_page import AppPageApp, app_page_app

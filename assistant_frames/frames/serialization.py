@@ -289,21 +289,22 @@ def tool_options(spec: SerializedTool) -> ToolOptions:
         "disabled": bool(spec.get("disabled")),
         "type": spec.get("type"),
     }
-    title = spec.get("title")
-    if title is not None:
-        options["title"] = title
-    icons = spec.get("icons")
-    if icons is not None:
-        options["icons"] = icons
+    for key, option in _OPTIONAL_KEYS:
+        value = spec.get(key)
+        if value is not None:
+            options[option] = value  # type: ignore[literal-required]
     annotations = spec.get("annotations")
     if annotations is not None:  # a Pydantic model: imported when a tool has annotations
         from ..registry.annotations import ToolAnnotations
 
         options["annotations"] = ToolAnnotations.model_validate(annotations)
-    output_schema = spec.get("outputSchema")
-    if output_schema is not None:
-        options["output_schema"] = output_schema
-    meta = spec.get("_meta")
-    if meta is not None:
-        options["meta"] = meta
     return options
+
+
+# The wire's optional keys that become a ToolOptions entry as they are (wire, option).
+_OPTIONAL_KEYS = (
+    ("title", "title"),
+    ("icons", "icons"),
+    ("outputSchema", "output_schema"),
+    ("_meta", "meta"),
+)

@@ -7,16 +7,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._deprecated import renamed
+from .._extras import require
 from .._lazy import lazy_exports
 
-try:
-    import mcp as _mcp  # noqa: F401
-except ImportError as exc:  # pragma: no cover - depends on the environment
-    raise ImportError(
-        "assistant_frames.mcp needs the official MCP SDK: pip install 'assistant-frames[mcp]'"
-    ) from exc
-
-from .._deprecated import renamed
+require(
+    "mcp",
+    "assistant_frames.mcp needs the official MCP SDK: pip install 'assistant-frames[mcp]'",
+)
 
 if TYPE_CHECKING:
     from ._openai import SKYBRIDGE_MIME_TYPE, AppDialect, skybridge_uri

@@ -24,12 +24,21 @@ once and skips the writer task and its task switch per message.
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Awaitable, Callable, Iterable
-from typing import Protocol, runtime_checkable
+from collections.abc import Awaitable, Callable, Iterable, Sized
+from typing import Any, Protocol, runtime_checkable
 
 import anyio
 
-__all__ = ["DEFAULT_HIGH_WATER", "BufferedWriter", "DirectOutbox", "Outbox", "outbox_for"]
+from .contract import TransportAttribute
+
+__all__ = [
+    "DEFAULT_HIGH_WATER",
+    "BufferedWriter",
+    "DirectOutbox",
+    "Outbox",
+    "outbox_attributes",
+    "outbox_for",
+]
 
 DEFAULT_HIGH_WATER = 1024 * 1024
 _BATCH_BYTES = 256 * 1024  # small messages are joined into writes of up to this size
@@ -333,3 +342,16 @@ def outbox_for(
     if isinstance(stream, BufferedWriter):
         return DirectOutbox(stream)
     return Outbox(write, high_water=high_water, try_write=getattr(stream, "try_write", None))
+
+
+def outbox_attributes(
+    outbox: Outbox | DirectOutbox, received: Sized, max_message_bytes: int | None
+) -> dict[Any, Callable[[], Any]]:
+    """The :class:`TransportAttribute` entries of a stream transport that writes through
+    ``outbox`` and keeps what it received, not yet taken, in ``received``:
+    ``send_would_wait``, ``max_message_bytes`` and ``receive_ready``."""
+    return {
+        TransportAttribute.send_would_wait: lambda: lambda: outbox.would_wait,
+        TransportAttribute.max_message_bytes: lambda: max_message_bytes,
+        TransportAttribute.receive_ready: lambda: lambda: bool(received),
+    }

@@ -33,11 +33,16 @@ from anyio.abc import ByteReceiveStream, ByteSendStream, ObjectStream
 from .._anyio import running_asyncio, task_group
 from .._text import command_text
 from ._ndjson import LineDecoder, encode_line
-from ._outbox import DEFAULT_HIGH_WATER, BufferedWriter, DirectOutbox, outbox_for
+from ._outbox import (
+    DEFAULT_HIGH_WATER,
+    BufferedWriter,
+    DirectOutbox,
+    outbox_attributes,
+    outbox_for,
+)
 from ._streams import read_pipe, write_pipe
 from .contract import (
     CloseReason,
-    TransportAttribute,
     TransportClosed,
     _renamed_limit,
 )
@@ -141,12 +146,7 @@ class StdioTransport(ObjectStream[Any]):
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
         """:class:`TransportAttribute` ``send_would_wait``, ``max_message_bytes`` and
         ``receive_ready``."""
-        outbox, messages = self._outbox, self._messages
-        return {
-            TransportAttribute.send_would_wait: lambda: lambda: outbox.would_wait,
-            TransportAttribute.max_message_bytes: lambda: self._max_message_bytes,
-            TransportAttribute.receive_ready: lambda: lambda: bool(messages),
-        }
+        return outbox_attributes(self._outbox, self._messages, self._max_message_bytes)
 
     async def receive(self) -> Any:
         """The next message; :class:`~assistant_frames.transports.TransportClosed` (an

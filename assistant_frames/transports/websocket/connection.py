@@ -16,8 +16,8 @@ from websockets.frames import CloseCode, Frame, Opcode
 from websockets.protocol import Protocol, Side, State
 
 from ..._json import decode_json
-from .._outbox import DEFAULT_HIGH_WATER, outbox_for
-from ..contract import CloseReason, TransportAttribute, TransportClosed, encode_message
+from .._outbox import DEFAULT_HIGH_WATER, outbox_attributes, outbox_for
+from ..contract import CloseReason, TransportClosed, encode_message
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "WebSocketTransport"]
 
@@ -161,13 +161,10 @@ class WebSocketTransport(ObjectStream[Any]):
         """The socket's attributes, :class:`WebSocketAttribute` and
         :class:`TransportAttribute` ``send_would_wait``, ``max_message_bytes`` and
         ``receive_ready``."""
-        outbox, messages = self._outbox, self._messages
         return {
             **self._stream.extra_attributes,
             **self._attributes,
-            TransportAttribute.send_would_wait: lambda: lambda: outbox.would_wait,
-            TransportAttribute.max_message_bytes: lambda: self._max_message_bytes,
-            TransportAttribute.receive_ready: lambda: lambda: bool(messages),
+            **outbox_attributes(self._outbox, self._messages, self._max_message_bytes),
         }
 
     # -- internals -----------------------------------------------------------------------
