@@ -14,6 +14,7 @@ import heapq
 import itertools
 import math
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["PendingCall", "PendingCalls"]
@@ -23,6 +24,7 @@ def _nothing() -> None:
     pass
 
 
+@dataclass(slots=True, eq=False, repr=False)  # not frozen: one per call
 class PendingCall:
     """One call awaiting its outcome.
 
@@ -32,32 +34,16 @@ class PendingCall:
     ``on_event`` is the caller's callback for the call's progress and log events, if any.
     """
 
-    __slots__ = (
-        "deadline",
-        "error",
-        "id",
-        "name",
-        "on_event",
-        "result",
-        "sent",
-        "settled",
-        "timed_out",
-        "wake",
-    )
-
-    def __init__(
-        self, call_id: str, name: str, deadline: float | None, wake: Callable[[], None]
-    ) -> None:
-        self.id = call_id
-        self.name = name
-        self.deadline = deadline
-        self.wake = wake
-        self.sent = False
-        self.settled = False
-        self.timed_out = False
-        self.result: Any = None
-        self.error: Any = None
-        self.on_event: Callable[[Any], object] | None = None
+    id: str
+    name: str
+    deadline: float | None
+    wake: Callable[[], None]
+    sent: bool = field(default=False, init=False)
+    settled: bool = field(default=False, init=False)
+    timed_out: bool = field(default=False, init=False)
+    result: Any = field(default=None, init=False)
+    error: Any = field(default=None, init=False)
+    on_event: Callable[[Any], object] | None = field(default=None, init=False)
 
     def __repr__(self) -> str:
         state = "settled" if self.settled else "sent" if self.sent else "new"

@@ -12,6 +12,7 @@ frame's document id, and a request's id is echoed. It never awaits: feed it what
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from . import protocol
@@ -33,7 +34,11 @@ __all__ = [
 
 H = TypeVar("H")
 
+# Events, like the other machines' but not frozen: built per message on the call path,
+# where a frozen dataclass's __init__ costs four times as much. Compared by identity.
 
+
+@dataclass(slots=True, eq=False)
 class CallRequested(Generic[H]):
     """A ``tool-call`` arrived: run it (and :meth:`FrameMachine.track` it).
 
@@ -41,33 +46,26 @@ class CallRequested(Generic[H]):
     ``events`` is True when the host asked for the call's progress and log messages.
     """
 
-    __slots__ = ("args", "events", "id", "superseded", "tool_name")
-
-    def __init__(
-        self, call_id: str, tool_name: str, args: Any, superseded: H | None, events: bool
-    ) -> None:
-        self.id = call_id
-        self.tool_name = tool_name
-        self.args = args
-        self.superseded = superseded
-        self.events = events
+    id: str
+    tool_name: str
+    args: Any
+    superseded: H | None
+    events: bool
 
 
+@dataclass(slots=True, eq=False)
 class CallCancelled(Generic[H]):
     """A ``tool-cancel`` for a live call arrived: cancel ``handle``; send no result."""
 
-    __slots__ = ("handle",)
-
-    def __init__(self, handle: H) -> None:
-        self.handle = handle
+    handle: H
 
 
+@dataclass(slots=True, eq=False)
 class ContextWanted:
     """The host asked for the context or subscribed: the context pusher should look."""
 
-    __slots__ = ()
 
-
+@dataclass(slots=True, eq=False)
 class Malformed:
     """A message on the frame channel that does not validate.
 
@@ -75,22 +73,17 @@ class Malformed:
     ``first`` is True for the connection's first one (log it louder).
     """
 
-    __slots__ = ("first", "reason", "reply")
-
-    def __init__(self, reason: str, reply: dict[str, Any] | None, first: bool) -> None:
-        self.reason = reason
-        self.reply = reply
-        self.first = first
+    reason: str
+    reply: dict[str, Any] | None
+    first: bool
 
 
+@dataclass(slots=True, eq=False)
 class Refused:
     """A ``tool-call`` the frame will not run (addressed to another document): send
     ``reply``, its error ``tool-result``."""
 
-    __slots__ = ("reply",)
-
-    def __init__(self, reply: dict[str, Any]) -> None:
-        self.reply = reply
+    reply: dict[str, Any]
 
 
 FrameEvent = CallRequested[Any] | CallCancelled[Any] | ContextWanted | Malformed | Refused

@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
 from ..calls import PendingCall, PendingCalls
@@ -90,6 +91,7 @@ def is_frame_loaded(raw: Any) -> bool:
     )
 
 
+@dataclass(slots=True, eq=False)
 class CallFailed:
     """Not a wire message: a routing transport's word that one call failed on the way.
 
@@ -98,57 +100,43 @@ class CallFailed:
     lost; the call ends with ``error`` (a fresh copy per caller), the connection stays.
     """
 
-    __slots__ = ("error", "id")
-
-    def __init__(self, call_id: str, error: ToolCallError) -> None:
-        self.id = call_id
-        self.error = error
-
-    def __repr__(self) -> str:
-        return f"CallFailed({self.id!r}, {self.error!r})"
+    id: str
+    error: ToolCallError
 
 
+@dataclass(slots=True, eq=False)
 class ContextChanged:
     """The frame's context changed: send ``sends`` (if any) first, then tell subscribers."""
 
-    __slots__ = ("sends",)
-
-    def __init__(self, sends: tuple[dict[str, Any], ...] = ()) -> None:
-        self.sends = sends
+    sends: tuple[dict[str, Any], ...] = ()
 
 
+@dataclass(slots=True, eq=False)
 class Send:
     """Nothing changed for subscribers; send ``sends`` (never waiting on the receiver)."""
 
-    __slots__ = ("sends",)
-
-    def __init__(self, sends: tuple[dict[str, Any], ...]) -> None:
-        self.sends = sends
+    sends: tuple[dict[str, Any], ...]
 
 
+@dataclass(slots=True, eq=False)
 class CallEvent:
     """A pending call's progress or log ``event``: hand it to the call's ``on_event``
     (``None``: the caller did not ask) and to whoever follows every call's events."""
 
-    __slots__ = ("event", "on_event", "sends")
-
-    def __init__(self, event: ToolEvent, on_event: ToolEventCallback | None) -> None:
-        self.event = event
-        self.on_event = on_event
-        self.sends = _NO_SENDS
+    event: ToolEvent
+    on_event: ToolEventCallback | None
+    sends: tuple[dict[str, Any], ...] = field(default=_NO_SENDS, init=False)
 
 
+@dataclass(slots=True, eq=False)
 class Malformed:
     """A message on the frame channel that does not validate, or a context that cannot be
     used (the last good one is kept): dropped. ``first``: the connection's first (log it
     louder)."""
 
-    __slots__ = ("first", "reason", "sends")
-
-    def __init__(self, reason: str, first: bool) -> None:
-        self.reason = reason
-        self.first = first
-        self.sends = _NO_SENDS
+    reason: str
+    first: bool
+    sends: tuple[dict[str, Any], ...] = field(default=_NO_SENDS, init=False)
 
 
 HostEvent = ContextChanged | Send | CallEvent | Malformed
