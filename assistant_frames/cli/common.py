@@ -12,6 +12,7 @@ from typing import Any
 PROG = "assistant-frames"
 DEFAULT_TIMEOUT = 10.0
 TOKEN_ENV = "ASSISTANT_FRAMES_TOKEN"
+LOOPBACK = ("127.0.0.1", "::1", "localhost")  # the host names that reach this machine only
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 
 

@@ -25,7 +25,7 @@ import anyio
 
 from ..errors import AssistantFramesError
 from .arguments import add_command, add_page_address, add_timeout, at_least_one, positive_seconds
-from .common import EXIT_OK, PROG, TOKEN_ENV, CommandError, note, usage_error
+from .common import EXIT_OK, LOOPBACK, PROG, TOKEN_ENV, CommandError, note, usage_error
 from .loading import load_frame_async
 from .serve_command import _stop_signals
 
@@ -49,7 +49,6 @@ _NAMED = re.compile(r"([A-Za-z0-9][A-Za-z0-9_-]{0,31})=(.*)", re.DOTALL)
 _SPEC = re.compile(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*")
 _URLS = ("ws://", "wss://", "nats://", "tls://", "http://", "https://")
 _RUNNERS = {"python", "python3", "node", "deno", "bun", "uv", "uvx", "npx", "pnpm", "run", "-m"}
-_LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 _DESCRIPTION = """\
 Open one local web page that shows a federation of frames and MCP servers, live:
@@ -158,7 +157,7 @@ def default_name(target: str | tuple[str, ...] | list[str]) -> str:
         if segments:
             return _clean(segments[-1])
         host = parts.hostname or ""
-        if host and host not in _LOOPBACK and not host.replace(".", "").isdigit():
+        if host and host not in LOOPBACK and not host.replace(".", "").isdigit():
             return _clean(host.split(".")[0])
         scheme = parts.scheme.replace("wss", "ws").replace("https", "http")
         scheme = "mcp" if scheme == "http" else scheme
@@ -286,7 +285,7 @@ def run_dev(
     ``preview`` makes it ``apps preview``: each member is waited for (a failure to
     connect stops everything), its tools keep their own names, its views' links follow
     the preview's policy, and its call is made once the URL is out."""
-    if host not in _LOOPBACK:
+    if host not in LOOPBACK:
         raise usage_error(f"the dev page listens on loopback only, not {host!r}")
     try:
         from ..dev import DevPage

@@ -14,15 +14,21 @@ import anyio
 
 from .._text import without_credentials
 from ..frames import AssistantFrameProvider
-from .common import EXIT_OK, TOKEN_ENV, CommandError, note, usage_error, websocket_module
+from .common import (
+    EXIT_OK,
+    LOOPBACK,
+    TOKEN_ENV,
+    CommandError,
+    note,
+    usage_error,
+    websocket_module,
+)
 from .federation import served_frame
 
 if TYPE_CHECKING:
     from ..mcp import MCPContextServer
 
 __all__ = ["cmd_serve"]
-
-_LOOPBACK = ("127.0.0.1", "::1", "localhost")
 
 
 def cmd_serve(options: argparse.Namespace) -> int:
@@ -79,11 +85,7 @@ async def _serve_mcp_http(
         def ready(url: str) -> None:
             auth = "a bearer token is required" if token else "no token required"
             note(f"serving {_describe(options, frame)} over MCP at {url}; {auth}; Ctrl-C stops")
-            if not token and host not in _LOOPBACK:
-                note(
-                    f"warning: listening on {host} with no authentication: whoever reaches "
-                    "this port can call these tools"
-                )
+            _warn_if_open(host, token)
 
         with _stop_signals() as stop:
             async with anyio.create_task_group() as group:
@@ -92,6 +94,15 @@ async def _serve_mcp_http(
                     note(f"{signal.Signals(signum).name}: stopping")
                     group.cancel_scope.cancel()
                     return
+
+
+def _warn_if_open(host: str, token: str | None) -> None:
+    """Warn when whoever reaches ``host``, not a loopback address, may call the tools."""
+    if not token and host not in LOOPBACK:
+        note(
+            f"warning: listening on {host} without --token: whoever reaches this port can "
+            "call these tools"
+        )
 
 
 async def _serve_ws(
@@ -105,11 +116,7 @@ async def _serve_ws(
             ) as server:
                 auth = "a bearer token is required" if token else "no token required"
                 note(f"serving {_describe(options, frame)} on {server.url} ({auth}); Ctrl-C stops")
-                if not token and host not in _LOOPBACK:
-                    note(
-                        f"warning: listening on {host} without --token: whoever reaches this "
-                        "port can call these tools"
-                    )
+                _warn_if_open(host, token)
                 async for signum in stop:
                     note(f"{signal.Signals(signum).name}: stopping")
                     return
