@@ -152,6 +152,7 @@ class HostMachine:
     __slots__ = (
         "_load_document",
         "_make_tool",
+        "_own_specs",
         "calls",
         "context",
         "disconnected",
@@ -182,6 +183,9 @@ class HostMachine:
         self.context = EMPTY_CONTEXT
         #: The frame's last context as it came over the wire (``None``: none yet).
         self.wire: Mapping[str, Any] | None = None
+        # The tools of ``wire`` once a patch made them: this machine's own dict, changed
+        # in place by later patches (what came over the wire may be the frame's own).
+        self._own_specs: dict[str, Any] | None = None
         self.subscribed = False
         #: The number of the context held, once subscribed with patches (``None``: not
         #: numbered); a patch applies only to the one before it.
@@ -489,6 +493,11 @@ class HostMachine:
         system = held.system
         if "system" in changes:
             system = wire["system"] = changes.get("system")
+        ui_resources = held.ui_resources
+        if "uiResources" in changes:
+            ui_wire = changes.get("uiResources")
+            ui_resources = protocol.decode_ui_resources(ui_wire)
+            wire["uiResources"] = ui_wire
         tools = held.tools
         specs = protocol.check_tools(changes.get("tools"))
         if specs or patch.removed:
@@ -499,22 +508,22 @@ class HostMachine:
             }
             # A map that knows its steps: who namespaces it follows only what changed.
             tools = ToolMap.derived(tools, tuple(patch.removed), put)
-            tool_specs = dict(wire.get("tools") or {})
-            for name in patch.removed:
-                tool_specs.pop(name, None)
-            tool_specs.update(specs)
             order = patch.order
             if order is not None:
                 if len(order) != len(tools) or set(order) != tools.keys():
                     raise ValueError("its order does not name every tool once")
                 tools = ToolMap((name, tools[name]) for name in order)
+            # Nothing raises from here on: the specs can change in place, once they are
+            # this machine's own (a copy of the first that came over the wire).
+            tool_specs: dict[str, Any] = wire.get("tools") or {}
+            if tool_specs is not self._own_specs:
+                tool_specs = dict(tool_specs)
+            for name in patch.removed:
+                tool_specs.pop(name, None)
+            tool_specs.update(specs)
+            if order is not None:
                 tool_specs = {name: tool_specs[name] for name in order}
-            wire["tools"] = tool_specs
-        ui_resources = held.ui_resources
-        if "uiResources" in changes:
-            ui_wire = changes.get("uiResources")
-            ui_resources = protocol.decode_ui_resources(ui_wire)
-            wire["uiResources"] = ui_wire
+            wire["tools"] = self._own_specs = tool_specs
         self.context = ModelContext(system=system, tools=tools, ui_resources=ui_resources)
         self.wire = wire
 

@@ -185,6 +185,16 @@ def test_an_unusable_patch_keeps_the_context_and_the_next_one_resyncs() -> None:
     assert event.sends == (protocol.encode_context_request(),)
 
 
+def test_a_patch_with_unusable_ui_resources_changes_nothing_held() -> None:
+    host, _ = subscribed_host({"tools": {"a": spec("A")}})
+    assert isinstance(host.receive(patch(1, {"tools": {"b": spec("B")}})), ContextChanged)
+    held, wire = host.context, json.dumps(host.wire)
+    bad = patch(2, {"tools": {"c": spec("C")}, "uiResources": [{"uri": 5}]}, ["a"])
+    assert isinstance(host.receive(bad), HostMalformed)
+    assert host.context is held
+    assert json.dumps(host.wire) == wire  # the tools it holds in wire form too
+
+
 def test_a_patch_whose_order_does_not_name_every_tool_once_is_not_applied() -> None:
     host, _ = subscribed_host({"tools": {"a": spec("A"), "b": spec("B")}})
     held = host.context
@@ -242,6 +252,7 @@ def test_a_host_fed_patches_holds_what_the_frame_holds(steps: list[dict[str, Any
     host = HostMachine(ToolFactory(), id_prefix="t-")
     to_frame = [host.open()]
     patches = 0
+    received: list[tuple[Any, str]] = []  # what the host got (the very objects), as sent
     for drawn in steps:
         for message in to_frame:  # what the host sent arrives first
             frame.receive(json.loads(json.dumps(message)))
@@ -250,6 +261,7 @@ def test_a_host_fed_patches_holds_what_the_frame_holds(steps: list[dict[str, Any
         to_frame = []
         if sent is not None:
             patches += sent["message"]["type"] == "model-context-patch"
+            received.append((sent, json.dumps(sent)))
             event = host.receive(sent)
             assert not isinstance(event, HostMalformed)
             if event is not None:
@@ -263,6 +275,8 @@ def test_a_host_fed_patches_holds_what_the_frame_holds(steps: list[dict[str, Any
         assert held.system == wire.get("system")
         assert list(held.ui_resources) == (["ui://w/x"] if "uiResources" in wire else [])
     assert patches <= len(steps) - 1  # the first context is whole
+    # Over a memory pair the host holds what the frame sent: it changes none of it.
+    assert [json.dumps(message) for message, _ in received] == [text for _, text in received]
 
 
 # == over real transports =====================================================================
