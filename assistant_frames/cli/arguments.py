@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import argparse
 import math
-from typing import Any, NoReturn
+from collections.abc import Callable
+from typing import Any, NoReturn, TypeVar
 
 from .common import DEFAULT_TIMEOUT, EXIT_USAGE, PROG
 
 FORMATTER = argparse.RawDescriptionHelpFormatter
+N = TypeVar("N", int, float)
 
 
 class Parser(argparse.ArgumentParser):
@@ -50,10 +52,7 @@ def add_command(
 
 def positive_seconds(text: str) -> float:
     """An option's value that is a finite number of seconds above 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    value = _parse(text, float, "a number")
     if not (value > 0 and math.isfinite(value)):
         raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text!r}")
     return value
@@ -61,13 +60,17 @@ def positive_seconds(text: str) -> float:
 
 def at_least_one(text: str) -> int:
     """An option's value that is a whole number of 1 or more."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    value = _parse(text, int, "a whole number")
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
     return value
+
+
+def _parse(text: str, kind: Callable[[str], N], what: str) -> N:
+    try:
+        return kind(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not {what}: {text!r}") from None
 
 
 def add_timeout(parser: argparse.ArgumentParser, help: str) -> None:
