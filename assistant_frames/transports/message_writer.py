@@ -163,8 +163,11 @@ class MessageWriter:
         if self._stopped:
             return  # what was queued dies with the connection
         try:
-            with anyio.fail_after(math.inf if self.send_timeout is None else self.send_timeout):
+            if self.send_timeout is None:  # no cancel scope per message when unbounded
                 await self._send(message)
+            else:
+                with anyio.fail_after(self.send_timeout):
+                    await self._send(message)
         except (*CLOSED_ERRORS, TimeoutError) as exc:  # gone, or reads nothing
             self.on_closed(exc)
         except (TypeError, ValueError) as exc:  # a message with no JSON form
