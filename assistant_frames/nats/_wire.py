@@ -60,6 +60,15 @@ def decode(payload: bytes) -> Any:
     return decode_json(payload)
 
 
+def decode_or_none(payload: bytes) -> Any:
+    """A NATS payload as a frame-protocol value; ``None`` if it is no JSON (anyone may
+    publish on a subject)."""
+    try:
+        return decode_json(payload)
+    except ValueError:
+        return None
+
+
 def inner(message: Any) -> dict[str, Any] | None:
     """The ``message`` of a frame-protocol envelope, if ``message`` is one."""
     if isinstance(message, dict):

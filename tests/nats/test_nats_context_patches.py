@@ -35,7 +35,7 @@ from assistant_frames.nats import (  # noqa: E402  (needs the nats extra, checke
     connect_nats,
     nats_client,
 )
-from assistant_frames.nats.host import _Route as HostRoute  # noqa: E402
+from assistant_frames.nats.host_route import HostRoute  # noqa: E402
 from assistant_frames.nats.subjects import FrameSubjects  # noqa: E402
 
 __all__ = ["nats_server"]  # the fixture

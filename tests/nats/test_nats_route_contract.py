@@ -2,10 +2,10 @@
 
 A frame on NATS is not one connection between two peers, so the conformance suite's
 pairs (``test_transport_contract.py``) do not fit it. Its streams are routes, each
-carrying the frame protocol over the frame's subjects: the host's (``nats.host._Route``:
-calls out, each to one replica, and their replies back) and a replica's
-(``nats.service._Route``: every caller's calls in, each reply to its own caller). Two
-promises differ, by design:
+carrying the frame protocol over the frame's subjects: the host's
+(``nats.host_route.HostRoute``: calls out, each to one replica, and their replies back)
+and a replica's (``nats.replica_route.ReplicaRoute``: every caller's calls in, each
+reply to its own caller). Two promises differ, by design:
 
 * a route carries frame-protocol messages, not any JSON: a message that is none has
   nowhere to go and is not sent;
@@ -47,8 +47,8 @@ pytestmark = pytest.mark.anyio
 nats = pytest.importorskip("nats")
 
 from assistant_frames.nats import NATSFrameHost, NATSFrameProvider, nats_client  # noqa: E402
-from assistant_frames.nats.host import _Route as HostRoute  # noqa: E402
-from assistant_frames.nats.service import _Route as ReplicaRoute  # noqa: E402
+from assistant_frames.nats.host_route import HostRoute  # noqa: E402
+from assistant_frames.nats.replica_route import ReplicaRoute  # noqa: E402
 from assistant_frames.nats.subjects import FrameSubjects  # noqa: E402
 
 __all__ = ["nats_server"]  # the fixture
