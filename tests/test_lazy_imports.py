@@ -211,5 +211,5 @@ def test_the_version_and_the_former_side_effect_submodules() -> None:
     assert done.returncode == 0, done.stderr
     version, spawn_module, listed = done.stdout.split()
     assert version
-    assert spawn_module == "assistant_frames.transports.stdio"
+    assert spawn_module == "assistant_frames.transports.worker_process"
     assert listed == "True"

@@ -21,8 +21,8 @@ from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
 from ..transports.contract import CLOSED_ERRORS, CloseReason, close_reason
-from ..transports.stdio import describe_exit as _describe_exit
 from ..transports.stdio import spawn_worker
+from ..transports.worker_process import describe_exit as _describe_exit
 
 if TYPE_CHECKING:
     # The SDK names a client transport's stream pair only in a private module: imported

@@ -9,8 +9,8 @@ import os
 import anyio
 import pytest
 
+from assistant_frames.transports._fd_streams import FdSendStream
 from assistant_frames.transports._outbox import Outbox
-from assistant_frames.transports.stdio import _FdSendStream
 
 pytestmark = pytest.mark.anyio
 
@@ -36,7 +36,7 @@ async def _read_exactly(fd: int, size: int) -> bytes:
 
 async def test_a_message_is_written_by_the_task_that_sends_it() -> None:
     read_fd, write_fd = _pipe()
-    stream = _FdSendStream(write_fd)
+    stream = FdSendStream(write_fd)
     outbox = Outbox(stream.send, try_write=stream.try_write)
     try:
         with anyio.fail_after(5):
@@ -54,7 +54,7 @@ async def test_a_message_is_written_by_the_task_that_sends_it() -> None:
 
 async def test_what_a_full_pipe_does_not_take_follows_in_order() -> None:
     read_fd, write_fd = _pipe()
-    stream = _FdSendStream(write_fd)
+    stream = FdSendStream(write_fd)
     outbox = Outbox(stream.send, try_write=stream.try_write, high_water=256 * 1024)
     messages = [bytes([65 + i % 26]) * (7_000 + i) + b"\n" for i in range(120)]  # ~1 MB
     expected = b"".join(messages)
@@ -86,7 +86,7 @@ async def test_what_a_full_pipe_does_not_take_follows_in_order() -> None:
 
 async def test_a_broken_pipe_fails_the_send_and_every_later_one() -> None:
     read_fd, write_fd = _pipe()
-    stream = _FdSendStream(write_fd)
+    stream = FdSendStream(write_fd)
     outbox = Outbox(stream.send, try_write=stream.try_write)
     os.close(read_fd)
     try:
