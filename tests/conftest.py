@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import signal
 from typing import Any
 
 import pytest
 
 # The shared helpers (tests/helpers.py) assert too: have pytest explain their failures.
 pytest.register_assert_rewrite("helpers")
+
+# A run started with SIGINT ignored (a script's background job, ``cmd &``) would pass
+# that on to every process it starts, and the tests that stop a server, a worker or a
+# page with Ctrl-C would wait for ever. A handler of Python's is reset by exec: the
+# children start with SIGINT's default again.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(params=["asyncio", "trio"])
