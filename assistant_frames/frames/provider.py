@@ -236,14 +236,14 @@ class AssistantFrameProvider:
         if context is not self._wire_source:
             tools = context.tools
             if tools is not self._tools_source:  # not an instructions-only change
-                lineage = tools.lineage(self._tools_source) if type(tools) is ToolMap else None
+                steps = tools.steps(self._tools_source) if type(tools) is ToolMap else None
                 previous = self._tools_wire
-                if lineage is None:
+                if steps is None:
                     self._tools_wire = protocol.serialize_tools(tools)
                 else:  # the same steps on the wire form: only the changed tools serialized
-                    self._tools_wire = derive_wire_tools(previous, tools, lineage)
+                    self._tools_wire = derive_wire_tools(previous, tools, steps)
                 self._tools_source = tools
-                self._wire_lineage = None if lineage is None else (previous, lineage)
+                self._wire_lineage = None if steps is None else (previous, steps)
             self._wire = protocol.serialize_context(context, tools=self._tools_wire)
             self._wire_source = context
         return self._wire

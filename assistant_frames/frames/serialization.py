@@ -18,7 +18,7 @@ from typing_extensions import TypedDict
 
 from ..registry.context import ModelContext
 from ..registry.tool import Tool, ToolOptions
-from ..registry.tool_map import Lineage
+from ..registry.tool_map import Steps
 
 __all__ = [
     "NotJSONSerializable",
@@ -117,22 +117,23 @@ def serialize_tools(tools: Mapping[str, Tool]) -> dict[str, SerializedTool]:
 
 
 #: How a context's tools in wire form were made from earlier ones: that earlier dict,
-#: and the names removed then put (see :class:`~assistant_frames.registry.tool_map.ToolMap`).
-WireLineage = tuple[dict[str, SerializedTool], Lineage]
+#: the names removed then put, and whether they were then put in the tools' own order
+#: (see :class:`~assistant_frames.registry.tool_map.ToolMap`).
+WireLineage = tuple[dict[str, SerializedTool], Steps]
 
 
 def derive_wire_tools(
-    previous: dict[str, SerializedTool], tools: Mapping[str, Tool], lineage: Lineage
+    previous: dict[str, SerializedTool], tools: Mapping[str, Tool], steps: Steps
 ) -> dict[str, SerializedTool]:
     """``tools`` in wire form, made from ``previous`` (the wire form of the map they were
     derived from) by the same steps: only the tools put are serialized."""
-    removed, put = lineage
+    removed, put, reordered = steps
     wire = dict(previous)
     for name in removed:
         wire.pop(name, None)
     for name in put:
         wire[name] = tools[name].serialized_form(_wire_form)
-    return wire
+    return {name: wire[name] for name in tools} if reordered else wire
 
 
 def serialize_context(
@@ -188,10 +189,12 @@ def context_changes(
     removed: list[str] = []
     order: list[str] | None = None
     if lineage is not None and lineage[0] is old.get("tools") and new_tools:
-        gone, put = lineage[1]
+        gone, put, reordered = lineage[1]
         removed = list(gone)
         if put:
             changed["tools"] = {name: new_tools[name] for name in put}
+        if reordered:
+            order = list(new_tools)
     elif new_tools is not old_tools:
         tools: dict[str, SerializedTool] = {}
         added: list[str] = []

@@ -18,22 +18,25 @@ from typing import Any
 
 from .tool import Tool
 
-__all__ = ["Lineage", "ToolMap"]
+__all__ = ["Lineage", "Steps", "ToolMap"]
 
 #: How a map was made from its base: the names removed, then the names put.
 Lineage = tuple[tuple[str, ...], tuple[str, ...]]
+#: A :data:`Lineage` and whether the map was then put in another order (its own).
+Steps = tuple[tuple[str, ...], tuple[str, ...], bool]
 
 
 class ToolMap(dict[str, Tool]):
     """Tools by name (a plain ``dict`` to everyone else); never changed once shared."""
 
-    __slots__ = ("__weakref__", "_base", "_put", "_removed")
+    __slots__ = ("__weakref__", "_base", "_put", "_removed", "_reordered")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._base: weakref.ref[ToolMap] | None = None
         self._removed: tuple[str, ...] = ()
         self._put: tuple[str, ...] = ()
+        self._reordered = False
 
     @classmethod
     def derived(
@@ -50,13 +53,29 @@ class ToolMap(dict[str, Tool]):
             tools._removed, tools._put = removed, tuple(put)
         return tools
 
+    def reordered_from(
+        self, base: ToolMap, removed: tuple[str, ...], put: tuple[str, ...]
+    ) -> ToolMap:
+        """Remember that this map is ``base`` without ``removed``, then with ``put``, in
+        an order of its own (a new name in the middle); returns the map. Only
+        :meth:`steps` tells it: :meth:`lineage` does not, as its followers keep order."""
+        self._base = weakref.ref(base)
+        self._removed, self._put, self._reordered = removed, put, True
+        return self
+
     def lineage(self, since: Mapping[str, Any] | None) -> Lineage | None:
         """How this map was made from ``since`` (the names removed, then put), or
-        ``None`` when it was not made from that very map."""
+        ``None`` when it was not made from that very map, or not in that order."""
+        steps = self.steps(since)
+        return None if steps is None or steps[2] else steps[:2]
+
+    def steps(self, since: Mapping[str, Any] | None) -> Steps | None:
+        """As :meth:`lineage`, and whether the map was then put in its own order (the
+        follower then takes that order, as one walk over every tool would)."""
         base = self._base
         if base is None or since is None or base() is not since:
             return None
-        return self._removed, self._put
+        return self._removed, self._put, self._reordered
 
     def __reduce__(self) -> Any:  # copies and pickles are plain dicts: no lineage
         return (dict, (dict(self),))

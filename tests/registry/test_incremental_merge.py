@@ -8,6 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assistant_frames import ModelContext, ModelContextRegistry, merge_model_contexts
+from assistant_frames.frames import protocol
+from assistant_frames.frames.serialization import context_changes, derive_wire_tools
 from assistant_frames.registry.registry import ToolHandle
 from assistant_frames.registry.tool_map import ToolMap
 
@@ -137,5 +139,46 @@ def test_a_new_tool_in_an_earlier_member_is_merged_again_in_its_place() -> None:
     federation.apply(0, "add", 1)
     after = federation.parent.get_model_context()
     assert isinstance(after.tools, ToolMap)
-    assert after.tools.lineage(before) is None  # merged whole: its place is before b's
+    assert after.tools.lineage(before) is None  # its place is before b's: not in order
     assert [name[:2] for name in after.tools] == ["ow", "a_", "a_", "b_"]
+    # ... but it says how it was made, for a follower that takes the new order.
+    steps = after.tools.steps(before)
+    assert steps is not None
+    removed, put, reordered = steps
+    assert (removed, reordered) == ((), True)
+    assert [name[:2] for name in put] == ["a_"]
+    assert put[0] not in before
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(children=children, steps=steps)
+def test_the_wire_form_followed_step_by_step_is_the_wire_form(
+    children: list[tuple[str | None, int]], steps: list[tuple[int, str, int]]
+) -> None:
+    """What a frame serving the parent does per change (frames.provider): follow the
+    parent's tools by their steps, new order included, instead of serializing them all;
+    and the patch that says what changed gives the host the same tools, in that order."""
+    federation = Federation(children)
+    tools = federation.parent.get_model_context().tools
+    wire = protocol.serialize_tools(tools)
+    for which, op, pick in steps:
+        federation.apply(which % len(children), op, pick)
+        now = federation.parent.get_model_context().tools
+        made = now.steps(tools) if isinstance(now, ToolMap) else None
+        expected = protocol.serialize_tools(now)
+        if made is None:  # merged whole: followers serialize whole too
+            tools, wire = now, expected
+            continue
+        followed = derive_wire_tools(wire, now, made)
+        assert list(followed) == list(expected)
+        assert followed == expected
+        changes = context_changes({"tools": wire}, {"tools": followed}, (wire, made))
+        host_side = dict(wire)
+        if changes is not None:
+            for name in changes.removed:
+                host_side.pop(name, None)
+            host_side.update(changes.changed.get("tools") or {})
+            if changes.order is not None:
+                host_side = {name: host_side[name] for name in changes.order}
+        assert list(host_side) == list(expected)
+        tools, wire = now, followed
