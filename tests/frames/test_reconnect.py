@@ -230,9 +230,7 @@ async def test_subscribers_hear_why_a_connection_ended_before_the_next_attempt()
     seen: list[tuple[str, BaseException | None]] = []
     heard = anyio.Event()
     with anyio.fail_after(20):
-        async with anyio.create_task_group() as tg:
-            server_task = ServerTask(tg, frame.serve)
-            server = await server_task.start()
+        async with serving(frame) as (server_task, server):
             # The next attempt is seconds away: only the drop itself can tell the reason.
             reconnecting = ReconnectingHost(
                 lambda: connect_websocket(server.url), initial_delay=10.0, max_delay=10.0
