@@ -36,7 +36,7 @@ from anyio.abc import ObjectStream
 
 from .._driver import Lifecycle
 from ..mcp.tools import mcp_tools
-from ..transports.message_writer import MessageWriter
+from ..transports.message_writer import ConnectionWriter
 from ..transports.websocket import (
     HttpRequest,
     HttpResponse,
@@ -134,7 +134,7 @@ class AppPage(Lifecycle):
         self.traffic: deque[Traffic] = deque(maxlen=_MAX_TRAFFIC)
         self._ports = (port, views_port)
         self._secrets: dict[str, str] = {}
-        self._controls: dict[ObjectStream[Any], _Control] = {}  # the pages connected
+        self._controls: dict[ObjectStream[Any], ConnectionWriter] = {}  # the pages connected
         self._counter = 0
         self._init_lifecycle()
         self._stack: AsyncExitStack | None = None  # the servers and the pump's stream
@@ -475,7 +475,15 @@ class AppPage(Lifecycle):
         await view.serve(Recorded(transport, record))
 
     async def _control(self, transport: ObjectStream[Any]) -> None:
-        control = _Control(transport, self.timeout)
+        # One page's control connection and the writer of what it is told, in order; a
+        # page that takes nothing for ``timeout`` seconds is hung up on.
+        control = ConnectionWriter(
+            transport,
+            on_ended=_page_ended,
+            on_unsendable=lambda exc: logger.error("App page: not sent: %s", exc),
+            queue_size=_MAX_TRAFFIC,
+            send_timeout=self.timeout,
+        )
         control.writer.send_soon([await self._hello()])
         control.writer.send_soon([self._describe(view) for view in list(self.views.values())])
         self._controls[transport] = control
@@ -484,8 +492,7 @@ class AppPage(Lifecycle):
         running = anyio.Semaphore(_MAX_COMMANDS)
         try:
             async with anyio.create_task_group() as own:
-                own.start_soon(control.writer.run)
-                own.start_soon(control.close_when_hung_up)
+                own.start_soon(control.run)
                 with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                     async for message in transport:
                         if isinstance(message, dict):
@@ -545,36 +552,9 @@ _PAGE_FILES = {
 }
 
 
-class _Control:
-    """One page's control connection and the writer of what it is told, in order; a
-    page that takes nothing for ``timeout`` seconds is hung up on."""
-
-    def __init__(self, transport: ObjectStream[Any], timeout: float) -> None:
-        self.transport = transport
-        self.writer = MessageWriter(
-            transport,
-            on_closed=self._ended,
-            on_unsendable=lambda exc: logger.error("App page: not sent: %s", exc),
-            queue_size=_MAX_TRAFFIC,
-            send_timeout=timeout,
-        )
-        self.writer.open()
-        self._hung_up = anyio.Event()
-
-    def _ended(self, exc: BaseException) -> None:
-        if isinstance(exc, TimeoutError):
-            logger.info("App page: a page took nothing for a while; closing it")
-        self.hang_up()
-
-    def hang_up(self) -> None:
-        """Stop sending and have the connection closed (its reader then ends)."""
-        self.writer.stop()
-        self._hung_up.set()
-
-    async def close_when_hung_up(self) -> None:
-        await self._hung_up.wait()
-        with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-            await self.transport.aclose()
+def _page_ended(exc: BaseException) -> None:
+    if isinstance(exc, TimeoutError):
+        logger.info("App page: a page took nothing for a while; closing it")
 
 
 def _page_files() -> dict[str, tuple[bytes, str]]:

@@ -52,7 +52,7 @@ from ..errors import ToolCallError
 from ..federation import Federation
 from ..registry import ToolEvent, ToolLog, ToolProgress
 from ..registry.context import Unsubscribe
-from ..transports.message_writer import MessageWriter
+from ..transports.message_writer import ConnectionWriter
 from ..transports.websocket import (
     WebSocketAttribute,
     WebSocketServer,
@@ -124,22 +124,19 @@ def describe_error(
     }
 
 
-class _Page:
+class _Page(ConnectionWriter):
     """One open page: its WebSocket, the writer of what it is sent, and its calls."""
 
     def __init__(self, transport: ObjectStream[Any]) -> None:
-        self.transport = transport
-        self.writer = MessageWriter(
+        super().__init__(
             transport,
-            on_closed=self._went_away,
+            on_ended=self._went_away,
             on_unsendable=self._unsendable,
             queue_size=_OUTBOX,
             send_timeout=_SEND_TIMEOUT,
         )
-        self.writer.open()
         self.calls: dict[str, anyio.CancelScope] = {}
         self.gone = False
-        self.hung_up = anyio.Event()
 
     def post(self, message: dict[str, Any]) -> None:
         """Send ``message`` in order, without waiting; a page that stopped reading (its
@@ -153,14 +150,12 @@ class _Page:
     def hang_up(self) -> None:
         """Stop sending, cancel its calls, and have its connection closed."""
         self.gone = True
-        self.writer.stop()
-        self.hung_up.set()
+        super().hang_up()
         for scope in self.calls.values():
             scope.cancel()
 
     def _went_away(self, exc: BaseException) -> None:
         logger.info("Dev page: a page went away: %r", exc)
-        self.hang_up()
 
     def _unsendable(self, exc: Exception) -> None:  # jsonable() makes every message sendable
         logger.error("Dev page: a message could not be sent: %s", exc)
@@ -471,10 +466,9 @@ class DevPage(Lifecycle):
         running = anyio.Semaphore(_MAX_CALLS)
         try:
             async with anyio.create_task_group() as own:
-                own.start_soon(page.writer.run)
-                own.start_soon(_close_when_hung_up, page)
                 # A page hung up on (it went away, or stopped reading) has its connection
-                # closed by _close_when_hung_up, which ends this loop.
+                # closed by page.run, which ends this loop.
+                own.start_soon(page.run)
                 with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
                     async for message in transport:
                         if page.gone:
@@ -625,13 +619,6 @@ class DevPage(Lifecycle):
                 with anyio.CancelScope(shield=True), anyio.move_on_after(5):
                     await views.finish(view, cancelled=True)
             raise
-
-
-async def _close_when_hung_up(page: _Page) -> None:
-    """Close the page's connection once it is hung up on (its reader then ends)."""
-    await page.hung_up.wait()
-    with anyio.CancelScope(shield=True), anyio.move_on_after(5):
-        await page.transport.aclose()
 
 
 def _dev_views(

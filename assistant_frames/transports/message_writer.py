@@ -18,6 +18,9 @@ one writer task (:meth:`MessageWriter.run`, in the driver's task group). So:
   form. Once :meth:`~MessageWriter.stop` is called, queued messages are
   dropped (they die with the connection).
 
+:class:`ConnectionWriter` is one connection with a writer of its own that can be hung
+up on: what a server of many pages (the app page, the dev page) keeps per page.
+
 Byte-stream transports queue their bytes in :mod:`~assistant_frames.transports._outbox`;
 this is the same discipline one level up, for drivers that speak to any transport.
 """
@@ -33,9 +36,10 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from .contract import CLOSED_ERRORS, TransportAttribute
 
-__all__ = ["DEFAULT_QUEUE", "MessageWriter"]
+__all__ = ["DEFAULT_QUEUE", "ConnectionWriter", "MessageWriter"]
 
 DEFAULT_QUEUE = 256  # messages waiting for the writer task before senders wait
+_CLOSE_TIMEOUT = 5.0  # how long closing a hung-up connection may take
 
 
 class MessageWriter:
@@ -172,3 +176,53 @@ class MessageWriter:
             self.on_closed(exc)
         except (TypeError, ValueError) as exc:  # a message with no JSON form
             self.on_unsendable(exc)
+
+
+class ConnectionWriter:
+    """One connection with a :class:`MessageWriter` of its own (``writer``), which can be
+    hung up on: :meth:`hang_up` stops sending and has the connection closed.
+
+    ``on_ended(exc)`` hears why the writer stopped (as ``MessageWriter``'s ``on_closed``:
+    the peer went, or took nothing for ``send_timeout``), just before the hang-up. Run
+    :meth:`run` beside the task that reads the connection.
+    """
+
+    def __init__(
+        self,
+        transport: Any,
+        *,
+        on_ended: Callable[[BaseException], None],
+        on_unsendable: Callable[[Exception], None],
+        queue_size: int = DEFAULT_QUEUE,
+        send_timeout: float | None = None,
+    ) -> None:
+        self.transport = transport
+        self._on_ended = on_ended
+        self.writer = MessageWriter(
+            transport,
+            on_closed=self._ended,
+            on_unsendable=on_unsendable,
+            queue_size=queue_size,
+            send_timeout=send_timeout,
+        )
+        self.writer.open()
+        self.hung_up = anyio.Event()
+
+    def hang_up(self) -> None:
+        """Stop sending and have the connection closed (its reader then ends)."""
+        self.writer.stop()
+        self.hung_up.set()
+
+    async def run(self) -> None:
+        """Write what is sent until hung up, then close the connection (bounded, and
+        shielded: a closing that is cancelled would leave the reader waiting)."""
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(self.writer.run)
+            await self.hung_up.wait()
+            with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
+                await self.transport.aclose()
+            tasks.cancel_scope.cancel()
+
+    def _ended(self, exc: BaseException) -> None:
+        self._on_ended(exc)
+        self.hang_up()

@@ -12,7 +12,7 @@ import anyio
 import pytest
 
 from assistant_frames import memory_pair
-from assistant_frames.transports.message_writer import MessageWriter
+from assistant_frames.transports.message_writer import ConnectionWriter, MessageWriter
 
 pytestmark = pytest.mark.anyio
 
@@ -119,3 +119,31 @@ async def test_a_message_with_no_json_form_is_reported_and_stop_drops_the_queue(
             await remote.receive()
             pytest.fail("a stopped writer sent a message")
         group.cancel_scope.cancel()
+
+
+async def test_a_connection_writer_hung_up_on_closes_its_connection() -> None:
+    local, remote = memory_pair()
+    writer = ConnectionWriter(local, on_ended=pytest.fail, on_unsendable=pytest.fail)
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as group:
+            group.start_soon(writer.run)
+            assert writer.writer.send_soon([{"n": 1}]) == []
+            assert await receive(remote, 1) == [{"n": 1}]
+            writer.hang_up()  # run closes the connection, then ends
+        with pytest.raises(anyio.EndOfStream):
+            await remote.receive()  # the peer sees the end
+
+
+async def test_a_peer_that_takes_nothing_hangs_up_the_connection_writer() -> None:
+    local, remote = memory_pair(1)  # the peer reads nothing: one message fits in the pair
+    ended: list[BaseException] = []
+    writer = ConnectionWriter(
+        local, on_ended=ended.append, on_unsendable=pytest.fail, send_timeout=0.05
+    )
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as group:
+            group.start_soon(writer.run)
+            assert writer.writer.send_soon([{"n": 1}, {"n": 2}]) == []
+            await writer.hung_up.wait()  # told why first, then hung up
+    assert [type(exc) for exc in ended] == [TimeoutError]
+    assert await receive(remote, 1) == [{"n": 1}]  # what was taken before stays
