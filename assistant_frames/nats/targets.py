@@ -66,6 +66,16 @@ def _shown(target: NATSTarget) -> str:
     return f"<{type(target).__name__}>"
 
 
+def _servers(target: NATSTarget) -> str:
+    """``target`` for a description: the server URLs without credentials, or the client's
+    type (a connected client, shared)."""
+    if isinstance(target, str):
+        return without_credentials(target)
+    if isinstance(target, Sequence):
+        return ", ".join(without_credentials(url) for url in target)
+    return f"a shared {type(target).__name__}"
+
+
 def parse_nats_url(
     url: str, options: Mapping[str, Any] | None = None
 ) -> NATSFrameTarget | NATSBusTarget:
@@ -106,7 +116,9 @@ def resolve_nats_target(
         shown = without_credentials(target)
     else:
         resolved = target
-        shown = f"{type(target).__name__}"
+        shown = _servers(target.nats)
+        if target.prefix != DEFAULT_PREFIX:
+            shown += f", prefix {target.prefix!r}"
     if isinstance(resolved, NATSFrameTarget):
         return resolved, f"frame {resolved.name!r} on NATS ({shown})"
     return resolved, f"the frames on NATS ({shown})"

@@ -115,3 +115,20 @@ def test_nats_targets_never_show_credentials() -> None:
     for text in shown:
         assert "s3cret-pw" not in text
         assert "127.0.0.1:4222" in text  # it still says which server
+
+
+def test_nats_target_objects_are_described_by_their_servers() -> None:
+    """A target object is described as its URL would be: its servers, never the type's
+    name, and never credentials; a prefix other than the default is said."""
+    from assistant_frames.federation.targets import FrameTarget
+    from assistant_frames.nats import NATSBusTarget, NATSFrameTarget
+
+    url = "nats://user:s3cret-pw@127.0.0.1:4222"
+    bus = FrameTarget(NATSBusTarget(url, interval=0.25))
+    assert bus.description == "the frames on NATS (nats://127.0.0.1:4222)"
+    frame = FrameTarget(
+        NATSFrameTarget("calc", [url, "nats://127.0.0.1:4223"], prefix="acme.frames")
+    )
+    assert frame.description == (
+        "frame 'calc' on NATS (nats://127.0.0.1:4222, nats://127.0.0.1:4223, prefix 'acme.frames')"
+    )
