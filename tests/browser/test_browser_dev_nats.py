@@ -16,7 +16,7 @@ import pytest
 
 from assistant_frames import Federation
 from assistant_frames.dev import DevPage
-from assistant_frames.nats import NATSFrameProvider
+from assistant_frames.nats import NATSBusTarget, NATSFrameProvider
 
 from browser_support import BrowserPage
 from nats_support import NATSServer, greeting_frame, leavable, nats_server
@@ -25,8 +25,10 @@ pytestmark = pytest.mark.anyio
 
 __all__ = ["nats_server"]  # a fixture, used by name
 
-#: A frame joins within a discovery round (1 s) and leaves after 3 silent ones (~4 s).
+#: Bounds every wait. The bus member's discovery round (1 s by default): a frame joins
+#: within a round and leaves after 3 silent ones.
 WAIT = 15.0
+ROUND = 0.25
 
 
 @pytest.fixture
@@ -61,7 +63,8 @@ async def test_the_frames_of_a_bus_member_join_and_leave_the_tool_list(
             Federation() as federation,
             DevPage(federation) as dev,
         ):
-            await dev.add("bus", url)  # no frame name: every frame on the bus
+            # No frame name: every frame on the bus.
+            await dev.add("bus", NATSBusTarget(url, interval=ROUND))
             await page.goto(dev.url)
             await page.wait_for(
                 """() => {

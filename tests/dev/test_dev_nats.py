@@ -22,7 +22,7 @@ from dev_socket import WAIT, page_socket
 
 from assistant_frames import Federation
 from assistant_frames.dev import DevPage, describe_federation
-from assistant_frames.nats import NATSFrameProvider
+from assistant_frames.nats import NATSBusTarget, NATSFrameProvider
 
 from nats_support import NATSServer, greeting_frame, leavable, nats_server, replica_process
 
@@ -30,8 +30,9 @@ pytestmark = pytest.mark.anyio
 
 __all__ = ["nats_server"]  # a fixture, used by name
 
-#: Bounds every wait. A frame joins within a discovery round (1 s by default) and
-#: leaves after 3 rounds it did not answer: about 4 s.
+#: The discovery round of the bus member (1 s by default): a frame joins within a round
+#: and leaves after 3 rounds it did not answer.
+ROUND = 0.25
 
 #: The tools of the subprocess replica's frame "calc" (``nats_replica.py``), as the
 #: federation names them: the member "bus", then the frame, then the tool.
@@ -47,13 +48,6 @@ def anyio_backend() -> str:
 async def dev_page() -> AsyncIterator[DevPage]:
     async with Federation() as federation, DevPage(federation) as page:
         yield page
-
-    async def call(self, call: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Send a call as the page's form does; its end (``result`` or ``error``)."""
-        await self.send({"type": "call", "call": call, "tool": tool, "arguments": arguments})
-        return await self.until(
-            lambda m: m.get("call") == call and m["type"] in ("result", "error", "cancelled")
-        )
 
 
 def members(state: dict[str, Any]) -> dict[str, str]:
@@ -86,7 +80,8 @@ async def test_a_bus_member_shows_its_frames_joining_and_leaving(nats_server: NA
     ):
         first = await socket.state(lambda s: True)
         assert first["members"] == []
-        await page.add("bus", url)  # no frame name: every frame on the bus
+        # No frame name: every frame on the bus.
+        await page.add("bus", NATSBusTarget(url, interval=ROUND))
         # The frame already on the bus: connected, its tools namespaced bus_calc_*.
         state = await socket.state(lambda s: tool_names(s) == CALC)
         assert state["members"] == [bus_member(url, CALC, None)]
@@ -136,7 +131,7 @@ async def test_a_call_from_the_page_reaches_a_frame_on_the_bus(nats_server: NATS
         dev_page() as page,
         page_socket(page) as socket,
     ):
-        await page.add("bus", url)
+        await page.add("bus", NATSBusTarget(url, interval=ROUND))
         await socket.state(lambda s: members(s) == {"bus": "connected"} and tool_names(s) == CALC)
 
         # The replica in the other process runs it, and says so on its stdout.
