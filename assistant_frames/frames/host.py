@@ -29,6 +29,7 @@ from ..registry.events import ToolEventCallback, ToolEventSubscribers, deliver_e
 from ..registry.tool import Tool, ToolCallContext
 from ..registry.waiting import WaitsForTools
 from ..transports.contract import CLOSED_ERRORS, TransportAttribute, close_reason
+from ..transports.memory import MemoryTransport
 from . import protocol
 from .host_machine import CallEvent, ContextChanged, HostMachine, HostState, Malformed
 from .protocol import SerializedTool
@@ -364,25 +365,14 @@ class AssistantFrameHost(Driver, WaitsForTools):
 
     async def _receive_loop(self) -> None:
         receive = self._transport.receive
-        feed = self._machine.receive
+        handle = self._handle
+        # In memory, the frame's sends are handled in its task: no wake-up of this one.
+        inline = self._transport if isinstance(self._transport, MemoryTransport) else None
+        if inline is not None:
+            inline.receive_inline(self._handle_inline)
         try:
             while True:
-                event = feed(await receive())
-                if event is None:
-                    continue
-                kind = type(event)
-                if kind is Malformed:
-                    self._log_malformed(event)  # type: ignore[arg-type]
-                    continue
-                if kind is CallEvent:
-                    self._deliver(event)  # type: ignore[arg-type]
-                    continue
-                # Receiving never waits for a send. Started before waking whoever waits
-                # for the context, so on asyncio the subscribe goes out before their call.
-                self._send_soon(event.sends)
-                if kind is ContextChanged:
-                    self._ready.set()  # type: ignore[union-attr]
-                    self._subscribers.notify()
+                handle(await receive())
         except CLOSED_ERRORS as exc:  # a transport may say why (an exit code, a close code)
             reason = close_reason(exc)
             self._disconnect(
@@ -396,6 +386,37 @@ class AssistantFrameHost(Driver, WaitsForTools):
         except Exception as exc:  # a transport failing in its own way
             logger.warning("Transport of %s failed: %r", self.name, exc)
             self._disconnect(f"The transport of {self.name} failed: {exc!r}")
+        finally:
+            if inline is not None:
+                inline.receive_inline(None)
+
+    def _handle(self, message: Any) -> None:
+        """What a message from the frame does; never waits."""
+        event = self._machine.receive(message)
+        if event is None:
+            return
+        kind = type(event)
+        if kind is Malformed:
+            self._log_malformed(event)  # type: ignore[arg-type]
+            return
+        if kind is CallEvent:
+            self._deliver(event)  # type: ignore[arg-type]
+            return
+        # Receiving never waits for a send. Started before waking whoever waits for the
+        # context, so on asyncio the subscribe goes out before their call.
+        self._send_soon(event.sends)
+        if kind is ContextChanged:
+            self._ready.set()  # type: ignore[union-attr]
+            self._subscribers.notify()
+
+    def _handle_inline(self, message: Any) -> None:
+        """:meth:`_handle`, run in the frame's task by a memory transport: it must not
+        raise into the frame's send."""
+        try:
+            self._handle(message)
+        except Exception as exc:  # as the receive loop would: this connection is done
+            logger.warning("Handling a message from %s failed: %r", self.name, exc)
+            self._disconnect(f"Handling a message from {self.name} failed: {exc!r}")
 
     def _log_malformed(self, event: Malformed) -> None:
         level = logging.WARNING if event.first else logging.DEBUG

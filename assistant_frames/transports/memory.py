@@ -82,6 +82,7 @@ class _Direction:
         "items",
         "latest",
         "max_size",
+        "receiver",
         "receiver_closed",
         "room",
         "waiter",
@@ -96,6 +97,8 @@ class _Direction:
         self.room: anyio.Event | None = None  # senders, waiting for the buffer to drain
         self.eof = False  # the sender is done: the receiver drains, then gets EndOfStream
         self.receiver_closed = False  # sending now raises BrokenResourceError
+        # MemoryTransport.receive_inline's handler: takes a message when none is queued.
+        self.receiver: Callable[[Any], None] | None = None
 
     def wake(self) -> None:
         waiter, self.waiter = self.waiter, None
@@ -145,6 +148,9 @@ class MemoryTransport(ObjectStream[Any]):
         ):
             await self._put(value)  # raises, or waits for room
             return
+        if outgoing.receiver is not None and not outgoing.items:
+            outgoing.receiver(value)  # the hottest path: the receiver takes it now
+            return
         outgoing.items.append(value)  # the hot path: queue and wake, no await
         outgoing.wake()
 
@@ -177,13 +183,35 @@ class MemoryTransport(ObjectStream[Any]):
         holds one snapshot, not one per change.
         """
         value = self._copy(item)
-        waiting = self._outgoing.latest.get(key)
+        outgoing = self._outgoing
+        waiting = outgoing.latest.get(key)
         if waiting is not None and not self._closed:
             waiting.value = value
+            return
+        if outgoing.receiver is not None and not outgoing.items and not self._stopped():
+            outgoing.receiver(value)
             return
         latest = _Latest(key, value)
         await self._put(latest)
         self._outgoing.latest[key] = latest
+
+    def _stopped(self) -> bool:
+        """Whether sending must raise (or wait): closed, done, or the receiver gone."""
+        outgoing = self._outgoing
+        return self._closed or outgoing.eof or outgoing.receiver_closed
+
+    def receive_inline(self, handler: Callable[[Any], None] | None) -> None:
+        """Have ``handler(message)`` take each message the peer sends while none is
+        queued, at once, in the peer's task, instead of queueing it for :meth:`receive`
+        (``None``: queue again).
+
+        A host whose handling of a message never waits uses it to skip the wake-up of
+        its reading task. Messages that find others queued still queue behind them, so
+        the order holds; :meth:`receive` goes on returning those, the end of the stream
+        and closing. ``handler`` must not raise, and must not wait: it runs inside the
+        peer's ``send``.
+        """
+        self._incoming.receiver = handler
 
     async def _put(self, value: Any) -> None:
         """Queue ``value``, already the receiver's own copy, once there is room."""
@@ -248,6 +276,7 @@ class MemoryTransport(ObjectStream[Any]):
         self._outgoing.wake()
         self._outgoing.wake_senders()
         self._incoming.receiver_closed = True
+        self._incoming.receiver = None
         self._incoming.items.clear()
         self._incoming.latest.clear()
         self._incoming.wake()

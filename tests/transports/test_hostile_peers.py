@@ -762,6 +762,58 @@ async def test_send_latest_replaces_what_the_peer_has_not_taken() -> None:
         await left.send_latest("k", {"v": 4})
 
 
+async def test_receive_inline_takes_messages_at_once_only_when_none_are_queued() -> None:
+    left, right = memory_pair()
+    taken: list[object] = []
+    await left.send("queued first")
+    right.receive_inline(taken.append)
+    await left.send("behind it")  # finds a message queued: queues behind it, in order
+    await left.send_latest("k", {"v": 1})
+    assert taken == []
+    assert [await right.receive() for _ in range(3)] == ["queued first", "behind it", {"v": 1}]
+    await left.send({"now": [1]})  # nothing queued: taken at once, as its own copy
+    await left.send_latest("k", {"v": 2})
+    assert taken == [{"now": [1]}, {"v": 2}]
+    right.receive_inline(None)
+    await left.send("queued again")
+    assert taken == [{"now": [1]}, {"v": 2}]
+    assert await right.receive() == "queued again"
+    right.receive_inline(taken.append)
+    await right.aclose()  # a closed end takes nothing more: the sender hears it
+    with pytest.raises(anyio.BrokenResourceError):
+        await left.send("too late")
+    assert len(taken) == 2
+    await left.send_eof()
+
+
+async def test_a_host_handles_its_frames_messages_in_the_frames_task() -> None:
+    """Over memory_pair a host takes the frame's messages as they are sent: a result
+    wakes its caller straight away, and a context reaches the subscribers before the
+    frame's send returns. Messages sent before the host reads still arrive in order."""
+    host_end, frame_end = memory_pair()
+    await frame_end.send(context_update("first"))
+    async with AssistantFrameHost(host_end) as host:
+        await host.wait_for_context(timeout=5)
+        seen: list[list[str]] = []
+        host.subscribe(lambda: seen.append(sorted(host.get_model_context().tools)))
+        await frame_end.send(context_update("second"))
+        assert seen == [["second"]]  # handled inside the frame's send
+        assert sorted(host.get_model_context().tools) == ["second"]
+        async with anyio.create_task_group() as tg:
+            outcome = Outcome()
+            tg.start_soon(partial(outcome.run, host, "second", {}, timeout=5))
+            with anyio.fail_after(5):
+                request = (await frame_end.receive())["message"]
+                while request["type"] != "tool-call":
+                    request = (await frame_end.receive())["message"]
+            await frame_end.send(
+                envelope({"type": "tool-result", "id": request["id"], "result": 42})
+            )
+        assert outcome.error is None
+        assert outcome.result == 42
+    await frame_end.aclose()
+
+
 async def test_host_arguments_with_no_json_form_are_refused_before_sending() -> None:
     async with serve_frame(AssistantFrameProvider(echo_registry())) as host:
         with pytest.raises(ToolArgumentsError, match="cannot be sent"):
