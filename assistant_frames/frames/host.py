@@ -409,7 +409,7 @@ class AssistantFrameHost(Driver, WaitsForTools):
             self._ready.set()  # type: ignore[union-attr]
             self._subscribers.notify()
 
-    def _handle_inline(self, message: Any) -> None:
+    def _handle_inline(self, message: Any) -> bool:
         """:meth:`_handle`, run in the frame's task by a memory transport: it must not
         raise into the frame's send."""
         try:
@@ -417,6 +417,7 @@ class AssistantFrameHost(Driver, WaitsForTools):
         except Exception as exc:  # as the receive loop would: this connection is done
             logger.warning("Handling a message from %s failed: %r", self.name, exc)
             self._disconnect(f"Handling a message from {self.name} failed: {exc!r}")
+        return True
 
     def _log_malformed(self, event: Malformed) -> None:
         level = logging.WARNING if event.first else logging.DEBUG

@@ -6,6 +6,7 @@ import logging
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import Any, cast
 
 import anyio
@@ -22,11 +23,13 @@ from ..registry.registry import ModelContextRegistry
 from ..registry.tool import Tool, ToolCallContext
 from ..registry.tool_map import ToolMap
 from ..transports.contract import CLOSED_ERRORS, TransportAttribute
+from ..transports.memory import MemoryTransport
 from . import protocol
 from .frame_machine import (
     CallCancelled,
     CallRequested,
     ContextWanted,
+    FrameEvent,
     FrameMachine,
     Malformed,
     Refused,
@@ -143,6 +146,11 @@ class AssistantFrameProvider:
             async with transport, anyio.create_task_group() as task_group:
                 connection = _Connection(transport, task_group, self._document_id)
                 self._connections.add(connection)
+                # In memory, the host's sends are taken in its task: a call goes straight
+                # to a worker, without waking the reading one first.
+                inline = transport if isinstance(transport, MemoryTransport) else None
+                if inline is not None:
+                    inline.receive_inline(partial(self._take_inline, connection))
                 try:
                     task_group.start_soon(self._push_updates, connection)
                     task_group.start_soon(self._worker, connection, True)
@@ -151,6 +159,8 @@ class AssistantFrameProvider:
                     await self._say_goodbye(connection)  # we stop; the connection is open
                     raise
                 finally:
+                    if inline is not None:
+                        inline.receive_inline(None)
                     self._connections.discard(connection)
                     for call in connection.machine.calls.values():
                         call.context.cancel()  # sync tools in threads see the flag
@@ -191,22 +201,41 @@ class AssistantFrameProvider:
                 logger.warning("Frame connection ended: its transport failed: %r", exc)
                 return None
             event = feed(raw)
-            if event is None:
-                continue
-            kind = type(event)
-            if kind is CallRequested:
-                call = self._start_call(connection, event)  # type: ignore[arg-type]
+            if type(event) is CallRequested:
+                call = self._start_call(connection, event)
                 if not queue and ready is not None and not ready():
                     return call  # nothing waits behind it (its tool-cancel, say): run it
                 self._queue(connection, call)
-            elif kind is CallCancelled:
-                event.handle.cancel()  # type: ignore[union-attr]
-            elif kind is ContextWanted:
-                connection.wake.set()
-            elif kind is Refused:
-                self._answer(connection, cast(Refused, event).reply)
-            else:
-                self._on_malformed(connection, event)  # type: ignore[arg-type]
+            elif event is not None:
+                self._on_event(connection, event)
+
+    def _take_inline(self, connection: _Connection, raw: Any) -> bool:
+        """A message from the host, taken in the host's task (``memory_pair``): a call
+        is queued for a worker. ``False`` while the queue is full: the message then
+        waits in the transport, for the reading worker."""
+        if len(connection.queue) >= _MAX_QUEUED_CALLS:
+            return False
+        try:
+            event = connection.machine.receive(raw)
+            if type(event) is CallRequested:
+                self._queue(connection, self._start_call(connection, event))
+            elif event is not None:
+                self._on_event(connection, event)
+        except Exception:  # never into the host's send
+            logger.exception("Handling a message from the host failed")
+        return True
+
+    def _on_event(self, connection: _Connection, event: FrameEvent) -> None:
+        """What a message other than a call does."""
+        kind = type(event)
+        if kind is CallCancelled:
+            event.handle.cancel()  # type: ignore[union-attr]
+        elif kind is ContextWanted:
+            connection.wake.set()
+        elif kind is Refused:
+            self._answer(connection, cast(Refused, event).reply)
+        else:
+            self._on_malformed(connection, event)  # type: ignore[arg-type]
 
     def _on_malformed(self, connection: _Connection, event: Malformed) -> None:
         logger.log(

@@ -97,8 +97,8 @@ class _Direction:
         self.room: anyio.Event | None = None  # senders, waiting for the buffer to drain
         self.eof = False  # the sender is done: the receiver drains, then gets EndOfStream
         self.receiver_closed = False  # sending now raises BrokenResourceError
-        # MemoryTransport.receive_inline's handler: takes a message when none is queued.
-        self.receiver: Callable[[Any], None] | None = None
+        # MemoryTransport.receive_inline's handler: offered a message when none is queued.
+        self.receiver: Callable[[Any], bool] | None = None
 
     def wake(self) -> None:
         waiter, self.waiter = self.waiter, None
@@ -148,9 +148,9 @@ class MemoryTransport(ObjectStream[Any]):
         ):
             await self._put(value)  # raises, or waits for room
             return
-        if outgoing.receiver is not None and not outgoing.items:
-            outgoing.receiver(value)  # the hottest path: the receiver takes it now
-            return
+        receiver = outgoing.receiver
+        if receiver is not None and not outgoing.items and receiver(value):
+            return  # the hottest path: the receiver took it at once
         outgoing.items.append(value)  # the hot path: queue and wake, no await
         outgoing.wake()
 
@@ -188,8 +188,8 @@ class MemoryTransport(ObjectStream[Any]):
         if waiting is not None and not self._closed:
             waiting.value = value
             return
-        if outgoing.receiver is not None and not outgoing.items and not self._stopped():
-            outgoing.receiver(value)
+        receiver = outgoing.receiver
+        if receiver is not None and not outgoing.items and not self._stopped() and receiver(value):
             return
         latest = _Latest(key, value)
         await self._put(latest)
@@ -200,16 +200,16 @@ class MemoryTransport(ObjectStream[Any]):
         outgoing = self._outgoing
         return self._closed or outgoing.eof or outgoing.receiver_closed
 
-    def receive_inline(self, handler: Callable[[Any], None] | None) -> None:
-        """Have ``handler(message)`` take each message the peer sends while none is
-        queued, at once, in the peer's task, instead of queueing it for :meth:`receive`
-        (``None``: queue again).
+    def receive_inline(self, handler: Callable[[Any], bool] | None) -> None:
+        """Offer ``handler(message)`` each message the peer sends while none is queued,
+        at once, in the peer's task; it returns whether it took the message, which is
+        otherwise queued for :meth:`receive` (``None``: queue every message again).
 
-        A host whose handling of a message never waits uses it to skip the wake-up of
-        its reading task. Messages that find others queued still queue behind them, so
-        the order holds; :meth:`receive` goes on returning those, the end of the stream
-        and closing. ``handler`` must not raise, and must not wait: it runs inside the
-        peer's ``send``.
+        A host or frame whose handling of a message never waits uses it to skip the
+        wake-up of its reading task. Messages that find others queued queue behind
+        them, so the order holds; :meth:`receive` goes on returning those, the end of
+        the stream and closing. ``handler`` must not raise, and must not wait: it runs
+        inside the peer's ``send``.
         """
         self._incoming.receiver = handler
 

@@ -765,8 +765,16 @@ async def test_send_latest_replaces_what_the_peer_has_not_taken() -> None:
 async def test_receive_inline_takes_messages_at_once_only_when_none_are_queued() -> None:
     left, right = memory_pair()
     taken: list[object] = []
+    declining = False
+
+    def take(message: object) -> bool:
+        if declining:
+            return False
+        taken.append(message)
+        return True
+
     await left.send("queued first")
-    right.receive_inline(taken.append)
+    right.receive_inline(take)
     await left.send("behind it")  # finds a message queued: queues behind it, in order
     await left.send_latest("k", {"v": 1})
     assert taken == []
@@ -774,11 +782,16 @@ async def test_receive_inline_takes_messages_at_once_only_when_none_are_queued()
     await left.send({"now": [1]})  # nothing queued: taken at once, as its own copy
     await left.send_latest("k", {"v": 2})
     assert taken == [{"now": [1]}, {"v": 2}]
+    declining = True  # a handler that declines leaves the message to receive()
+    await left.send("declined")
+    declining = False
+    await left.send("behind the declined one")
+    assert taken == [{"now": [1]}, {"v": 2}]
+    assert [await right.receive() for _ in range(2)] == ["declined", "behind the declined one"]
     right.receive_inline(None)
     await left.send("queued again")
-    assert taken == [{"now": [1]}, {"v": 2}]
     assert await right.receive() == "queued again"
-    right.receive_inline(taken.append)
+    right.receive_inline(take)
     await right.aclose()  # a closed end takes nothing more: the sender hears it
     with pytest.raises(anyio.BrokenResourceError):
         await left.send("too late")
@@ -812,6 +825,31 @@ async def test_a_host_handles_its_frames_messages_in_the_frames_task() -> None:
         assert outcome.error is None
         assert outcome.result == 42
     await frame_end.aclose()
+
+
+async def test_a_frame_takes_a_burst_of_calls_past_its_queue_over_memory() -> None:
+    """Over memory_pair a frame takes the host's calls in the host's task, up to its
+    queue of 1,000; past it they wait in the transport. A burst of 1,500 sent without a
+    pause is answered whole: every call once, none lost where the two paths meet."""
+    host_end, frame_end = memory_pair(max_buffer_size=math.inf)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(AssistantFrameProvider(calculator()).serve, frame_end)
+        await host_end.send(envelope({"type": "model-context-request"}))
+        with anyio.fail_after(5):  # the frame serves: what comes next is taken inline
+            assert (await host_end.receive())["message"]["type"] == "model-context-update"
+        calls = 1_500
+        for i in range(calls):  # memory sends never wait: the frame's workers wait too
+            call = {"type": "tool-call", "id": f"c{i}", "toolName": "add", "args": {"a": i, "b": 1}}
+            await host_end.send(envelope(call))
+        results: dict[str, Any] = {}
+        with anyio.fail_after(30):
+            while len(results) < calls:
+                message = (await host_end.receive())["message"]
+                if message["type"] == "tool-result":
+                    assert message["id"] not in results
+                    results[message["id"]] = message["result"]
+        assert results == {f"c{i}": i + 1 for i in range(calls)}
+        tg.cancel_scope.cancel()
 
 
 async def test_host_arguments_with_no_json_form_are_refused_before_sending() -> None:
