@@ -14,6 +14,7 @@ import secrets
 import uuid
 from collections.abc import Callable
 from contextlib import suppress
+from contextvars import copy_context
 from typing import Any
 
 import anyio
@@ -367,9 +368,11 @@ class AssistantFrameHost(Driver, WaitsForTools):
         receive = self._transport.receive
         handle = self._handle
         # In memory, the frame's sends are handled in its task: no wake-up of this one.
+        # In this task's context, as if this task had read them.
         inline = self._transport if isinstance(self._transport, MemoryTransport) else None
         if inline is not None:
-            inline.receive_inline(self._handle_inline)
+            context, handle_inline = copy_context(), self._handle_inline
+            inline.receive_inline(lambda message: context.run(handle_inline, message))
         try:
             while True:
                 handle(await receive())

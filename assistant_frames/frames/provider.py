@@ -6,6 +6,7 @@ import logging
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
+from contextvars import copy_context
 from functools import partial
 from typing import Any, cast
 
@@ -147,10 +148,12 @@ class AssistantFrameProvider:
                 connection = _Connection(transport, task_group, self._document_id)
                 self._connections.add(connection)
                 # In memory, the host's sends are taken in its task: a call goes straight
-                # to a worker, without waking the reading one first.
+                # to a worker, without waking the reading one first. In this task's
+                # context, so workers started there see this frame's, not the host's.
                 inline = transport if isinstance(transport, MemoryTransport) else None
                 if inline is not None:
-                    inline.receive_inline(partial(self._take_inline, connection))
+                    context, take = copy_context(), partial(self._take_inline, connection)
+                    inline.receive_inline(lambda message: context.run(take, message))
                 try:
                     task_group.start_soon(self._push_updates, connection)
                     task_group.start_soon(self._worker, connection, True)

@@ -8,6 +8,7 @@ WebSockets on 127.0.0.1 against raw peers built from websockets' sans-I/O protoc
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import math
 import socket
@@ -825,6 +826,47 @@ async def test_a_host_handles_its_frames_messages_in_the_frames_task() -> None:
         assert outcome.error is None
         assert outcome.result == 42
     await frame_end.aclose()
+
+
+SIDE: contextvars.ContextVar[str] = contextvars.ContextVar("SIDE", default="unset")
+
+
+async def test_messages_taken_inline_are_handled_in_the_receivers_context() -> None:
+    """Over memory_pair each side takes the other's messages in the sender's task, but in
+    its own context: a tool sees the context its frame serves in, not the caller's, and
+    the host's subscribers see the host's."""
+    registry = ModelContextRegistry()
+
+    @registry.tool
+    async def side() -> str:
+        """Which side's context the tool runs in."""
+        return SIDE.get()
+
+    host_end, frame_end = memory_pair()
+
+    async def serve() -> None:
+        SIDE.set("frame")
+        await AssistantFrameProvider(registry).serve(frame_end)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(serve)
+        SIDE.set("host")
+        async with AssistantFrameHost(host_end) as host:
+            await host.wait_for_context(timeout=5)
+            seen: list[str] = []
+            changed = anyio.Event()
+
+            def on_change() -> None:
+                seen.append(SIDE.get())
+                changed.set()
+
+            host.subscribe(on_change)
+            assert [await host.call_tool("side", {}) for _ in range(3)] == ["frame"] * 3
+            registry.add_instruction("A change, sent from the frame's task.")
+            with anyio.fail_after(5):
+                await changed.wait()
+            assert set(seen) == {"host"}
+        tg.cancel_scope.cancel()
 
 
 async def test_a_frame_takes_a_burst_of_calls_past_its_queue_over_memory() -> None:
