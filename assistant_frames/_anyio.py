@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Coroutine, Generator
 from contextlib import AsyncExitStack, asynccontextmanager
 from types import TracebackType
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import anyio
 import sniffio
@@ -15,8 +15,11 @@ from anyio.abc import TaskGroup
 
 from .calls import PendingCalls
 
+T = TypeVar("T")
+
 __all__ = [
     "HeldTaskGroup",
+    "UntilSuspended",
     "call_maybe_async",
     "cancelled_here",
     "event_class",
@@ -145,3 +148,45 @@ async def expire_calls(calls: PendingCalls) -> None:
         with anyio.CancelScope(deadline=calls.arm()):
             await wake.wait()
         calls.expire(anyio.current_time())
+
+
+class UntilSuspended(Generic[T]):
+    """``await UntilSuspended(coro, on_suspend)``: await ``coro`` in this task, calling
+    ``on_suspend()`` once, just before it first suspends (never, if it finishes first).
+
+    Awaiting it is awaiting ``coro`` (what it yields goes to this task's runner, and what
+    the runner sends or throws goes back), so cancel scopes and the backend's traps work
+    as for a plain ``await``, on asyncio and trio alike. A frame's reading worker runs a
+    call this way and hands its reading turn on only when the call waits.
+    """
+
+    __slots__ = ("_coro", "_on_suspend")
+
+    def __init__(self, coro: Coroutine[Any, Any, T], on_suspend: Callable[[], object]) -> None:
+        self._coro = coro
+        self._on_suspend = on_suspend
+
+    def __await__(self) -> Generator[Any, Any, T]:
+        coro = self._coro
+        try:
+            value = coro.send(None)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+        try:
+            self._on_suspend()
+        except BaseException:
+            coro.close()
+            raise
+        while True:
+            try:
+                sent = yield value
+            except BaseException as exc:  # cancellation, GeneratorExit: into coro
+                try:
+                    value = coro.throw(exc)
+                except StopIteration as done:
+                    return done.value  # type: ignore[no-any-return]
+            else:
+                try:
+                    value = coro.send(sent)
+                except StopIteration as done:
+                    return done.value  # type: ignore[no-any-return]

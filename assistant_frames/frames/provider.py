@@ -14,7 +14,7 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import ObjectStream, TaskGroup
 
-from .._anyio import cancelled_here, event_class
+from .._anyio import UntilSuspended, cancelled_here, event_class
 from .._json import encode_json
 from .._threads import DEFAULT_MAX_THREADS, ThreadLimiter, current_limiter
 from ..errors import ToolCallError
@@ -364,33 +364,48 @@ class AssistantFrameProvider:
                         if read is None:  # the connection ended: serve() ends it all
                             connection.ended.set()
                             return
-                        reading = False
-                        self._pass_reading(connection)
-                        call = read
-                    else:
-                        if not queue:
-                            connection.ready -= 1
-                            if len(idle) >= _MAX_IDLE_WORKERS:
-                                return
-                            wake = connection.new_event()
-                            idle.append(wake)
-                            await wake.wait()
-                            if connection.reading_turn is wake:  # handed the reading turn
-                                connection.reading_turn = None
-                                reading = True
-                            continue  # else whoever woke us counted us ready again
-                        call = queue.popleft()
-                        if connection.room is not None and len(queue) < _MAX_QUEUED_CALLS:
-                            connection.room.set()  # the reader may read again
-                            connection.room = None
-                        if call.reply is not None:  # answered without running anything
-                            await connection.send_reply(call.id, call.reply)
-                            continue
-                        if not machine.is_live(call.id, call):
-                            continue  # cancelled or superseded while queued
+                        # Run it holding the reading turn, which goes on to another worker
+                        # only if the call (or sending its result) waits: most finish
+                        # first, and this worker then reads on without waking another.
+                        handoff = _Handoff(self._pass_reading, connection)
+                        read.scope = scope
+                        try:
+                            error, result = await UntilSuspended(self._run(read), handoff)
+                        finally:
+                            read.scope = None
+                            reading = handoff.settle()
+                        reply = self._reply(connection, read, error, result)
+                        if reading:
+                            try:
+                                await UntilSuspended(reply, handoff)
+                            finally:
+                                reading = handoff.settle()
+                        else:
+                            await reply
+                        continue
+                    if not queue:
                         connection.ready -= 1
-                        if queue and connection.ready == 0:
-                            self._add_worker(connection)
+                        if len(idle) >= _MAX_IDLE_WORKERS:
+                            return
+                        wake = connection.new_event()
+                        idle.append(wake)
+                        await wake.wait()
+                        if connection.reading_turn is wake:  # handed the reading turn
+                            connection.reading_turn = None
+                            reading = True
+                        continue  # else whoever woke us counted us ready again
+                    call = queue.popleft()
+                    if connection.room is not None and len(queue) < _MAX_QUEUED_CALLS:
+                        connection.room.set()  # the reader may read again
+                        connection.room = None
+                    if call.reply is not None:  # answered without running anything
+                        await connection.send_reply(call.id, call.reply)
+                        continue
+                    if not machine.is_live(call.id, call):
+                        continue  # cancelled or superseded while queued
+                    connection.ready -= 1
+                    if queue and connection.ready == 0:
+                        self._add_worker(connection)
                     call.scope = scope
                     try:
                         error, result = await self._run(call)
@@ -462,6 +477,34 @@ def _own_cancellation(call: _Call) -> bool:
     from a task someone else cancelled does not, on asyncio (trio has no such case).
     """
     return (call.scope is not None and call.scope.cancel_called) or cancelled_here()
+
+
+class _Handoff:
+    """A reading worker's turn, handed on once when called; :meth:`settle` says whether
+    the worker still reads, and counts it ready the first time it does not."""
+
+    __slots__ = ("_connection", "_counted", "_pass_reading", "done")
+
+    def __init__(
+        self, pass_reading: Callable[[_Connection], None], connection: _Connection
+    ) -> None:
+        self._pass_reading = pass_reading
+        self._connection = connection
+        self._counted = False
+        self.done = False
+
+    def __call__(self) -> None:
+        if not self.done:
+            self.done = True
+            self._pass_reading(self._connection)
+
+    def settle(self) -> bool:
+        if not self.done:
+            return True
+        if not self._counted:  # a follower from now on: ready once its call is done
+            self._counted = True
+            self._connection.ready += 1
+        return False
 
 
 class _Call:
