@@ -343,9 +343,11 @@ class AssistantFrameProvider:
         """Read the connection while holding its reading turn (``reading``), and run
         calls, each cancellable on its own.
 
-        Leader and followers: the worker that reads a call while no other waits hands
-        the reading turn on (to an idle worker, or a new one) and runs the call itself,
-        so its result goes out without waiting for another task to be scheduled. Calls
+        Leader and followers: the worker that reads a call while no other waits runs
+        it itself, so its result goes out without waiting for another task to be
+        scheduled, and hands the reading turn on (to an idle worker, or a new one) just
+        before the call or the sending of its result first waits; a call that never
+        waits keeps the turn, and no other worker is woken. Calls
         read while others wait are queued. A worker is *ready* while it neither reads
         nor runs a call; one that takes a queued call while others wait and nobody else
         is ready recruits another worker first, so a slow call never holds up the rest.
