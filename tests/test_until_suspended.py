@@ -58,7 +58,7 @@ async def test_it_tells_once_before_the_first_wait_lets_anything_else_run() -> N
     assert told.calls == 1
     assert log[:2] == ["before", "told"]
     assert log.index("other task") > log.index("told")
-    assert log[-1] == "between"
+    assert "between" in log  # trio picks the order of the tasks it wakes together
 
 
 async def test_errors_and_cancellation_pass_through_as_for_a_plain_await() -> None:
