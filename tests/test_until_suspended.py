@@ -25,6 +25,14 @@ class Told:
         self.log.append("told")
 
 
+async def waits_long(finished: anyio.Event) -> None:
+    """Sleeps a minute; sets ``finished`` however it ends."""
+    try:
+        await anyio.sleep(60)
+    finally:
+        finished.set()
+
+
 async def test_a_coroutine_that_never_waits_is_awaited_without_telling() -> None:
     log: list[str] = []
     told = Told(log)
@@ -73,15 +81,8 @@ async def test_errors_and_cancellation_pass_through_as_for_a_plain_await() -> No
     assert told.calls == 1
 
     cleaned = anyio.Event()
-
-    async def waits_long() -> None:
-        try:
-            await anyio.sleep(60)
-        finally:
-            cleaned.set()
-
     with anyio.move_on_after(0.05) as scope:  # the cancellation reaches the coroutine
-        await UntilSuspended(waits_long(), Told([]))
+        await UntilSuspended(waits_long(cleaned), Told([]))
     assert scope.cancelled_caught
     assert cleaned.is_set()
 
@@ -89,15 +90,9 @@ async def test_errors_and_cancellation_pass_through_as_for_a_plain_await() -> No
 async def test_a_failing_on_suspend_closes_the_coroutine() -> None:
     closed = anyio.Event()
 
-    async def waits() -> None:
-        try:
-            await anyio.sleep(60)
-        finally:
-            closed.set()
-
     def refuse() -> None:
         raise RuntimeError("no hand-off")
 
     with pytest.raises(RuntimeError, match="no hand-off"):
-        await UntilSuspended(waits(), refuse)
+        await UntilSuspended(waits_long(closed), refuse)
     assert closed.is_set()
