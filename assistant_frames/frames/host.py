@@ -14,7 +14,6 @@ import secrets
 import uuid
 from collections.abc import Callable
 from contextlib import suppress
-from contextvars import copy_context
 from typing import Any
 
 import anyio
@@ -367,12 +366,11 @@ class AssistantFrameHost(Driver, WaitsForTools):
     async def _receive_loop(self) -> None:
         receive = self._transport.receive
         handle = self._handle
-        # In memory, the frame's sends are handled in its task: no wake-up of this one.
-        # In this task's context, as if this task had read them.
+        # In memory, the frame's sends are handled in its task (in this task's context):
+        # no wake-up of this one.
         inline = self._transport if isinstance(self._transport, MemoryTransport) else None
         if inline is not None:
-            context, handle_inline = copy_context(), self._handle_inline
-            inline.receive_inline(lambda message: context.run(handle_inline, message))
+            inline.receive_inline(self._handle_inline)
         try:
             while True:
                 handle(await receive())

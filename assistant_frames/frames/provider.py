@@ -6,7 +6,6 @@ import logging
 import uuid
 from collections import deque
 from collections.abc import Callable, Mapping
-from contextvars import copy_context
 from functools import partial
 from typing import Any, cast
 
@@ -147,13 +146,12 @@ class AssistantFrameProvider:
             async with transport, anyio.create_task_group() as task_group:
                 connection = _Connection(transport, task_group, self._document_id)
                 self._connections.add(connection)
-                # In memory, the host's sends are taken in its task: a call goes straight
-                # to a worker, without waking the reading one first. In this task's
-                # context, so workers started there see this frame's, not the host's.
+                # In memory, the host's sends are taken in its task (in this task's
+                # context, so workers started there see this frame's variables): a call
+                # goes straight to a worker, without waking the reading one first.
                 inline = transport if isinstance(transport, MemoryTransport) else None
                 if inline is not None:
-                    context, take = copy_context(), partial(self._take_inline, connection)
-                    inline.receive_inline(lambda message: context.run(take, message))
+                    inline.receive_inline(partial(self._take_inline, connection))
                 try:
                     task_group.start_soon(self._push_updates, connection)
                     task_group.start_soon(self._worker, connection, True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable, Mapping
+from contextvars import copy_context
 from typing import Any
 
 import anyio
@@ -206,12 +207,19 @@ class MemoryTransport(ObjectStream[Any]):
         otherwise queued for :meth:`receive` (``None``: queue every message again).
 
         A host or frame whose handling of a message never waits uses it to skip the
-        wake-up of its reading task. Messages that find others queued queue behind
-        them, so the order holds; :meth:`receive` goes on returning those, the end of
-        the stream and closing. ``handler`` must not raise, and must not wait: it runs
-        inside the peer's ``send``.
+        wake-up of its reading task. ``handler`` runs in a copy of the context
+        (``contextvars``) this is called in, as if the task that calls it had read the
+        message: tasks it starts see the receiver's variables, not the sender's.
+        Messages that find others queued queue behind them, so the order holds;
+        :meth:`receive` goes on returning those, the end of the stream and closing.
+        ``handler`` must not raise, and must not wait: it runs inside the peer's
+        ``send``.
         """
-        self._incoming.receiver = handler
+        if handler is None:
+            self._incoming.receiver = None
+            return
+        run = copy_context().run
+        self._incoming.receiver = lambda message: run(handler, message)
 
     async def _put(self, value: Any) -> None:
         """Queue ``value``, already the receiver's own copy, once there is room."""
