@@ -57,23 +57,28 @@ class NATSBusTarget:
         return f"NATSBusTarget(nats={_shown(self.nats)}, prefix={self.prefix!r})"
 
 
+def _urls(target: NATSTarget) -> str | list[str] | None:
+    """The server URL(s) of ``target`` without credentials; ``None`` for a client."""
+    if isinstance(target, str):
+        return without_credentials(target)
+    if isinstance(target, Sequence):
+        return [without_credentials(url) for url in target]
+    return None
+
+
 def _shown(target: NATSTarget) -> str:
     """``target`` for a repr: the server URLs without credentials, or the client's type."""
-    if isinstance(target, str):
-        return repr(without_credentials(target))
-    if isinstance(target, Sequence):
-        return repr([without_credentials(url) for url in target])
-    return f"<{type(target).__name__}>"
+    urls = _urls(target)
+    return f"<{type(target).__name__}>" if urls is None else repr(urls)
 
 
 def _servers(target: NATSTarget) -> str:
     """``target`` for a description: the server URLs without credentials, or the client's
     type (a connected client, shared)."""
-    if isinstance(target, str):
-        return without_credentials(target)
-    if isinstance(target, Sequence):
-        return ", ".join(without_credentials(url) for url in target)
-    return f"a shared {type(target).__name__}"
+    urls = _urls(target)
+    if urls is None:
+        return f"a shared {type(target).__name__}"
+    return urls if isinstance(urls, str) else ", ".join(urls)
 
 
 def parse_nats_url(
