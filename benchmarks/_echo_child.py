@@ -1,19 +1,58 @@
 """Echo child for ``benchmarks/run.py``: writes every line it reads back, flushed.
 
-The floor for a round trip through a subprocess pipe: no parsing, no event loop.
+Without an argument, the floor for a round trip through a subprocess pipe: blocking
+reads and writes, no parsing, no event loop. With ``asyncio`` or ``trio``, the same
+echo from that event loop (the bytes written back as they arrive, still unparsed): the
+floor for any worker that runs on one, as ours and ``mcp``'s do.
 """
 
 from __future__ import annotations
 
+import os
 import sys
 
 
-def main() -> None:
+def blocking() -> None:
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     for line in iter(stdin.readline, b""):
         stdout.write(line)
         stdout.flush()
 
 
+def on_asyncio() -> None:
+    import asyncio
+
+    class Echo(asyncio.Protocol):
+        def __init__(self, ended: asyncio.Future[None]) -> None:
+            self._ended = ended
+
+        def data_received(self, data: bytes) -> None:
+            os.write(1, data)  # a line or two: the pipe takes it whole
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._ended.set_result(None)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        ended = loop.create_future()
+        stdin = os.fdopen(0, "rb", buffering=0)
+        await loop.connect_read_pipe(lambda: Echo(ended), stdin)
+        await ended
+
+    asyncio.run(main())
+
+
+def on_trio() -> None:
+    import trio
+    import trio.lowlevel
+
+    async def main() -> None:
+        stdin, stdout = trio.lowlevel.FdStream(os.dup(0)), trio.lowlevel.FdStream(os.dup(1))
+        while data := await stdin.receive_some():
+            await stdout.send_all(data)
+
+    trio.run(main)
+
+
 if __name__ == "__main__":
-    main()
+    {"": blocking, "asyncio": on_asyncio, "trio": on_trio}[sys.argv[1] if sys.argv[1:] else ""]()

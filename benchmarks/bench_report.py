@@ -425,6 +425,7 @@ def render_cross_process(cross: CrossProcess) -> list[str]:
         ("ws_echo", "ws_echo"),
         ("ws_af", "ws_echo"),
         ("pipe_echo", "pipe_echo"),
+        ("loop_echo", "pipe_echo"),
         ("stdio_af", "pipe_echo"),
         ("mcp_stdio", "pipe_echo"),
     ):
@@ -433,6 +434,9 @@ def render_cross_process(cross: CrossProcess) -> list[str]:
             lines.append(f"{result.label:<38}{'skipped: ' + result.skipped}")
             continue
         ratio = "" if t[echo].skipped else f"{result.latency_us / t[echo].latency_us:.2f}x"
+        if key in ("stdio_af", "mcp_stdio") and not t["loop_echo"].skipped:
+            # Against the echo from an event loop too: the floor of a worker that has one.
+            ratio += f" ({result.latency_us / t['loop_echo'].latency_us:.2f}x (f'))"
         lines.append(
             f"{result.label:<38}{result.latency_us:>20.1f}{result.latency_p90_us:>10.1f}{ratio:>24}"
         )

@@ -1,5 +1,5 @@
-"""Pipe and stdio targets: (f) the bare pipe echo, (g) assistant-frames'
-``spawn_worker``, (h) ``mcp`` over stdio."""
+"""Pipe and stdio targets: (f) the bare pipe echo, (f') the same from an event loop,
+(g) assistant-frames' ``spawn_worker``, (h) ``mcp`` over stdio."""
 
 from __future__ import annotations
 
@@ -45,6 +45,18 @@ class PipeEcho:
 async def pipe_echo_target(kids: Children) -> AsyncIterator[Probe]:
     """(f): a Python child echoing lines through its stdin/stdout pipes."""
     async with child_process([sys.executable, str(ECHO_CHILD)], kids.env) as process:
+        echo = PipeEcho(process)
+        yield Probe(
+            echo.call, functools.partial(measure_sequential, echo.call), expected=TOOL_CALL_MESSAGE
+        )
+
+
+@asynccontextmanager
+async def loop_echo_target(kids: Children) -> AsyncIterator[Probe]:
+    """(f'): the echo child on the event loop our worker runs on: the floor for any
+    worker that has one."""
+    command = [sys.executable, str(ECHO_CHILD), kids.backend]
+    async with child_process(command, kids.env) as process:
         echo = PipeEcho(process)
         yield Probe(
             echo.call, functools.partial(measure_sequential, echo.call), expected=TOOL_CALL_MESSAGE

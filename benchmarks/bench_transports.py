@@ -1,4 +1,4 @@
-"""Across processes: (d) to (h), connected at once and measured interleaved; and
+"""Across processes: (d) to (h) and (f'), connected at once and measured interleaved; and
 ``bench_cross_process``, which runs the cross-process sections in order (these
 transports, worker start, import time, NATS)."""
 
@@ -14,14 +14,14 @@ from bench_children import SECTION_TIMEOUT_SECONDS, Children, children
 from bench_common import CallResult, Config, Probe, mcp_version, package_version
 from bench_nats import NATSResult, bench_nats
 from bench_startup import ImportResult, StartResult, bench_import, bench_worker_start
-from bench_stdio import mcp_stdio_target, pipe_echo_target, stdio_target
+from bench_stdio import loop_echo_target, mcp_stdio_target, pipe_echo_target, stdio_target
 from bench_websocket import websocket_echo_target, websocket_target
 
 
 async def bench_transports(
     config: Config, kids: Children, log: Callable[[str], None]
 ) -> dict[str, CallResult]:
-    """(d) to (h), all connected at once and measured interleaved, sequential latency."""
+    """(d) to (h) and (f'), all connected at once and measured interleaved, sequential latency."""
     websockets_version = package_version("websockets")
     mcp = mcp_version()
     results = {
@@ -30,6 +30,7 @@ async def bench_transports(
         ),
         "ws_af": CallResult("ws_af", "(e) assistant-frames, WebSocket"),
         "pipe_echo": CallResult("pipe_echo", "(f) bare pipe echo, child process"),
+        "loop_echo": CallResult("loop_echo", f"(f') the same, {kids.backend} child"),
         "stdio_af": CallResult("stdio_af", "(g) assistant-frames, stdio worker"),
         "mcp_stdio": CallResult("mcp_stdio", f"(h) mcp {mcp or ''} over stdio".replace("  ", " ")),
     }
@@ -42,6 +43,7 @@ async def bench_transports(
             probes["ws_echo"] = await stack.enter_async_context(websocket_echo_target())
             probes["ws_af"] = await stack.enter_async_context(websocket_target())
         probes["pipe_echo"] = await stack.enter_async_context(pipe_echo_target(kids))
+        probes["loop_echo"] = await stack.enter_async_context(loop_echo_target(kids))
         probes["stdio_af"] = await stack.enter_async_context(stdio_target(kids))
         if mcp is None:
             results["mcp_stdio"].skipped = "mcp is not installed"

@@ -34,9 +34,10 @@ It prints one table, measured in one run on one machine:
   members merged into the served registry (a federation's parent);
 * across processes, sequential latency of the same call: (d) a bare ``websockets``
   echo vs (e) assistant-frames over ``connect_websocket``/``websocket_server`` on
-  127.0.0.1; (f) a bare newline-JSON echo through a child's pipes vs (g) a
-  ``spawn_worker`` worker running ``serve_stdio`` vs (h) ``mcp.Client`` over stdio to an
-  ``MCPServer`` child (scripts: ``benchmarks/_*.py``);
+  127.0.0.1; (f) a bare newline-JSON echo through a child's pipes ((f') the same echo
+  from the worker's event loop) vs (g) a ``spawn_worker`` worker running
+  ``serve_stdio`` vs (h) ``mcp.Client`` over stdio to an ``MCPServer`` child (scripts:
+  ``benchmarks/_*.py``);
 * worker start: ``spawn_worker`` to the host's first context (and the same for the
   echo child's first reply and mcp's client initialisation);
 * import time of ``assistant_frames`` (``-X importtime`` and wall time);
