@@ -1,6 +1,7 @@
 """NATS, asyncio only: (q) and (r) latency against a ``nats-server`` the runner
-starts, (s) and (t) throughput over 1 and 2 replica processes, (u) and (v) discovery,
-and (u') discovery of 10x as many running frames."""
+starts, (s) and (t) throughput over 1 and 2 replica processes (and (t'), the same work
+in plain processes: what the machine allows), (u) and (v) discovery, and (u') discovery
+of 10x as many running frames."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import gc
 import importlib.util
 import json
 import math
+import multiprocessing
 import os
 import re
 import shutil
@@ -19,11 +21,13 @@ import sys
 import sysconfig
 import time
 from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ProcessPoolExecutor
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import anyio
+import anyio.to_thread
 from anyio.abc import Process
 from bench_children import (
     BENCH_DIR,
@@ -68,6 +72,8 @@ class NATSResult:
     tool_ms: float = math.nan  # the CPU-bound tool alone, in this process
     # calls/s of each block, by number of replica processes ("1", "2"), blocks alternating
     throughput: dict[str, list[float]] = field(default_factory=lambda: {"1": [], "2": []})
+    # (t') the same, the tool run in plain processes: no NATS, no event loop, no host
+    plain: dict[str, list[float]] = field(default_factory=lambda: {"1": [], "2": []})
     # Discovery of NATS_FRAME_COUNT frames, seconds: the frames running before the parent
     # enters NATSDiscovery (from entering); the frames started after (from the child
     # serving them all, and from starting the child).
@@ -88,10 +94,13 @@ class NATSResult:
     @property
     def scaling(self) -> float:
         """2 replicas over 1, from the blocks paired in turn."""
-        pairs = [
-            two / one for one, two in zip(self.throughput["1"], self.throughput["2"], strict=True)
-        ]
-        return statistics.median(pairs) if pairs else math.nan
+        return _paired_scaling(self.throughput)
+
+    @property
+    def plain_scaling(self) -> float:
+        """(t'): 2 plain processes over 1, from the blocks paired in turn: the most that
+        this machine's CPUs give two processes, whatever they run."""
+        return _paired_scaling(self.plain)
 
     @property
     def discovery_growth(self) -> float:
@@ -119,6 +128,10 @@ class NATSResult:
                 k: [round(v, 1) for v in s] for k, s in self.throughput.items()
             },
             "scaling_2_over_1": round(self.scaling, 3),
+            "plain_processes_calls_per_s": {
+                k: [round(v, 1) for v in s] for k, s in self.plain.items()
+            },
+            "plain_scaling_2_over_1": round(self.plain_scaling, 3),
             "discovery_frames": NATS_FRAME_COUNT,
             "discovery_enter_ms": ms(self.discovery_enter_s),
             "discovery_started_after_ready_ms": ms(self.discovery_ready_s),
@@ -271,6 +284,42 @@ async def _latency(
                 result.calls[key].latency_samples_ns += samples
 
 
+def _paired_scaling(throughput: dict[str, list[float]]) -> float:
+    pairs = [two / one for one, two in zip(throughput["1"], throughput["2"], strict=True)]
+    return statistics.median(pairs) if pairs else math.nan
+
+
+def _plain_rate(pool: ProcessPoolExecutor, work: Callable[[int], int], calls: int) -> float:
+    """Calls/s of ``work(NATS_WORK)``, ``calls`` of them, over ``pool``'s processes."""
+    start = time.perf_counter()
+    for _ in pool.map(work, [NATS_WORK] * calls):
+        pass
+    return calls / (time.perf_counter() - start)
+
+
+async def _plain_processes(config: Config, result: NATSResult, log: Callable[[str], None]) -> None:
+    """(t'): the CPU-bound tool in 1 and 2 plain processes, blocks alternating as for (s)
+    and (t). Two processes on two CPUs of a virtual machine do not always get twice the
+    work done (shared caches, a busy host); this row says how far (t)/(s) can go."""
+    import _nats_frames  # the runner's folder is on sys.path; spawned workers import it
+
+    context = multiprocessing.get_context("spawn")  # no fork of a process with threads
+    with (
+        ProcessPoolExecutor(1, mp_context=context) as one,
+        ProcessPoolExecutor(2, mp_context=context) as two,
+    ):
+        pools = {"1": one, "2": two}
+        for pool in pools.values():  # started and warm before any block is timed
+            await anyio.to_thread.run_sync(_plain_rate, pool, _nats_frames.work, 4)
+        for repeat in range(config.repeats):
+            log(f"plain processes: repeat {repeat + 1}/{config.repeats}")
+            for count in ("1", "2") if repeat % 2 == 0 else ("2", "1"):
+                rate = await anyio.to_thread.run_sync(
+                    _plain_rate, pools[count], _nats_frames.work, config.nats_cpu_calls
+                )
+                result.plain[count].append(rate)
+
+
 async def _throughput(
     config: Config, kids: Children, url: str, result: NATSResult, log: Callable[[str], None]
 ) -> None:
@@ -388,8 +437,8 @@ async def _discover_running(kids: Children, url: str, prefix: str, count: int) -
 
 async def bench_nats(config: Config, backend: str, log: Callable[[str], None]) -> NATSResult:
     """(q), (r) and (e) again in rotating blocks; CPU-bound throughput over 1 and 2
-    replica processes; discovery of ``NATS_FRAME_COUNT`` frames, and of
-    ``config.nats_frames_large``."""
+    replica processes, and in 1 and 2 plain processes; discovery of ``NATS_FRAME_COUNT``
+    frames, and of ``config.nats_frames_large``."""
     result = NATSResult(
         {
             "nats_af": CallResult("nats_af", "(q) assistant-frames, NATS"),
@@ -418,6 +467,8 @@ async def bench_nats(config: Config, backend: str, log: Callable[[str], None]) -
                 await _latency(config, url, result, log)
                 gc.collect()
                 await _throughput(config, kids, url, result, log)
+                gc.collect()
+                await _plain_processes(config, result, log)
                 gc.collect()
                 await _discovery(config, kids, url, result, log)
                 gc.collect()

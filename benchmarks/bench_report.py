@@ -481,6 +481,14 @@ def render_nats(nats: NATSResult) -> list[str]:
             f"{label:<38}{nats.calls_per_s(replicas):>20,.0f}"
             f"{min(nats.throughput[replicas]):>10,.0f}{ratio:>24}"
         )
+    for count, label in (("1", "(t') the tool alone, 1 process"), ("2", "(t') ... 2 processes")):
+        if not nats.plain[count]:
+            continue
+        ratio = "" if count == "1" else f"{nats.plain_scaling:.2f}x"
+        lines.append(
+            f"{label:<38}{statistics.median(nats.plain[count]):>20,.0f}"
+            f"{min(nats.plain[count]):>10,.0f}{ratio:>24}"
+        )
     title = f"discovery: {NATS_FRAME_COUNT} frames -> parent"
     lines += ["", f"{title:<38}{'median ms':>20}{'min ms':>10}{'max ms':>24}"]
     for label, samples in (
