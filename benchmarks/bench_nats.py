@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
-import importlib.util
+import importlib
 import json
 import math
 import multiprocessing
@@ -297,40 +297,45 @@ def _plain_rate(pool: ProcessPoolExecutor, work: Callable[[int], int], calls: in
     return calls / (time.perf_counter() - start)
 
 
+def _started_pool(workers: int) -> ProcessPoolExecutor:
+    """A pool of ``workers`` processes, each started and done importing ``work``'s
+    module before this returns (one waits, so none of them is started mid-block)."""
+    pool = ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("spawn"),  # no fork of a threaded process
+        initializer=importlib.import_module,
+        initargs=("_nats_frames",),
+    )
+    list(pool.map(time.sleep, [0.2] * workers))  # one sleep each: all of them started
+    return pool
+
+
 async def _plain_processes(config: Config, result: NATSResult, log: Callable[[str], None]) -> None:
     """(t'): the CPU-bound tool in 1 and 2 plain processes, blocks alternating as for (s)
     and (t). Two processes on two CPUs of a virtual machine do not always get twice the
     work done (shared caches, a busy host); this row says how far (t)/(s) can go."""
-    import _nats_frames  # the runner's folder is on sys.path; spawned workers import it
+    from _nats_frames import work  # beside this module; spawned workers import it too
 
-    context = multiprocessing.get_context("spawn")  # no fork of a process with threads
-    with (
-        ProcessPoolExecutor(1, mp_context=context) as one,
-        ProcessPoolExecutor(2, mp_context=context) as two,
-    ):
-        pools = {"1": one, "2": two}
-        for pool in pools.values():  # started and warm before any block is timed
-            await anyio.to_thread.run_sync(_plain_rate, pool, _nats_frames.work, 4)
+    pools = {count: await anyio.to_thread.run_sync(_started_pool, int(count)) for count in "12"}
+    try:
         for repeat in range(config.repeats):
             log(f"plain processes: repeat {repeat + 1}/{config.repeats}")
             for count in ("1", "2") if repeat % 2 == 0 else ("2", "1"):
                 rate = await anyio.to_thread.run_sync(
-                    _plain_rate, pools[count], _nats_frames.work, config.nats_cpu_calls
+                    _plain_rate, pools[count], work, config.nats_cpu_calls
                 )
                 result.plain[count].append(rate)
+    finally:
+        for pool in pools.values():
+            pool.shutdown(cancel_futures=True)
 
 
 async def _throughput(
     config: Config, kids: Children, url: str, result: NATSResult, log: Callable[[str], None]
 ) -> None:
-    from assistant_frames.nats import NATSFrameHost
+    from _nats_frames import work  # beside this module, on sys.path
 
-    spec = importlib.util.spec_from_file_location("_nats_frames", NATS_FRAMES)
-    assert spec is not None
-    assert spec.loader is not None
-    frames_module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(frames_module)
-    work = frames_module.work
+    from assistant_frames.nats import NATSFrameHost
 
     samples = []
     for _ in range(20):
