@@ -128,7 +128,7 @@ def derive_wire_tools(
     """``tools`` in wire form, made from ``previous`` (the wire form of the map they were
     derived from) by the same steps: only the tools put are serialized."""
     removed, put, reordered = steps
-    wire = dict(previous)
+    wire = previous.copy()  # copy() stays fast once tools were removed; dict() does not
     for name in removed:
         wire.pop(name, None)
     for name in put:
