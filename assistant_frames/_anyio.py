@@ -157,14 +157,17 @@ class UntilSuspended(Generic[T]):
     Awaiting it is awaiting ``coro`` (what it yields goes to this task's runner, and what
     the runner sends or throws goes back), so cancel scopes and the backend's traps work
     as for a plain ``await``, on asyncio and trio alike. A frame's reading worker runs a
-    call this way and hands its reading turn on only when the call waits.
+    call this way and hands its reading turn on only when the call waits; afterwards,
+    :attr:`suspended` says whether it did.
     """
 
-    __slots__ = ("_coro", "_on_suspend")
+    __slots__ = ("_coro", "_on_suspend", "suspended")
 
     def __init__(self, coro: Coroutine[Any, Any, T], on_suspend: Callable[[], object]) -> None:
         self._coro = coro
         self._on_suspend = on_suspend
+        #: Whether ``coro`` suspended (``on_suspend`` was called).
+        self.suspended = False
 
     def __await__(self) -> Generator[Any, Any, T]:
         coro = self._coro
@@ -172,6 +175,7 @@ class UntilSuspended(Generic[T]):
             value = coro.send(None)
         except StopIteration as done:
             return done.value  # type: ignore[no-any-return]
+        self.suspended = True
         try:
             self._on_suspend()
         except BaseException:

@@ -41,8 +41,11 @@ async def test_a_coroutine_that_never_waits_is_awaited_without_telling() -> None
         log.append("ran")
         return 42
 
-    assert await UntilSuspended(quick(), told) == 42
+    waiter = UntilSuspended(quick(), told)
+    assert not waiter.suspended
+    assert await waiter == 42
     assert told.calls == 0
+    assert not waiter.suspended
     assert log == ["ran"]
 
 
@@ -60,10 +63,12 @@ async def test_it_tells_once_before_the_first_wait_lets_anything_else_run() -> N
         await anyio.sleep(0.01)
         return "done"
 
+    waiter = UntilSuspended(waits_twice(), told)
     async with anyio.create_task_group() as tg:
         tg.start_soon(other)  # runs only once the awaited coroutine waits
-        assert await UntilSuspended(waits_twice(), told) == "done"
+        assert await waiter == "done"
     assert told.calls == 1
+    assert waiter.suspended
     assert log[:2] == ["before", "told"]
     assert log.index("other task") > log.index("told")
     assert "between" in log  # trio picks the order of the tasks it wakes together

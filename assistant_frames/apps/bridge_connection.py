@@ -20,7 +20,7 @@ from typing import Any, NoReturn, Protocol
 import anyio
 from anyio.abc import ObjectStream, TaskGroup
 
-from .._anyio import event_class, expire_calls
+from .._anyio import UntilSuspended, event_class, expire_calls
 from ..calls import PendingCall
 from ..errors import FrameDisconnected, ToolCallError, ToolCallTimeout, error_from_jsonrpc
 from ..transports.contract import CLOSED_ERRORS, close_reason
@@ -252,9 +252,11 @@ class BridgeConnection:
     async def _receive_loop(self) -> None:
         """Read the view's messages until one is a request, and serve that one here.
 
-        Leader and followers: the task that read a request hands reading on to an idle
-        reader (or a new one) and serves the request itself, so its answer goes out
-        without waiting for a task to be scheduled; then it waits, idle, to read again.
+        Leader and followers: the task that read a request serves it itself, so its
+        answer goes out without waiting for a task to be scheduled. Only if serving
+        waits (most requests do not) is reading handed on first, to an idle reader (or
+        a new one), so a slow request never stops reading; this one then waits, idle,
+        to read again.
         """
         while True:
             admitted = await self._read_until_request()
@@ -263,13 +265,10 @@ class BridgeConnection:
                     follower.set()
                 self._followers.clear()
                 return
-            group = self._task_group
-            assert group is not None
-            if self._followers:
-                self._followers.pop().set()
-            else:
-                group.start_soon(self._receive_loop)
-            await self._serve(*admitted)
+            serving = UntilSuspended(self._serve(*admitted), self._pass_reading)
+            await serving
+            if not serving.suspended:
+                continue  # still the reader
             if len(self._followers) >= _IDLE_READERS or self.ended_reason is not None:
                 return
             turn = self._new_event()
@@ -277,6 +276,15 @@ class BridgeConnection:
             await turn.wait()
             if self.ended_reason is not None:
                 return
+
+    def _pass_reading(self) -> None:
+        """Hand reading on to an idle reader, or a new one."""
+        if self._followers:
+            self._followers.pop().set()
+        else:
+            group = self._task_group
+            assert group is not None
+            group.start_soon(self._receive_loop)
 
     async def _read_until_request(self) -> tuple[Request, anyio.CancelScope] | None:
         """Feed the machine until a request is admitted (``None``: the connection ended)."""

@@ -133,9 +133,13 @@ class MessageWriter:
         ):
             # The common case, without the writer task's hop: nothing is ahead of these
             # messages and the transport has room. The lock orders a writer that starts
-            # meanwhile (its messages were queued after these).
-            async with self._writing:
+            # meanwhile (its messages were queued after these); it is free, so taken
+            # without a checkpoint.
+            self._writing.acquire_nowait()
+            try:
                 await self._write(messages[0])
+            finally:
+                self._writing.release()
             messages = messages[1:]
         rest = self.send_soon(messages)
         if rest:
