@@ -19,6 +19,7 @@ from __future__ import annotations
 import copy
 import uuid
 from collections.abc import Callable, Mapping
+from contextlib import suppress
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -508,21 +509,18 @@ class HostMachine:
             }
             # A map that knows its steps: who namespaces it follows only what changed.
             tools = ToolMap.derived(tools, tuple(patch.removed), put)
-            order = patch.order
-            if order is not None:
-                if len(order) != len(tools) or set(order) != tools.keys():
-                    raise ValueError("its order does not name every tool once")
-                tools = ToolMap((name, tools[name]) for name in order)
+            if patch.order is not None:
+                tools = _reordered(tools, patch.order)
             # Nothing raises from here on: the specs can change in place, once they are
-            # this machine's own (a copy of the first that came over the wire).
+            # this machine's own (a copy of the first that came over the wire). They are
+            # looked up and compared as a whole, never walked in order: a new order is
+            # the tools' alone.
             tool_specs: dict[str, Any] = wire.get("tools") or {}
             if tool_specs is not self._own_specs:
                 tool_specs = dict(tool_specs)
             for name in patch.removed:
                 tool_specs.pop(name, None)
             tool_specs.update(specs)
-            if order is not None:
-                tool_specs = {name: tool_specs[name] for name in order}
             wire["tools"] = self._own_specs = tool_specs
         self.context = ModelContext(system=system, tools=tools, ui_resources=ui_resources)
         self.wire = wire
@@ -562,3 +560,18 @@ class HostMachine:
                 tools[name] = make_tool(name, protocol.check_tool(name, spec))
                 changed = True
         return ModelContext(system=system, tools=tools, ui_resources=ui_resources), changed
+
+
+def _reordered(tools: ToolMap, order: list[str]) -> ToolMap:
+    """``tools`` in ``order``; ``ValueError`` unless ``order`` names each of them once.
+
+    Built at C speed: a name ``tools`` lacks fails the lookup, and a name given twice
+    leaves the map shorter than ``order``.
+    """
+    ordered = None
+    if len(order) == len(tools):
+        with suppress(KeyError):
+            ordered = ToolMap(zip(order, map(tools.__getitem__, order), strict=True))
+    if ordered is None or len(ordered) != len(order):
+        raise ValueError("its order does not name every tool once")
+    return ordered

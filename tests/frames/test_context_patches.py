@@ -198,7 +198,7 @@ def test_a_patch_with_unusable_ui_resources_changes_nothing_held() -> None:
 def test_a_patch_whose_order_does_not_name_every_tool_once_is_not_applied() -> None:
     host, _ = subscribed_host({"tools": {"a": spec("A"), "b": spec("B")}})
     held = host.context
-    for order in (["a", "a", "c"], ["a", "c"], ["c", "b", "a", "a"]):
+    for order in (["a", "a", "c"], ["a", "c"], ["c", "b", "a", "a"], ["a", "b", "x"]):
         host.patch_seq = 0
         event = host.receive(
             envelope({**patch(1, {"tools": {"c": spec("C")}})["message"], "order": order})
