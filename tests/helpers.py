@@ -245,6 +245,19 @@ async def wait_until(predicate: Callable[[], bool], timeout: float = 5.0) -> Non
     raise TimeoutError(f"still not true after {timeout} s")
 
 
+async def read_exactly(fd: int, size: int) -> bytes:
+    """``size`` bytes from the non-blocking pipe ``fd``, waiting for them as they come."""
+    data = bytearray()
+    while len(data) < size:
+        try:
+            chunk = os.read(fd, size - len(data))
+        except BlockingIOError:
+            await anyio.wait_readable(fd)
+            continue
+        data += chunk
+    return bytes(data)
+
+
 def free_port() -> int:
     """A port that nothing listens on (bound, then released)."""
     with socket.socket() as sock:

@@ -12,6 +12,8 @@ import pytest
 from assistant_frames.transports._fd_streams import FdSendStream
 from assistant_frames.transports._outbox import Outbox
 
+from helpers import read_exactly
+
 pytestmark = pytest.mark.anyio
 
 
@@ -20,18 +22,6 @@ def _pipe() -> tuple[int, int]:
     os.set_blocking(read_fd, False)
     os.set_blocking(write_fd, False)
     return read_fd, write_fd
-
-
-async def _read_exactly(fd: int, size: int) -> bytes:
-    data = bytearray()
-    while len(data) < size:
-        try:
-            chunk = os.read(fd, size - len(data))
-        except BlockingIOError:
-            await anyio.wait_readable(fd)
-            continue
-        data += chunk
-    return bytes(data)
 
 
 async def test_a_message_is_written_by_the_task_that_sends_it() -> None:
@@ -67,7 +57,7 @@ async def test_what_a_full_pipe_does_not_take_follows_in_order() -> None:
                 done = anyio.Event()
 
                 async def read_all() -> None:
-                    received.append(await _read_exactly(read_fd, len(expected)))
+                    received.append(await read_exactly(read_fd, len(expected)))
                     done.set()
 
                 for message in messages[:20]:  # the pipe (64 KiB) fills: the rest queues
