@@ -24,6 +24,7 @@ from pydantic import BaseModel
 
 from .._anyio import call_maybe_async
 from .._driver import Driver
+from .._logs import log_first_loudly
 from ..calls import PendingCall
 from ..registry.context import ModelContextProvider, Unsubscribe
 from ..transports.contract import CLOSED_ERRORS
@@ -518,13 +519,11 @@ class App(Driver):
             if running is not None:
                 running.cancel()
         elif isinstance(event, Rejected):
-            level = logging.WARNING if event.first else logging.DEBUG
-            logger.log(level, "App rejected %s", event.reason)
+            log_first_loudly(logger, event.first, "App rejected %s", event.reason)
             if event.reply is not None:
                 await self._try_send(event.reply)
         else:  # HostError
-            level = logging.WARNING if event.first else logging.DEBUG
-            logger.log(level, "The host reported an error: %s", event.message)
+            log_first_loudly(logger, event.first, "The host reported an error: %s", event.message)
 
     async def _run_callbacks(self) -> None:
         async for callback, args in self._callbacks_out:
@@ -547,8 +546,7 @@ class App(Driver):
             except Exception as exc:
                 if isinstance(exc, protocol.ProtocolError):
                     first = self._machine.rejected == 0
-                    level = logging.WARNING if first else logging.DEBUG
-                    logger.log(level, "App rejected %s: %s", method, exc.message)
+                    log_first_loudly(logger, first, "App rejected %s: %s", method, exc.message)
                 else:
                     logger.warning("App failed to answer %s: %r", method, exc)
                 answer = self._machine.fail(request.id, exc)

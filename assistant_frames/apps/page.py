@@ -35,6 +35,7 @@ import mcp_types as mcp
 from anyio.abc import ObjectStream
 
 from .._driver import Lifecycle
+from .._logs import log_first_loudly
 from ..mcp.tools import mcp_tools
 from ..transports.message_writer import ConnectionWriter
 from ..transports.websocket import (
@@ -234,9 +235,9 @@ class AppPage(Lifecycle):
                 self._dropped += 1
                 # The first drop is a warning; a view flooding the log would otherwise
                 # make one for each of its messages.
-                level = logging.WARNING if self._dropped == 1 else logging.DEBUG
-                logger.log(
-                    level,
+                log_first_loudly(
+                    logger,
+                    self._dropped == 1,
                     "App page: a page is too slow; dropped a %s (%d so far; later drops are"
                     " logged at DEBUG)",
                     message["type"],

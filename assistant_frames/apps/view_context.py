@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import mcp_types as mcp
 from anyio.abc import TaskGroup
 
+from .._logs import log_first_loudly
 from ..errors import AssistantFramesError
 from ..mcp.tools import tool_from_mcp
 from ..registry.context import ModelContext, Subscribers, Unsubscribe
@@ -124,9 +125,9 @@ class ViewContext:
             # A warning the first time: a view announcing changes and answering the
             # listings badly would otherwise make one for each of them.
             self._listing_failures += 1
-            level = logging.WARNING if self._listing_failures == 1 else logging.DEBUG
-            logger.log(
-                level,
+            log_first_loudly(
+                logger,
+                self._listing_failures == 1,
                 "Could not list the tools of the view %s: %s (failures: %d; later ones are"
                 " logged at DEBUG)",
                 self._owner.name,

@@ -19,6 +19,7 @@ from anyio import TypedAttributeSet, typed_attribute
 from anyio.abc import ObjectStream, SocketAttribute
 from starlette.types import Receive, Scope, Send
 
+from .._logs import log_first_loudly
 from ..transports import (
     CloseReason,
     TransportAttribute,
@@ -177,8 +178,9 @@ class ASGIWebSocketTransport(ObjectStream[Any]):
             return True, decode_message(data)
         except ValueError as exc:
             self._dropped += 1
-            level = logging.WARNING if self._dropped == 1 else logging.DEBUG
-            logger.log(level, "Dropped a WebSocket frame that is not JSON: %s", exc)
+            log_first_loudly(
+                logger, self._dropped == 1, "Dropped a WebSocket frame that is not JSON: %s", exc
+            )
             return False, None
 
     def _end_with(self, code: int, reason: str) -> None:

@@ -21,6 +21,7 @@ from anyio.abc import ObjectStream, TaskGroup
 
 from .._anyio import event_class, expire_calls
 from .._driver import Driver
+from .._logs import log_first_loudly
 from .._text import without_repeated_command
 from ..calls import PendingCall
 from ..errors import ContextTimeout, FrameDisconnected, ToolArgumentsError
@@ -421,8 +422,13 @@ class AssistantFrameHost(Driver, WaitsForTools):
         return True
 
     def _log_malformed(self, event: Malformed) -> None:
-        level = logging.WARNING if event.first else logging.DEBUG
-        logger.log(level, "Host dropped a malformed message from %s (%s)", self.name, event.reason)
+        log_first_loudly(
+            logger,
+            event.first,
+            "Host dropped a malformed message from %s (%s)",
+            self.name,
+            event.reason,
+        )
 
     def _deliver(self, event: CallEvent) -> None:
         """A call's progress or log event: to its caller, and to every-call followers."""

@@ -15,6 +15,7 @@ from anyio.abc import ObjectStream, TaskGroup
 
 from .._anyio import UntilSuspended, cancelled_here, event_class
 from .._json import encode_json
+from .._logs import log_first_loudly
 from .._threads import DEFAULT_MAX_THREADS, ThreadLimiter, current_limiter
 from ..errors import ToolCallError
 from ..registry.context import ModelContext, ModelContextProvider, Unsubscribe
@@ -239,8 +240,9 @@ class AssistantFrameProvider:
             self._on_malformed(connection, event)  # type: ignore[arg-type]
 
     def _on_malformed(self, connection: _Connection, event: Malformed) -> None:
-        logger.log(
-            logging.WARNING if event.first else logging.DEBUG,
+        log_first_loudly(
+            logger,
+            event.first,
             "Dropped a malformed frame message (%s)%s",
             event.reason,
             "; further ones on this connection are logged at DEBUG" if event.first else "",

@@ -14,6 +14,7 @@ from collections import deque
 from typing import Any
 
 from .._json import decode_json
+from .._logs import log_first_loudly
 from .contract import encode_message
 
 __all__ = ["LineDecoder", "encode_line"]
@@ -92,5 +93,4 @@ class LineDecoder:
         if len(self.dropped_samples) < _DROPPED_SAMPLES:
             sample = bytes(line[:80]).decode("utf-8", "replace") if line is not None else None
             self.dropped_samples.append(sample if sample is not None else f"<{what}>")
-        level = logging.WARNING if self.dropped == 1 else logging.DEBUG
-        logger.log(level, "Dropped %s", what)
+        log_first_loudly(logger, self.dropped == 1, "Dropped %s", what)

@@ -34,6 +34,7 @@ from anyio.abc import ObjectStream
 
 from .._anyio import event_class
 from .._driver import Lifecycle
+from .._logs import log_first_loudly
 from .contract import TransportAttribute
 
 __all__ = [
@@ -370,9 +371,9 @@ class Multiplexer(Lifecycle):
             return bool(stream.claim(message))
         except Exception:
             self._claim_errors += 1
-            level = logging.WARNING if self._claim_errors == 1 else logging.DEBUG
-            logger.log(
-                level,
+            log_first_loudly(
+                logger,
+                self._claim_errors == 1,
                 "The claim of sub-stream %s raised on %s; counted as not claiming it",
                 stream.name,
                 _describe(message),

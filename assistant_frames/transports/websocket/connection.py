@@ -16,6 +16,7 @@ from websockets.frames import CloseCode, Frame, Opcode
 from websockets.protocol import Protocol, Side, State
 
 from ..._json import decode_json
+from ..._logs import log_first_loudly
 from .._outbox import DEFAULT_HIGH_WATER, outbox_attributes, outbox_for
 from ..contract import CloseReason, TransportClosed, encode_message
 
@@ -293,8 +294,7 @@ class WebSocketTransport(ObjectStream[Any]):
 
     def _drop(self, what: str) -> None:
         self._dropped += 1
-        level = logging.WARNING if self._dropped == 1 else logging.DEBUG
-        logger.log(level, "Dropped %s", what)
+        log_first_loudly(logger, self._dropped == 1, "Dropped %s", what)
 
     def _end(self, exc: BaseException) -> None:
         if self._ended is None:
