@@ -304,21 +304,22 @@ class DirectOutbox(_OutboxBase):
 
     async def put(self, produce: Callable[[], Iterable[bytes]]) -> None:
         """As :meth:`Outbox.put`."""
-        if not self._lock.locked() and not self._stream.write_paused:
+        if not self.would_wait:
             # Nobody waits ahead (a released lock passes straight to its next waiter)
             # and the buffer has room: hand it over without the lock's checkpoint, as
             # a memory transport's send does.
-            self._check()
-            self._write(produce())
-            self._check()
+            self._hand_over(produce)
             return
         async with self._lock:
             while self._stream.write_paused:
                 self._check()
                 await self._stream.wait_drained()
-            self._check()
-            self._write(produce())
-            self._check()
+            self._hand_over(produce)
+
+    def _hand_over(self, produce: Callable[[], Iterable[bytes]]) -> None:
+        self._check()
+        self._write(produce())
+        self._check()  # the stream broke as we wrote
 
     def put_urgent(self, chunks: Iterable[bytes]) -> None:
         """Hand ``chunks`` over now (after what the stream already holds)."""
