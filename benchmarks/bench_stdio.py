@@ -42,20 +42,11 @@ class PipeEcho:
 
 
 @asynccontextmanager
-async def pipe_echo_target(kids: Children) -> AsyncIterator[Probe]:
-    """(f): a Python child echoing lines through its stdin/stdout pipes."""
-    async with child_process([sys.executable, str(ECHO_CHILD)], kids.env) as process:
-        echo = PipeEcho(process)
-        yield Probe(
-            echo.call, functools.partial(measure_sequential, echo.call), expected=TOOL_CALL_MESSAGE
-        )
-
-
-@asynccontextmanager
-async def loop_echo_target(kids: Children) -> AsyncIterator[Probe]:
-    """(f'): the echo child on the event loop our worker runs on: the floor for any
+async def pipe_echo_target(kids: Children, *, on_loop: bool = False) -> AsyncIterator[Probe]:
+    """(f): a Python child echoing lines through its stdin/stdout pipes. ``on_loop``:
+    (f'), the child echoing from the event loop our worker runs on, the floor for any
     worker that has one."""
-    command = [sys.executable, str(ECHO_CHILD), kids.backend]
+    command = [sys.executable, str(ECHO_CHILD), *([kids.backend] if on_loop else [])]
     async with child_process(command, kids.env) as process:
         echo = PipeEcho(process)
         yield Probe(

@@ -14,14 +14,14 @@ from bench_children import SECTION_TIMEOUT_SECONDS, Children, children
 from bench_common import CallResult, Config, Probe, mcp_version, package_version
 from bench_nats import NATSResult, bench_nats
 from bench_startup import ImportResult, StartResult, bench_import, bench_worker_start
-from bench_stdio import loop_echo_target, mcp_stdio_target, pipe_echo_target, stdio_target
+from bench_stdio import mcp_stdio_target, pipe_echo_target, stdio_target
 from bench_websocket import websocket_echo_target, websocket_target
 
 
 async def bench_transports(
     config: Config, kids: Children, log: Callable[[str], None]
 ) -> dict[str, CallResult]:
-    """(d) to (h) and (f'), all connected at once and measured interleaved, sequential latency."""
+    """(d) to (h) and (f'), all connected at once; sequential latency, interleaved."""
     websockets_version = package_version("websockets")
     mcp = mcp_version()
     results = {
@@ -43,7 +43,7 @@ async def bench_transports(
             probes["ws_echo"] = await stack.enter_async_context(websocket_echo_target())
             probes["ws_af"] = await stack.enter_async_context(websocket_target())
         probes["pipe_echo"] = await stack.enter_async_context(pipe_echo_target(kids))
-        probes["loop_echo"] = await stack.enter_async_context(loop_echo_target(kids))
+        probes["loop_echo"] = await stack.enter_async_context(pipe_echo_target(kids, on_loop=True))
         probes["stdio_af"] = await stack.enter_async_context(stdio_target(kids))
         if mcp is None:
             results["mcp_stdio"].skipped = "mcp is not installed"
