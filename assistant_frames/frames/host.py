@@ -30,7 +30,7 @@ from ..registry.events import ToolEventCallback, ToolEventSubscribers, deliver_e
 from ..registry.tool import Tool, ToolCallContext
 from ..registry.waiting import WaitsForTools
 from ..transports.contract import CLOSED_ERRORS, TransportAttribute, close_reason
-from ..transports.memory import MemoryTransport
+from ..transports.memory import receiving_inline
 from . import protocol
 from .host_machine import CallEvent, ContextChanged, HostMachine, HostState, Malformed
 from .protocol import SerializedTool
@@ -367,14 +367,12 @@ class AssistantFrameHost(Driver, WaitsForTools):
     async def _receive_loop(self) -> None:
         receive = self._transport.receive
         handle = self._handle
-        # In memory, the frame's sends are handled in its task (in this task's context):
-        # no wake-up of this one.
-        inline = self._transport if isinstance(self._transport, MemoryTransport) else None
-        if inline is not None:
-            inline.receive_inline(self._handle_inline)
         try:
-            while True:
-                handle(await receive())
+            # In memory, the frame's sends are handled in its task (in this task's
+            # context): no wake-up of this one.
+            with receiving_inline(self._transport, self._handle_inline):
+                while True:
+                    handle(await receive())
         except CLOSED_ERRORS as exc:  # a transport may say why (an exit code, a close code)
             reason = close_reason(exc)
             self._disconnect(
@@ -388,9 +386,6 @@ class AssistantFrameHost(Driver, WaitsForTools):
         except Exception as exc:  # a transport failing in its own way
             logger.warning("Transport of %s failed: %r", self.name, exc)
             self._disconnect(f"The transport of {self.name} failed: {exc!r}")
-        finally:
-            if inline is not None:
-                inline.receive_inline(None)
 
     def _handle(self, message: Any) -> None:
         """What a message from the frame does; never waits."""

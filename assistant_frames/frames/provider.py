@@ -24,7 +24,7 @@ from ..registry.registry import ModelContextRegistry
 from ..registry.tool import Tool, ToolCallContext
 from ..registry.tool_map import ToolMap
 from ..transports.contract import CLOSED_ERRORS, TransportAttribute
-from ..transports.memory import MemoryTransport
+from ..transports.memory import receiving_inline
 from . import protocol
 from .frame_machine import (
     CallCancelled,
@@ -150,19 +150,16 @@ class AssistantFrameProvider:
                 # In memory, the host's sends are taken in its task (in this task's
                 # context, so workers started there see this frame's variables): a call
                 # goes straight to a worker, without waking the reading one first.
-                inline = transport if isinstance(transport, MemoryTransport) else None
-                if inline is not None:
-                    inline.receive_inline(partial(self._take_inline, connection))
+                inline = receiving_inline(transport, partial(self._take_inline, connection))
                 try:
-                    task_group.start_soon(self._push_updates, connection)
-                    task_group.start_soon(self._worker, connection, True)
-                    await connection.ended.wait()
+                    with inline:
+                        task_group.start_soon(self._push_updates, connection)
+                        task_group.start_soon(self._worker, connection, True)
+                        await connection.ended.wait()
                 except anyio.get_cancelled_exc_class():
                     await self._say_goodbye(connection)  # we stop; the connection is open
                     raise
                 finally:
-                    if inline is not None:
-                        inline.receive_inline(None)
                     self._connections.discard(connection)
                     for call in connection.machine.calls.values():
                         call.context.cancel()  # sync tools in threads see the flag

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import copy_context
 from typing import Any
 
@@ -141,12 +142,7 @@ class MemoryTransport(ObjectStream[Any]):
         """
         value = self._copy(item)
         outgoing = self._outgoing
-        if (
-            self._closed
-            or outgoing.eof
-            or outgoing.receiver_closed
-            or (outgoing.bounded and len(outgoing.items) >= outgoing.max_size)
-        ):
+        if self._stopped() or (outgoing.bounded and len(outgoing.items) >= outgoing.max_size):
             await self._put(value)  # raises, or waits for room
             return
         receiver = outgoing.receiver
@@ -318,3 +314,17 @@ def memory_pair(
         MemoryTransport(b_to_a, a_to_b, max_message_bytes),
         MemoryTransport(a_to_b, b_to_a, max_message_bytes),
     )
+
+
+@contextmanager
+def receiving_inline(transport: object, handler: Callable[[Any], bool]) -> Iterator[None]:
+    """For the block, ``transport.receive_inline(handler)`` when ``transport`` is a
+    :class:`MemoryTransport` (then unset); nothing for any other transport."""
+    if not isinstance(transport, MemoryTransport):
+        yield
+        return
+    transport.receive_inline(handler)
+    try:
+        yield
+    finally:
+        transport.receive_inline(None)
