@@ -52,6 +52,10 @@ _MAX_IDLE_WORKERS = 8
 # until workers catch up: a peer that sends calls and never reads the results (so the
 # workers block sending them) meets backpressure instead of growing our memory.
 _MAX_QUEUED_CALLS = 1000
+# Workers per connection (each runs at most one call). At the cap a call waits in the
+# queue for a worker to finish, so a peer whose calls all wait (for a thread, or to send
+# results it never reads) holds at most this many plus the queue.
+_MAX_WORKERS = 1000
 _MAX_QUEUED_LOGS = 256  # per connection; the oldest go first when the host reads slowly
 _CONTEXT_KEY = "model-context"  # send_latest's key: a newer snapshot replaces an older one
 # How long a frame that stops serving an open connection tries to say so (the running
@@ -154,7 +158,7 @@ class AssistantFrameProvider:
                 try:
                     with inline:
                         task_group.start_soon(self._push_updates, connection)
-                        task_group.start_soon(self._worker, connection, True)
+                        self._spawn_worker(connection, reading=True)
                         await connection.ended.wait()
                 except anyio.get_cancelled_exc_class():
                     await self._say_goodbye(connection)  # we stop; the connection is open
@@ -322,19 +326,28 @@ class AssistantFrameProvider:
             self._add_worker(connection)
 
     def _add_worker(self, connection: _Connection) -> None:
-        connection.ready += 1
+        """Wake an idle worker, or start one unless the connection has its cap."""
         if connection.idle:
+            connection.ready += 1
             connection.idle.pop().set()
-        else:
-            connection.task_group.start_soon(self._worker, connection)
+        elif self._spawn_worker(connection):
+            connection.ready += 1
 
-    def _pass_reading(self, connection: _Connection) -> None:
-        """Hand the reading turn to an idle worker, or to a new one."""
+    def _spawn_worker(self, connection: _Connection, reading: bool = False) -> bool:
+        if connection.workers >= _MAX_WORKERS:
+            return False
+        connection.workers += 1
+        connection.task_group.start_soon(self._worker, connection, reading)
+        return True
+
+    def _pass_reading(self, connection: _Connection) -> bool:
+        """Hand the reading turn to an idle worker, or to a new one; ``False`` if every
+        worker the connection may have is busy (reading then waits for this one)."""
         if connection.idle:
             turn = connection.reading_turn = connection.idle.pop()
             turn.set()
-        else:
-            connection.task_group.start_soon(self._worker, connection, True)
+            return True
+        return self._spawn_worker(connection, reading=True)
 
     async def _worker(self, connection: _Connection, reading: bool = False) -> None:
         """Read the connection while holding its reading turn (``reading``), and run
@@ -347,71 +360,75 @@ class AssistantFrameProvider:
         waits keeps the turn, and no other worker is woken. Calls
         read while others wait are queued. A worker is *ready* while it neither reads
         nor runs a call; one that takes a queued call while others wait and nobody else
-        is ready recruits another worker first, so a slow call never holds up the rest.
-        Idle workers wait to be woken rather than exit.
+        is ready recruits another worker first, so a slow call never holds up the rest
+        (up to ``_MAX_WORKERS``: then calls wait in the queue, and the reading turn stays
+        with its worker). Idle workers wait to be woken rather than exit.
 
         One cancel scope serves many calls: cancelling a call cancels the scope of the
         worker running it, which then carries on in a fresh scope. Entering a scope per
         call would cost a large share of a call.
         """
         queue, machine, idle = connection.queue, connection.machine, connection.idle
-        while True:
-            with anyio.CancelScope() as scope:
-                while not scope.cancel_called:
-                    if reading:
-                        read = await self._read_call(connection)
-                        if read is None:  # the connection ended: serve() ends it all
-                            connection.ended.set()
-                            return
-                        # Run it holding the reading turn, which goes on to another worker
-                        # only if the call (or sending its result) waits: most finish
-                        # first, and this worker then reads on without waking another.
-                        handoff = _Handoff(self._pass_reading, connection)
-                        read.scope = scope
-                        try:
-                            error, result = await UntilSuspended(self._run(read), handoff)
-                        finally:
-                            read.scope = None
-                            reading = handoff.settle()
-                        reply = self._reply(connection, read, error, result)
+        try:
+            while True:
+                with anyio.CancelScope() as scope:
+                    while not scope.cancel_called:
                         if reading:
+                            read = await self._read_call(connection)
+                            if read is None:  # the connection ended: serve() ends it all
+                                connection.ended.set()
+                                return
+                            # Run it holding the reading turn, which goes on to another worker
+                            # only if the call (or sending its result) waits: most finish
+                            # first, and this worker then reads on without waking another.
+                            handoff = _Handoff(self._pass_reading, connection)
+                            read.scope = scope
                             try:
-                                await UntilSuspended(reply, handoff)
+                                error, result = await UntilSuspended(self._run(read), handoff)
                             finally:
+                                read.scope = None
                                 reading = handoff.settle()
-                        else:
-                            await reply
-                        continue
-                    if not queue:
+                            reply = self._reply(connection, read, error, result)
+                            if reading:
+                                try:
+                                    await UntilSuspended(reply, handoff)
+                                finally:
+                                    reading = handoff.settle()
+                            else:
+                                await reply
+                            continue
+                        if not queue:
+                            connection.ready -= 1
+                            if len(idle) >= _MAX_IDLE_WORKERS:
+                                return
+                            wake = connection.new_event()
+                            idle.append(wake)
+                            await wake.wait()
+                            if connection.reading_turn is wake:  # handed the reading turn
+                                connection.reading_turn = None
+                                reading = True
+                            continue  # else whoever woke us counted us ready again
+                        call = queue.popleft()
+                        if connection.room is not None and len(queue) < _MAX_QUEUED_CALLS:
+                            connection.room.set()  # the reader may read again
+                            connection.room = None
+                        if call.reply is not None:  # answered without running anything
+                            await connection.send_reply(call.id, call.reply)
+                            continue
+                        if not machine.is_live(call.id, call):
+                            continue  # cancelled or superseded while queued
                         connection.ready -= 1
-                        if len(idle) >= _MAX_IDLE_WORKERS:
-                            return
-                        wake = connection.new_event()
-                        idle.append(wake)
-                        await wake.wait()
-                        if connection.reading_turn is wake:  # handed the reading turn
-                            connection.reading_turn = None
-                            reading = True
-                        continue  # else whoever woke us counted us ready again
-                    call = queue.popleft()
-                    if connection.room is not None and len(queue) < _MAX_QUEUED_CALLS:
-                        connection.room.set()  # the reader may read again
-                        connection.room = None
-                    if call.reply is not None:  # answered without running anything
-                        await connection.send_reply(call.id, call.reply)
-                        continue
-                    if not machine.is_live(call.id, call):
-                        continue  # cancelled or superseded while queued
-                    connection.ready -= 1
-                    if queue and connection.ready == 0:
-                        self._add_worker(connection)
-                    call.scope = scope
-                    try:
-                        error, result = await self._run(call)
-                    finally:
-                        call.scope = None
-                        connection.ready += 1
-                    await self._reply(connection, call, error, result)
+                        if queue and connection.ready == 0:
+                            self._add_worker(connection)
+                        call.scope = scope
+                        try:
+                            error, result = await self._run(call)
+                        finally:
+                            call.scope = None
+                            connection.ready += 1
+                        await self._reply(connection, call, error, result)
+        finally:
+            connection.workers -= 1
 
     async def _reply(
         self, connection: _Connection, call: _Call, error: str | None, result: Any
@@ -479,13 +496,14 @@ def _own_cancellation(call: _Call) -> bool:
 
 
 class _Handoff:
-    """A reading worker's turn, handed on once when called; :meth:`settle` says whether
-    the worker still reads, and counts it ready the first time it does not."""
+    """A reading worker's turn, handed on once when called (unless no worker can take
+    it); :meth:`settle` says whether the worker still reads, and counts it ready the
+    first time it does not."""
 
     __slots__ = ("_connection", "_counted", "_pass_reading", "done")
 
     def __init__(
-        self, pass_reading: Callable[[_Connection], None], connection: _Connection
+        self, pass_reading: Callable[[_Connection], bool], connection: _Connection
     ) -> None:
         self._pass_reading = pass_reading
         self._connection = connection
@@ -494,8 +512,7 @@ class _Handoff:
 
     def __call__(self) -> None:
         if not self.done:
-            self.done = True
-            self._pass_reading(self._connection)
+            self.done = self._pass_reading(self._connection)
 
     def settle(self) -> bool:
         if not self.done:
@@ -551,6 +568,7 @@ class _Connection:
         "task_group",
         "transport",
         "wake",
+        "workers",
     )
 
     def __init__(
@@ -562,6 +580,7 @@ class _Connection:
         self.queue: deque[_Call] = deque()  # calls not yet picked up by a worker
         self.idle: list[anyio.Event] = []  # one per idle worker: set it to wake that one
         self.ready = 0  # workers neither reading nor running a call (see _worker)
+        self.workers = 0  # worker tasks started and not yet ended
         self.reading_turn: anyio.Event | None = None  # the idle worker handed the turn
         self.room: anyio.Event | None = None  # the reader, waiting for the queue
         self.ended = anyio.Event()  # set by the reader that found the connection ended

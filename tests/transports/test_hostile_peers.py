@@ -332,14 +332,41 @@ async def test_a_tool_call_id_that_cannot_be_encoded_is_dropped_not_fatal() -> N
             assert (await raw_result(peer, "ok"))["result"] == "hi"
 
 
-async def test_a_peer_that_sends_calls_but_never_reads_meets_backpressure() -> None:
-    """The frame stops reading once 1,000 calls wait to start (their workers blocked
-    sending results nobody reads), so the peer's sends wait instead of the frame's memory
-    growing with every call it sends."""
+# What a frame holds of a peer that never reads: 1,000 calls queued, one per worker (at
+# most 1,000), and what the two memory buffers hold (8 calls in, 8 results out).
+HELD_AT_MOST = 1000 + 1000 + 2 * 8
+
+
+def gated_echo_registry(gate: threading.Event) -> ModelContextRegistry:
+    """``echo(text)``, a sync tool (so it runs in a thread) that waits for ``gate``."""
+    registry = ModelContextRegistry()
+
+    @registry.tool
+    def echo(text: str) -> str:
+        """Return the text once the gate opens."""
+        gate.wait(30)
+        return text
+
+    return registry
+
+
+@pytest.mark.parametrize("blocked", [False, True], ids=["fast", "blocked"])
+async def test_a_peer_that_sends_calls_but_never_reads_meets_backpressure(
+    blocked: bool,
+) -> None:
+    """The frame stops reading once 1,000 calls wait for a worker and its workers are
+    blocked (sending results nobody reads, or in a tool), so the peer's sends wait
+    instead of the frame's memory growing with every call it sends.
+
+    Before: calls waiting for one of the 40 threads each held a worker, without limit; a
+    slow sync tool let all 5,000 calls in (and a loaded machine, 1,100 of a fast one)."""
     host_end, frame_end = memory_pair(max_buffer_size=8)
+    gate = threading.Event()
+    if not blocked:
+        gate.set()
     sent = 0
     async with anyio.create_task_group() as tg:
-        tg.start_soon(AssistantFrameProvider(echo_registry()).serve, frame_end)
+        tg.start_soon(AssistantFrameProvider(gated_echo_registry(gate)).serve, frame_end)
         # Send until one send has waited STALL seconds: the frame stopped reading. (A
         # frame without backpressure never stalls, and all 5,000 get sent.)
         for i in range(5000):
@@ -349,7 +376,12 @@ async def test_a_peer_that_sends_calls_but_never_reads_meets_backpressure() -> N
             if stalled.cancelled_caught:
                 break
             sent += 1
-        assert 1000 <= sent < 1100, sent  # the queue, plus what the buffers hold
+        assert 1000 <= sent <= HELD_AT_MOST, sent
+        if blocked:  # every worker took a call: 40 wait in threads, the rest for one
+            assert sent >= 1000 + 1000, sent
+            gate.set()
+            tg.cancel_scope.cancel()
+            return
 
         # reading the results lets everything through
         async def read_all() -> None:
