@@ -123,13 +123,17 @@ class Tally:
 
 
 async def soak(host: AssistantFrameHost) -> Tally:
-    """Keep ``IN_FLIGHT`` echo calls in flight for ``SOAK_SECONDS``, then let them drain."""
+    """Keep ``IN_FLIGHT`` echo calls in flight for ``SOAK_SECONDS``, and until each
+    caller has made two (so every call in flight was replaced at least once, however
+    slow the machine), then let them drain."""
     tally = Tally()
     begin = anyio.current_time()
     stop_at = begin + SOAK_SECONDS
 
     async def caller() -> None:
-        while anyio.current_time() < stop_at:
+        made = 0
+        while made < 2 or anyio.current_time() < stop_at:
+            made += 1
             call = tally.started
             tally.started += 1
             args = payload(call)
@@ -185,8 +189,7 @@ async def check(
     assert tally.lost == 0
     assert tally.mismatched == 0
     assert tally.max_in_flight == IN_FLIGHT
-    assert tally.ok == tally.started > IN_FLIGHT  # new calls really replaced finished ones
-    assert tally.started >= 2 * IN_FLIGHT  # on average, every caller's call at least once
+    assert tally.ok == tally.started >= 2 * IN_FLIGHT  # each caller's two, at least
     assert invoked == tally.started  # each call reached the frame exactly once
     assert host.connected
 
