@@ -369,8 +369,9 @@ class AssistantFrameHost(Driver, WaitsForTools):
         handle = self._handle
         try:
             # In memory, the frame's sends are handled in its task (in this task's
-            # context): no wake-up of this one.
-            with receiving_inline(self._transport, self._handle_inline):
+            # context): no wake-up of this one. Over a WebSocket or a pipe on asyncio,
+            # results are settled in the callback that read them.
+            with receiving_inline(self._transport, self._handle_inline, self._settle_arriving):
                 while True:
                     handle(await receive())
         except CLOSED_ERRORS as exc:  # a transport may say why (an exit code, a close code)
@@ -415,6 +416,15 @@ class AssistantFrameHost(Driver, WaitsForTools):
             logger.warning("Handling a message from %s failed: %r", self.name, exc)
             self._disconnect(f"Handling a message from {self.name} failed: {exc!r}")
         return True
+
+    def _settle_arriving(self, message: Any) -> bool:
+        """A message as it arrives, in the event loop's callback (a WebSocket
+        connection on asyncio): a result wakes its caller at once; anything else is left
+        to the receive loop, in this host's task."""
+        try:
+            return self._machine.settle_result(message)
+        except Exception:  # the receive loop meets it again, and deals with it
+            return False
 
     def _log_malformed(self, event: Malformed) -> None:
         log_first_loudly(

@@ -313,6 +313,19 @@ class HostMachine:
 
     # -- receiving -------------------------------------------------------------------------
 
+    def settle_result(self, raw: Any) -> bool:
+        """Settle the call ``raw`` answers when it is a plain ``tool-result`` of this
+        document (waking its caller), and say so; ``False`` for anything else, which
+        :meth:`receive` then looks at. Touches nothing but the call."""
+        fast = protocol.fast_tool_result(raw)
+        if fast is None:
+            return False
+        call_id, result, error, document = fast
+        if document is not None and document != self.document:
+            return False
+        self.calls.resolve(call_id, result, error if isinstance(error, str) else None)
+        return True
+
     def receive(self, raw: Any) -> HostEvent | None:
         """Apply one received value; the event for the driver, or ``None`` (nothing to do).
 
@@ -325,12 +338,8 @@ class HostMachine:
         if type(raw) is CallFailed:
             self.calls.resolve(raw.id, None, raw.error)
             return None
-        fast = protocol.fast_tool_result(raw)
-        if fast is not None:
-            call_id, result, error, document = fast
-            if document is None or document == self.document:
-                self.calls.resolve(call_id, result, error if isinstance(error, str) else None)
-                return None
+        if self.settle_result(raw):
+            return None
         try:
             message = protocol.decode(raw)
         except MalformedMessage as exc:

@@ -37,6 +37,7 @@ __all__ = [
     "bind_tcp",
     "connect_tcp",
     "descriptor_limit",
+    "offer_arrived",
     "read_pipe",
     "write_pipe",
 ]
@@ -64,6 +65,9 @@ class _Protocol(asyncio.Protocol):
         self.paused_reading = False
         self.paused_writing = False
         self.drained: asyncio.Future[None] | None = None
+        # Set by a stream's user that takes data as it arrives (take_arrived): it
+        # returns whether the data was all dealt with (the reader is then not woken).
+        self.on_data: Callable[[], bool] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport
@@ -80,7 +84,9 @@ class _Protocol(asyncio.Protocol):
         if self.size > _HIGH_WATER and not self.paused_reading and self.transport is not None:
             self.paused_reading = True
             self.transport.pause_reading()
-        self._wake()
+        on_data = self.on_data
+        if on_data is None or not on_data():
+            self._wake()
 
     def eof_received(self) -> bool:
         self.eof = True
@@ -126,6 +132,8 @@ class _AsyncioStream(ByteStream):
                 raise anyio.EndOfStream
             protocol.reader = asyncio.get_running_loop().create_future()
             await protocol.reader
+            if protocol.on_data is not None and not protocol.chunks and not protocol.eof:
+                return b""  # woken by on_data, which took the data itself
         chunk = protocol.chunks.popleft()
         if len(chunk) > max_bytes:
             chunk, rest = chunk[:max_bytes], chunk[max_bytes:]
@@ -135,6 +143,27 @@ class _AsyncioStream(ByteStream):
             protocol.paused_reading = False
             self._transport.resume_reading()
         return chunk
+
+    def on_data(self, callback: Callable[[], bool] | None) -> None:
+        """Call ``callback()`` as data arrives, in the event loop's callback, before
+        waking a waiting :meth:`receive`: it takes the data with :meth:`take_arrived`
+        and returns whether that was all (``receive`` is then not woken; if it is, with
+        nothing left to read, it returns ``b""``). ``callback`` must not raise or wait."""
+        self._protocol.on_data = callback
+
+    def take_arrived(self) -> bytes:
+        """All the data that has arrived and not been read, at once (``b""``: none)."""
+        protocol = self._protocol
+        chunks = protocol.chunks
+        if not chunks:
+            return b""
+        data = chunks.popleft() if len(chunks) == 1 else b"".join(chunks)
+        chunks.clear()
+        protocol.size = 0
+        if protocol.paused_reading:
+            protocol.paused_reading = False
+            self._transport.resume_reading()
+        return data
 
     async def send(self, item: bytes) -> None:
         self.write_now(item)
@@ -223,6 +252,18 @@ async def write_pipe(fd: int) -> anyio.abc.ByteSendStream | None:
     pipe = os.fdopen(fd, "wb", buffering=0)
     _, protocol = await asyncio.get_running_loop().connect_write_pipe(_Protocol, pipe)
     return _AsyncioStream(protocol)
+
+
+def offer_arrived(messages: deque[Any], handler: Callable[[Any], bool] | None) -> None:
+    """Hand ``messages`` (just decoded from arriving data, none queued before them) to
+    ``handler`` in order, while it takes them; the rest stay queued."""
+    if handler is None:
+        return
+    while messages:
+        message = messages.popleft()
+        if not handler(message):
+            messages.appendleft(message)
+            return
 
 
 ConnectionHandler = Callable[[ByteStream], Coroutine[Any, Any, Any]]

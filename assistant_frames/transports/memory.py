@@ -317,14 +317,23 @@ def memory_pair(
 
 
 @contextmanager
-def receiving_inline(transport: object, handler: Callable[[Any], bool]) -> Iterator[None]:
+def receiving_inline(
+    transport: object,
+    handler: Callable[[Any], bool],
+    on_arrival: Callable[[Any], bool] | None = None,
+) -> Iterator[None]:
     """For the block, ``transport.receive_inline(handler)`` when ``transport`` is a
-    :class:`MemoryTransport` (then unset); nothing for any other transport."""
-    if not isinstance(transport, MemoryTransport):
+    :class:`MemoryTransport`, or ``transport.receive_on_arrival(on_arrival)`` when it
+    has that (a WebSocket connection); then unset. Nothing for any other transport."""
+    if isinstance(transport, MemoryTransport):
+        offer, taker = transport.receive_inline, handler
+    elif on_arrival is not None and hasattr(transport, "receive_on_arrival"):
+        offer, taker = transport.receive_on_arrival, on_arrival
+    else:
         yield
         return
-    transport.receive_inline(handler)
+    offer(taker)
     try:
         yield
     finally:
-        transport.receive_inline(None)
+        offer(None)

@@ -17,6 +17,7 @@ from ._outbox import (
     outbox_attributes,
     outbox_for,
 )
+from ._streams import offer_arrived
 from .contract import (
     CloseReason,
     TransportClosed,
@@ -67,6 +68,7 @@ class StdioTransport(ObjectStream[Any]):
         self._outbox = outbox_for(send_stream, send_stream.send, high_water=high_water)
         self._ended: BaseException | None = None
         self._closed = False
+        self._on_arrival: Callable[[Any], bool] | None = None
 
     async def send(self, item: Any) -> None:
         """Write ``item`` as one line of JSON.
@@ -129,8 +131,33 @@ class StdioTransport(ObjectStream[Any]):
                 self._lines.end()
                 self._ended = await self._end_of_stream(exc)
                 continue
-            self._lines.feed(chunk)
+            self._lines.feed(chunk)  # b"": woken after receive_on_arrival's handler declined
         return self._messages.popleft()
+
+    def receive_on_arrival(self, handler: Callable[[Any], bool] | None) -> None:
+        """Offer ``handler(message)`` each message as it arrives, while none is queued;
+        it returns whether it took the message, which is otherwise queued for
+        :meth:`receive` (``None``: queue every message again). Only where the stream
+        read is one of asyncio's pipes or sockets (elsewhere this does nothing).
+
+        ``handler`` runs in the event loop's callback, outside any task: it may settle
+        futures and set events, nothing more (no anyio call), and must not raise.
+        """
+        on_data = getattr(self._receive_stream, "on_data", None)
+        if on_data is None:  # anyio's streams (trio): no callback to take data in
+            return
+        self._on_arrival = handler
+        on_data(None if handler is None else self._data_arrived)
+
+    def _data_arrived(self) -> bool:
+        """Data that just arrived, taken in the event loop's callback: messages go to
+        the handler while it takes them. Whether nothing is left for ``receive``."""
+        messages = self._messages
+        queued = bool(messages)  # new messages queue behind these: the order holds
+        self._lines.feed(self._receive_stream.take_arrived())  # type: ignore[attr-defined]
+        if not queued:
+            offer_arrived(messages, self._on_arrival)
+        return not messages
 
     async def send_eof(self) -> None:
         """Close the sending direction (the peer's stdin sees end of file)."""
@@ -142,6 +169,7 @@ class StdioTransport(ObjectStream[Any]):
         if self._closed:
             return
         self._closed = True
+        self.receive_on_arrival(None)
         self._outbox.close()
         with anyio.CancelScope(shield=True):
             with anyio.move_on_after(_CLOSE_TIMEOUT):

@@ -18,6 +18,7 @@ from websockets.protocol import Protocol, Side, State
 from ..._json import decode_json
 from ..._logs import log_first_loudly
 from .._outbox import DEFAULT_HIGH_WATER, outbox_attributes, outbox_for
+from .._streams import offer_arrived
 from ..contract import CloseReason, TransportClosed, encode_message
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "WebSocketTransport"]
@@ -76,6 +77,7 @@ class WebSocketTransport(ObjectStream[Any]):
         self._invalid: str | None = None  # a protocol error found while reading frames
         self._dropped = 0
         self._last_seen = time.monotonic()
+        self._on_arrival: Callable[[Any], bool] | None = None
         for event in early_events:  # parsed in the same read as the handshake
             if isinstance(event, Frame):
                 self._on_frame(event)
@@ -125,6 +127,23 @@ class WebSocketTransport(ObjectStream[Any]):
                 if not self._messages and self._ended is None:
                     await self._read()
 
+    def receive_on_arrival(self, handler: Callable[[Any], bool] | None) -> None:
+        """Offer ``handler(message)`` each message as it arrives, while none is queued;
+        it returns whether it took the message, which is otherwise queued for
+        :meth:`receive` (``None``: queue every message again). On asyncio only (on
+        other backends this does nothing).
+
+        ``handler`` runs in the event loop's callback, outside any task: it may settle
+        futures and set events, nothing more (no anyio call), and must not raise. A
+        host uses it to wake the caller a result answers without waking its reading
+        task first.
+        """
+        on_data = getattr(self._stream, "on_data", None)
+        if on_data is None:  # anyio's streams (trio): no callback to take data in
+            return
+        self._on_arrival = handler
+        on_data(None if handler is None else self._data_arrived)
+
     async def send_eof(self) -> None:
         """Start the closing handshake (code 1000)."""
         self._send_close(CloseCode.NORMAL_CLOSURE, "")
@@ -137,6 +156,7 @@ class WebSocketTransport(ObjectStream[Any]):
         if self._closed:
             return
         self._closed = True
+        self.receive_on_arrival(None)  # the closing handshake is read here, below
         self._send_close(CloseCode.NORMAL_CLOSURE, "")
         self._outbox.close()
         with anyio.CancelScope(shield=True):
@@ -217,6 +237,22 @@ class WebSocketTransport(ObjectStream[Any]):
             description = f"WebSocket connection broke: {exc!r}"
             self._end(TransportClosed(CloseReason(description, clean=False, close_code=1006)))
             return
+        if data:  # b"": woken after receive_on_arrival's handler declined a message
+            self._process(data)
+
+    def _data_arrived(self) -> bool:
+        """Data that just arrived, taken in the event loop's callback (receive_on_arrival):
+        messages go to the handler while it takes them. Whether nothing is left for
+        ``receive`` (which is otherwise woken)."""
+        messages = self._messages
+        queued = bool(messages)  # new messages queue behind these: the order holds
+        self._process(self._stream.take_arrived())  # type: ignore[attr-defined]
+        if not queued:
+            offer_arrived(messages, self._on_arrival)
+        return not messages and self._ended is None
+
+    def _process(self, data: bytes) -> None:
+        """Feed ``data`` to the protocol and queue the messages it completes."""
         self._last_seen = time.monotonic()
         self._protocol.receive_data(data)
         for event in self._protocol.events_received():
