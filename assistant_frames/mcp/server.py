@@ -67,6 +67,14 @@ _MAX_QUEUED_LOGS = 256  # per call, when the client reads slower than the tool l
 _MODERN_LISTING = {"ttlMs": 0, "cacheScope": "private", "resultType": "complete"}
 
 
+def _for_session(ctx: ServerRequestContext[Any], result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with the cache fields a 2026-07-28 session requires (and an older one
+    refuses)."""
+    if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
+        return {**result, **_MODERN_LISTING}
+    return result
+
+
 class _ContextServer(Server[Any]):
     """The SDK's low-level server, advertising ``tools.listChanged`` (and
     ``resources.listChanged``: the UI resources) on every session,
@@ -323,18 +331,13 @@ class MCPContextServer:
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> dict[str, Any]:
         listing = list_resources(self.provider.get_model_context(), self.app_dialects)
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return {**listing, **_MODERN_LISTING}
-        return listing
+        return _for_session(ctx, listing)
 
     async def _read_resource(
         self, ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
     ) -> dict[str, Any]:
         resources = self.provider.get_model_context().ui_resources
-        result = read_resource(resources, str(params.uri), self.app_dialects)
-        if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            return {**result, **_MODERN_LISTING}
-        return result
+        return _for_session(ctx, read_resource(resources, str(params.uri), self.app_dialects))
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
