@@ -31,6 +31,7 @@ from . import protocol
 from .bridge_connection import BridgeConnection
 from .bridge_machine import BridgeMachine
 from .client_server import as_app_server
+from .display import as_host_context, updated_host_context
 from .forwarding import FORWARDED, AppServer, forward
 from .protocol import (
     ActionResult,
@@ -156,11 +157,9 @@ class AppBridge(Driver):
         #: (:meth:`teardown`) and closes.
         self.on_request_teardown = on_request_teardown
         self._capabilities = host_capabilities
-        if host_context is not None and not isinstance(host_context, HostContext):
-            host_context = HostContext.model_validate(host_context)
         self._machine = BridgeMachine(
             host_info or _default_host_info(),
-            host_context=host_context,
+            host_context=as_host_context(host_context),
             id_prefix=f"host-{secrets.token_hex(3)}-",
             max_requests=max_requests,
         )
@@ -316,8 +315,7 @@ class AppBridge(Driver):
 
     async def update_host_context(self, **changes: Any) -> None:
         """Change some keys of the host context (``theme="dark"``, ``display_mode=...``)."""
-        current = self._machine.host_context.model_dump(exclude_none=True)
-        await self.set_host_context(HostContext.model_validate({**current, **changes}))
+        await self.set_host_context(updated_host_context(self._machine.host_context, changes))
 
     async def send_tool_list_changed(self) -> None:
         """Tell the view the server's tools changed."""

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 
 from ..calls import PendingCall, PendingCalls
 from . import protocol
+from .display import as_host_context
 from .protocol import (
     HostCapabilities,
     HostContext,
@@ -352,8 +353,7 @@ class BridgeMachine:
         carries the whole context). A key that is dropped is not announced: the
         notification can only carry values, as in the ext-apps ``AppBridge``.
         """
-        if not isinstance(context, HostContext):
-            context = HostContext.model_validate(context)
+        context = as_host_context(context)
         old, new = protocol.to_wire(self.host_context), protocol.to_wire(context)
         self.host_context = context
         changed = {key: value for key, value in new.items() if old.get(key) != value}

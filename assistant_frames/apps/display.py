@@ -13,7 +13,7 @@ import locale as _locale
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, overload
 from zoneinfo import ZoneInfo
 
 from .._version import package_version
@@ -27,7 +27,14 @@ from .protocol import (
     Theme,
 )
 
-__all__ = ["DISPLAY_MODES", "allowed_display_modes", "build_host_context", "choose_display_mode"]
+__all__ = [
+    "DISPLAY_MODES",
+    "allowed_display_modes",
+    "as_host_context",
+    "build_host_context",
+    "choose_display_mode",
+    "updated_host_context",
+]
 
 #: Every display mode, in the order hosts list them.
 DISPLAY_MODES: Final[tuple[DisplayMode, ...]] = ("inline", "fullscreen", "pip")
@@ -87,6 +94,27 @@ def build_host_context(
     if style_variables is not None:
         values["styles"] = HostStyles(variables=dict(style_variables))
     return HostContext.model_validate(values)
+
+
+@overload
+def as_host_context(context: HostContext | Mapping[str, Any]) -> HostContext: ...
+
+
+@overload
+def as_host_context(context: None) -> None: ...
+
+
+def as_host_context(context: HostContext | Mapping[str, Any] | None) -> HostContext | None:
+    """``context`` as a :class:`HostContext`: one is kept as it is, a mapping (its wire
+    form) validated into one; ``None`` stays ``None``."""
+    if context is None or isinstance(context, HostContext):
+        return context
+    return HostContext.model_validate(context)
+
+
+def updated_host_context(context: HostContext, changes: Mapping[str, Any]) -> HostContext:
+    """``context`` with the keys of ``changes`` (``theme="dark"``, ...) set, validated again."""
+    return HostContext.model_validate({**context.model_dump(exclude_none=True), **changes})
 
 
 def _default_locale() -> str:

@@ -46,7 +46,7 @@ from ..transports.websocket import (
     WebSocketTransport,
     websocket_server,
 )
-from .display import DISPLAY_MODES, build_host_context
+from .display import DISPLAY_MODES, as_host_context, build_host_context
 from .forwarding import AppServer
 from .links import LinkPolicy
 from .protocol import DisplayMode, HostContext, MessageParams, SizeChangedParams
@@ -120,9 +120,7 @@ class AppPage(Lifecycle):
         self.host = host
         self.title = title
         self.token = token or secrets.token_urlsafe(24)
-        if host_context is not None and not isinstance(host_context, HostContext):
-            host_context = HostContext.model_validate(host_context)
-        self._host_context = host_context or build_host_context()
+        self._host_context = as_host_context(host_context) or build_host_context()
         self.display_modes = tuple(display_modes)
         self.link_policy = link_policy or LinkPolicy()
         self.allow_calls = allow_calls

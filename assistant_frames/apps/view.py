@@ -40,7 +40,13 @@ from ..errors import ContextTimeout, FrameDisconnected
 from ..mcp.tools import mcp_tools
 from .bridge import AppBridge, Handler
 from .client_server import as_app_server
-from .display import DISPLAY_MODES, allowed_display_modes, choose_display_mode
+from .display import (
+    DISPLAY_MODES,
+    allowed_display_modes,
+    as_host_context,
+    choose_display_mode,
+    updated_host_context,
+)
 from .forwarding import AppServer
 from .links import LinkPolicy
 from .protocol import (
@@ -173,9 +179,7 @@ class AppView:
         self.init_timeout = init_timeout
         self.teardown_timeout = teardown_timeout
         self.timeout = timeout
-        if host_context is not None and not isinstance(host_context, HostContext):
-            host_context = HostContext.model_validate(host_context)
-        self._host_context = host_context or HostContext()
+        self._host_context = as_host_context(host_context) or HostContext()
         #: The resolved HTML and sandbox (``None`` until resolved).
         self.resource: AppResource | None = None
         #: Why the view is in the ``error`` state (``None``: it is not).
@@ -536,8 +540,7 @@ class AppView:
         ...); a connected view is told only those, and is not reloaded."""
         if "display_mode" in changes or "available_display_modes" in changes:
             raise ValueError("Change the display mode with set_display_mode()")
-        current = self._host_context.model_dump(exclude_none=True)
-        self._host_context = HostContext.model_validate({**current, **changes})
+        self._host_context = updated_host_context(self._host_context, changes)
         await self._tell(lambda bridge: bridge.update_host_context(**changes))
 
     async def set_display_mode(self, mode: DisplayMode) -> DisplayMode:
