@@ -604,13 +604,19 @@
     return node;
   }
 
-  function objectField(name, schema, required) {
-    var box = el("fieldset", "object");
+  // The box of an object or array field: its legend, then its description.
+  function fieldset(className, name, schema, required) {
+    var box = el("fieldset", className);
     box.setAttribute("data-field", name);
     var legend = el("legend");
     decorateLabel(legend, name, schema, required);
     box.appendChild(legend);
     if (schema.description) box.appendChild(el("p", "help", schema.description));
+    return box;
+  }
+
+  function objectField(name, schema, required) {
+    var box = fieldset("object", name, schema, required);
     var children = objectChildren(box, schema);
     if (schema.default !== undefined) children.write(schema.default);
     return {
@@ -664,12 +670,7 @@
   }
 
   function arrayField(name, schema, required) {
-    var box = el("fieldset", "array");
-    box.setAttribute("data-field", name);
-    var legend = el("legend");
-    decorateLabel(legend, name, schema, required);
-    box.appendChild(legend);
-    if (schema.description) box.appendChild(el("p", "help", schema.description));
+    var box = fieldset("array", name, schema, required);
     var list = el("ol", "array-items");
     box.appendChild(list);
     var add = el("button", "add-item", "Add item");
