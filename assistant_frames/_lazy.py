@@ -24,9 +24,9 @@ def lazy_exports(
     package: str, namespace: MutableMapping[str, Any], table: Mapping[str, str]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """The module ``__getattr__`` and ``__dir__`` of ``package`` (whose globals are
-    ``namespace``): ``table`` maps each lazy name to the module that defines it (relative,
-    e.g. ``".tool"``), or to ``""`` for a submodule of that name. A name is imported
-    once, then kept in ``namespace``."""
+    ``namespace``): ``table`` maps each lazy name to the module that defines it (relative
+    to ``package``, e.g. ``".tool"``, or absolute), or to ``""`` for a submodule of that
+    name. A name is imported once, then kept in ``namespace``."""
 
     def load(name: str) -> Any:
         module = table.get(name)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from pydantic_core import ValidationError
 
+from .._lazy import lazy_exports
 from .._text import describe_validation_error
 from ..errors import DOCUMENT_CHANGED, PROVIDER_DISPOSED, RESULT_NOT_SENDABLE
 from ..registry.events import ToolEvent, ToolProgress
@@ -121,18 +122,9 @@ _MESSAGES: Final = frozenset(
 )
 
 
-def __getattr__(name: str) -> Any:
-    if name not in _MESSAGES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from . import _messages
-
-    value = getattr(_messages, name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_MESSAGES})
+__getattr__, __dir__ = lazy_exports(
+    __name__, globals(), dict.fromkeys(_MESSAGES, "assistant_frames.frames._messages")
+)
 
 
 class MalformedMessage(ValueError):
