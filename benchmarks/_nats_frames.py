@@ -5,6 +5,10 @@ Usage: ``python _nats_frames.py URL PREFIX NAME [COUNT]``: serves the frame ``NA
 ``NATSFrameProvider`` of its own around a registry with one tool, ``work``, all sharing
 one NATS client. Prints ``ready`` once every frame is served; stops when its stdin
 closes.
+
+``work`` computes in pure Python, holding the GIL, so each frame runs it in one thread
+(``max_threads=1``), as ``docs/concepts.md`` advises for such tools: more threads only
+take turns, and keep the event loop waiting for the GIL.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from contextlib import AsyncExitStack
 import anyio
 import anyio.to_thread
 
-from assistant_frames import ModelContextRegistry
+from assistant_frames import AssistantFrameProvider, ModelContextRegistry
 from assistant_frames.nats import NATSFrameProvider, connect_nats
 
 
@@ -40,7 +44,8 @@ async def main(url: str, prefix: str, name: str, count: int) -> None:
     try:
         async with AsyncExitStack() as stack:
             for frame in names:
-                service = NATSFrameProvider(frame_registry(), frame, nats=client, prefix=prefix)
+                provider = AssistantFrameProvider(frame_registry(), max_threads=1)
+                service = NATSFrameProvider(provider, frame, nats=client, prefix=prefix)
                 await stack.enter_async_context(service)
             sys.stdout.write("ready\n")
             sys.stdout.flush()

@@ -473,7 +473,7 @@ def render_nats(nats: NATSResult) -> list[str]:
             f"{result.label:<38}{result.latency_us:>20.1f}{result.latency_p90_us:>10.1f}"
             f"{ratios:>24}"
         )
-    title = f"CPU-bound tool ({nats.tool_ms:.1f} ms), {NATS_IN_FLIGHT} in flight"
+    title = f"CPU-bound tool ({nats.tool_ms:.1f} ms, 1 thread), {NATS_IN_FLIGHT} in flight"
     lines += ["", f"{title:<38}{'calls/s':>20}{'min':>10}{'x 1 replica':>24}"]
     for replicas, label in (("1", "(s) 1 replica process"), ("2", "(t) 2 replica processes")):
         ratio = "" if replicas == "1" else f"{nats.scaling:.2f}x"

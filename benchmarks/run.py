@@ -45,10 +45,11 @@ It prints one table, measured in one run on one machine:
   skipped), against a ``nats-server`` the runner starts on a free loopback port: (q)
   ``NATSFrameHost`` -> ``NATSFrameProvider`` vs (r) a bare ``nats-py`` request-reply echo
   and (e) again, in rotating blocks; calls/s of a CPU-bound sync tool served by (s) 1 and
-  (t) 2 replica processes, with 16 calls in flight; and 100 frames (one child process)
-  discovered into one parent by ``NATSDiscovery``: (u) running before it, from entering
-  the discovery, and (v) started after it, until all their tools are in the parent; and
-  (u') 1,000 running frames (one child process), as (u) (the growth per frame).
+  (t) 2 replica processes (one thread each), with 16 calls in flight; and 100 frames
+  (one child process) discovered into one parent by ``NATSDiscovery``: (u) running
+  before it, from entering the discovery, and (v) started after it, until all their
+  tools are in the parent; and (u') 1,000 running frames (one child process), as (u)
+  (the growth per frame).
 
 The runner reports targets (PASS/MISS) but never fails on them: it exits 0 unless
 something raised. Each family of rows lives in a module of its own next to this
