@@ -4,24 +4,22 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections import deque
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, cast
 
 import anyio
 import anyio.lowlevel
-from anyio.abc import ObjectStream, TaskGroup
+from anyio.abc import ObjectStream
 
-from .._anyio import UntilSuspended, cancelled_here, event_class
+from .._anyio import UntilSuspended, cancelled_here
 from .._json import encode_json
 from .._logs import log_first_loudly
 from .._threads import DEFAULT_MAX_THREADS, ThreadLimiter, current_limiter
 from ..errors import ToolCallError
 from ..registry.context import ModelContext, ModelContextProvider, Unsubscribe
-from ..registry.events import ToolEvent, ToolEventCallback, ToolProgress
 from ..registry.registry import ModelContextRegistry
-from ..registry.tool import Tool, ToolCallContext
+from ..registry.tool import Tool
 from ..registry.tool_map import ToolMap
 from ..transports.contract import CLOSED_ERRORS, TransportAttribute
 from ..transports.memory import receiving_inline
@@ -31,15 +29,14 @@ from .frame_machine import (
     CallRequested,
     ContextWanted,
     FrameEvent,
-    FrameMachine,
     Malformed,
     Refused,
 )
 from .protocol import (
-    RESULT_NOT_SENDABLE,
     SerializedModelContext,
     SerializedTool,
 )
+from .provider_connection import ProviderCall, ProviderConnection, ReadingHandoff
 from .serialization import WireLineage, derive_wire_tools
 
 __all__ = ["DEFAULT_MAX_ARGUMENT_BYTES", "AssistantFrameProvider"]
@@ -56,7 +53,6 @@ _MAX_QUEUED_CALLS = 1000
 # queue for a worker to finish, so a peer whose calls all wait (for a thread, or to send
 # results it never reads) holds at most this many plus the queue.
 _MAX_WORKERS = 1000
-_MAX_QUEUED_LOGS = 256  # per connection; the oldest go first when the host reads slowly
 _CONTEXT_KEY = "model-context"  # send_latest's key: a newer snapshot replaces an older one
 # How long a frame that stops serving an open connection tries to say so (the running
 # calls' errors and provider-disposed): shutting down never waits on a host longer.
@@ -103,7 +99,7 @@ class AssistantFrameProvider:
         self._threads = ThreadLimiter(max_threads)
         self._registry = ModelContextRegistry()
         self._registry.subscribe(self._on_change)
-        self._connections: set[_Connection] = set()
+        self._connections: set[ProviderConnection] = set()
         self._wire_source: ModelContext | None = None
         self._wire: SerializedModelContext = {}
         self._tools_source: Mapping[str, Tool] | None = None
@@ -149,7 +145,7 @@ class AssistantFrameProvider:
         limiter = current_limiter.set(self._threads)  # sync tools of this frame use it
         try:
             async with transport, anyio.create_task_group() as task_group:
-                connection = _Connection(transport, task_group, self._document_id)
+                connection = ProviderConnection(transport, task_group, self._document_id)
                 self._connections.add(connection)
                 # In memory, the host's sends are taken in its task (in this task's
                 # context, so workers started there see this frame's variables): a call
@@ -171,7 +167,7 @@ class AssistantFrameProvider:
         finally:
             current_limiter.reset(limiter)
 
-    async def _say_goodbye(self, connection: _Connection) -> None:
+    async def _say_goodbye(self, connection: ProviderConnection) -> None:
         """Tell a host whose connection is still open that this frame stops serving it."""
         handles, messages = connection.machine.dispose()
         for call in handles:
@@ -185,7 +181,7 @@ class AssistantFrameProvider:
 
     # -- receiving -------------------------------------------------------------------------
 
-    async def _read_call(self, connection: _Connection) -> _Call | None:
+    async def _read_call(self, connection: ProviderConnection) -> ProviderCall | None:
         """Read (holding the connection's reading turn) until a call is to run now: one
         read while no call waits for a worker. ``None``: the connection ended."""
         receive = connection.transport.receive
@@ -212,7 +208,7 @@ class AssistantFrameProvider:
             elif event is not None:
                 self._on_event(connection, event)
 
-    def _take_inline(self, connection: _Connection, raw: Any) -> bool:
+    def _take_inline(self, connection: ProviderConnection, raw: Any) -> bool:
         """A message from the host, taken in the host's task (``memory_pair``): a call
         is queued for a worker. ``False`` while the queue is full: the message then
         waits in the transport, for the reading worker."""
@@ -228,7 +224,7 @@ class AssistantFrameProvider:
             logger.exception("Handling a message from the host failed")
         return True
 
-    def _on_event(self, connection: _Connection, event: FrameEvent) -> None:
+    def _on_event(self, connection: ProviderConnection, event: FrameEvent) -> None:
         """What a message other than a call does."""
         kind = type(event)
         if kind is CallCancelled:
@@ -240,7 +236,7 @@ class AssistantFrameProvider:
         else:
             self._on_malformed(connection, event)  # type: ignore[arg-type]
 
-    def _on_malformed(self, connection: _Connection, event: Malformed) -> None:
+    def _on_malformed(self, connection: ProviderConnection, event: Malformed) -> None:
         log_first_loudly(
             logger,
             event.first,
@@ -251,9 +247,9 @@ class AssistantFrameProvider:
         if event.reply is not None:
             self._answer(connection, event.reply)
 
-    def _answer(self, connection: _Connection, reply: dict[str, Any]) -> None:
+    def _answer(self, connection: ProviderConnection, reply: dict[str, Any]) -> None:
         """Send ``reply`` to a call that does not run: by a worker, in turn, like any call."""
-        call = _Call("", "", None)
+        call = ProviderCall("", "", None)
         call.reply = reply
         self._queue(connection, call)
 
@@ -281,7 +277,7 @@ class AssistantFrameProvider:
             self._wire_source = context
         return self._wire
 
-    async def _push_updates(self, connection: _Connection) -> None:
+    async def _push_updates(self, connection: ProviderConnection) -> None:
         """Send the context to one peer whenever it changed, or was asked for.
 
         The only task that sends contexts to this peer, one at a time: changes made
@@ -311,21 +307,23 @@ class AssistantFrameProvider:
 
     # -- tool calls ----------------------------------------------------------------------
 
-    def _start_call(self, connection: _Connection, event: CallRequested[_Call]) -> _Call:
+    def _start_call(
+        self, connection: ProviderConnection, event: CallRequested[ProviderCall]
+    ) -> ProviderCall:
         if event.superseded is not None:  # a reused live id cancels the older call
             event.superseded.cancel()
-        call = _Call(
+        call = ProviderCall(
             event.id, event.tool_name, event.args, connection.send_event if event.events else None
         )
         connection.machine.track(event.id, call)
         return call
 
-    def _queue(self, connection: _Connection, call: _Call) -> None:
+    def _queue(self, connection: ProviderConnection, call: ProviderCall) -> None:
         connection.queue.append(call)
         if connection.ready == 0:
             self._add_worker(connection)
 
-    def _add_worker(self, connection: _Connection) -> None:
+    def _add_worker(self, connection: ProviderConnection) -> None:
         """Wake an idle worker, or start one unless the connection has its cap."""
         if connection.idle:
             connection.ready += 1
@@ -333,14 +331,14 @@ class AssistantFrameProvider:
         elif self._spawn_worker(connection):
             connection.ready += 1
 
-    def _spawn_worker(self, connection: _Connection, reading: bool = False) -> bool:
+    def _spawn_worker(self, connection: ProviderConnection, reading: bool = False) -> bool:
         if connection.workers >= _MAX_WORKERS:
             return False
         connection.workers += 1
         connection.task_group.start_soon(self._worker, connection, reading)
         return True
 
-    def _pass_reading(self, connection: _Connection) -> bool:
+    def _pass_reading(self, connection: ProviderConnection) -> bool:
         """Hand the reading turn to an idle worker, or to a new one; ``False`` if every
         worker the connection may have is busy (reading then waits for this one)."""
         if connection.idle:
@@ -349,7 +347,7 @@ class AssistantFrameProvider:
             return True
         return self._spawn_worker(connection, reading=True)
 
-    async def _worker(self, connection: _Connection, reading: bool = False) -> None:
+    async def _worker(self, connection: ProviderConnection, reading: bool = False) -> None:
         """Read the connection while holding its reading turn (``reading``), and run
         calls, each cancellable on its own.
 
@@ -381,7 +379,7 @@ class AssistantFrameProvider:
                             # Run it holding the reading turn, which goes on to another worker
                             # only if the call (or sending its result) waits: most finish
                             # first, and this worker then reads on without waking another.
-                            handoff = _Handoff(self._pass_reading, connection)
+                            handoff = ReadingHandoff(self._pass_reading, connection)
                             read.scope = scope
                             try:
                                 error, result = await UntilSuspended(self._run(read), handoff)
@@ -431,7 +429,7 @@ class AssistantFrameProvider:
             connection.workers -= 1
 
     async def _reply(
-        self, connection: _Connection, call: _Call, error: str | None, result: Any
+        self, connection: ProviderConnection, call: ProviderCall, error: str | None, result: Any
     ) -> None:
         """Send a finished call's ``tool-result``, stamped with this frame's document,
         unless it was cancelled or superseded meanwhile."""
@@ -448,7 +446,7 @@ class AssistantFrameProvider:
             reply = protocol.encode_tool_result(call.id, result, document_id=self._document_id)
         await connection.send_reply(call.id, reply)
 
-    async def _run(self, call: _Call) -> tuple[str | None, Any]:
+    async def _run(self, call: ProviderCall) -> tuple[str | None, Any]:
         """``(error, result)`` of running ``call``: an error string, or ``None`` and the
         result."""
         args = call.args
@@ -485,7 +483,7 @@ class AssistantFrameProvider:
             return f'Tool "{call.name}" failed: {detail}', None
 
 
-def _own_cancellation(call: _Call) -> bool:
+def _own_cancellation(call: ProviderCall) -> bool:
     """Whether a cancellation exception in a call's worker is really one of ours.
 
     The call's scope (``tool-cancel``), the connection ending, or the caller cancelling
@@ -493,191 +491,3 @@ def _own_cancellation(call: _Call) -> bool:
     from a task someone else cancelled does not, on asyncio (trio has no such case).
     """
     return (call.scope is not None and call.scope.cancel_called) or cancelled_here()
-
-
-class _Handoff:
-    """A reading worker's turn, handed on once when called (unless no worker can take
-    it); :meth:`settle` says whether the worker still reads, and counts it ready the
-    first time it does not."""
-
-    __slots__ = ("_connection", "_counted", "_pass_reading", "done")
-
-    def __init__(
-        self, pass_reading: Callable[[_Connection], bool], connection: _Connection
-    ) -> None:
-        self._pass_reading = pass_reading
-        self._connection = connection
-        self._counted = False
-        self.done = False
-
-    def __call__(self) -> None:
-        if not self.done:
-            self.done = self._pass_reading(self._connection)
-
-    def settle(self) -> bool:
-        if not self.done:
-            return True
-        if not self._counted:  # a follower from now on: ready once its call is done
-            self._counted = True
-            self._connection.ready += 1
-        return False
-
-
-class _Call:
-    """One tool call, queued or running (or a ready ``reply``, for a malformed call).
-
-    Cancelling it flags its context (for sync tools in threads) and, while it runs,
-    cancels the scope of the worker running it.
-    """
-
-    __slots__ = ("args", "context", "id", "name", "reply", "scope")
-
-    def __init__(
-        self, call_id: str, name: str, args: Any, on_event: ToolEventCallback | None = None
-    ) -> None:
-        self.id = call_id
-        self.name = name
-        self.args = args
-        self.context = ToolCallContext(call_id, name, on_event)
-        self.scope: anyio.CancelScope | None = None
-        self.reply: dict[str, Any] | None = None
-
-    def cancel(self) -> None:
-        self.context.cancel()
-        if self.scope is not None:
-            self.scope.cancel()
-
-
-class _Connection:
-    """What a frame knows about one connected host."""
-
-    __slots__ = (
-        "ended",
-        "events_dropped",
-        "events_wake",
-        "idle",
-        "logs",
-        "machine",
-        "new_event",
-        "progress",
-        "queue",
-        "reading_turn",
-        "ready",
-        "receive_ready",
-        "room",
-        "task_group",
-        "transport",
-        "wake",
-        "workers",
-    )
-
-    def __init__(
-        self, transport: ObjectStream[Any], task_group: TaskGroup, document_id: str
-    ) -> None:
-        self.transport = transport
-        self.task_group = task_group
-        self.machine: FrameMachine[_Call] = FrameMachine(document_id)
-        self.queue: deque[_Call] = deque()  # calls not yet picked up by a worker
-        self.idle: list[anyio.Event] = []  # one per idle worker: set it to wake that one
-        self.ready = 0  # workers neither reading nor running a call (see _worker)
-        self.workers = 0  # worker tasks started and not yet ended
-        self.reading_turn: anyio.Event | None = None  # the idle worker handed the turn
-        self.room: anyio.Event | None = None  # the reader, waiting for the queue
-        self.ended = anyio.Event()  # set by the reader that found the connection ended
-        self.new_event = event_class()
-        self.wake = anyio.Event()
-        # Asked once: a worker takes the reading turn once per call it runs itself.
-        self.receive_ready: Callable[[], bool] | None = transport.extra(
-            TransportAttribute.receive_ready, None
-        )
-        # Calls' progress and log messages not sent yet; the sender task starts with the
-        # first. Progress keeps the latest per call, logs the newest _MAX_QUEUED_LOGS.
-        self.progress: dict[str, dict[str, Any]] = {}
-        self.logs: deque[dict[str, Any]] = deque()
-        self.events_wake: anyio.Event | None = None
-        self.events_dropped = 0
-
-    def send_event(self, event: ToolEvent) -> None:
-        """A running call's progress or log message: queue it for the sender task.
-
-        Never waits, so a tool reporting in a tight loop is never held up; what the
-        transport cannot take yet is coalesced (progress) or bounded (logs).
-        """
-        call_id = event.tool_call_id
-        if call_id is None or call_id not in self.machine.calls:
-            return  # finished or cancelled meanwhile: the host no longer listens
-        message = protocol.encode_tool_event(call_id, event, document_id=self.machine.document_id)
-        if type(event) is ToolProgress:
-            self.progress[call_id] = message
-        else:
-            if len(self.logs) >= _MAX_QUEUED_LOGS:
-                self.logs.popleft()
-                self.events_dropped += 1
-            self.logs.append(message)
-        if self.events_wake is None:
-            self.events_wake = anyio.Event()
-            self.task_group.start_soon(self._push_events)
-        self.events_wake.set()
-
-    async def _push_events(self) -> None:
-        """The one task that sends this connection's progress and log messages."""
-        while True:
-            wake = self.events_wake
-            assert wake is not None
-            await wake.wait()
-            self.events_wake = anyio.Event()
-            if not await self.flush_events():
-                return
-
-    async def flush_events(self) -> bool:
-        """Send every queued progress and log message; False once the peer is gone."""
-        send_latest = self.transport.extra(TransportAttribute.send_latest, None)
-        if self.events_dropped:
-            logger.warning(
-                "Dropped %d tool log messages: the host reads them too slowly",
-                self.events_dropped,
-            )
-            self.events_dropped = 0
-        while self.logs or self.progress:
-            try:
-                if self.logs:
-                    await self.transport.send(self.logs.popleft())
-                    continue
-                call_id = next(iter(self.progress))
-                message = self.progress.pop(call_id)
-                if send_latest is not None:  # a peer slow to read holds one per call
-                    await send_latest(f"tool-progress:{call_id}", message)
-                else:
-                    await self.transport.send(message)
-            except CLOSED_ERRORS:
-                return False
-            except (TypeError, ValueError) as exc:  # log data with no JSON form, say
-                logger.warning("Could not send a tool's progress or log message: %s", exc)
-        return True
-
-    async def send_reply(self, call_id: str, reply: dict[str, Any]) -> None:
-        """Send a ``tool-result``; a peer that is already gone is nothing to do.
-
-        A result the transport cannot encode becomes the JS frame's error for that; an
-        error that cannot be encoded either (its id has no JSON form) is dropped.
-        """
-        try:
-            await self.transport.send(reply)
-            return
-        except CLOSED_ERRORS:
-            return
-        except (TypeError, ValueError) as exc:
-            failure = exc
-        if reply["message"].get("error") is None:
-            try:
-                await self.transport.send(
-                    protocol.encode_tool_error(
-                        call_id, RESULT_NOT_SENDABLE, document_id=self.machine.document_id
-                    )
-                )
-                return
-            except CLOSED_ERRORS:
-                return
-            except (TypeError, ValueError) as exc:
-                failure = exc
-        logger.warning("Dropped a tool-result that the transport cannot send: %s", failure)
