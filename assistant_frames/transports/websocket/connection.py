@@ -123,9 +123,15 @@ class WebSocketTransport(ObjectStream[Any]):
                 raise anyio.ClosedResourceError
             if self._ended is not None:
                 raise self._ended
-            async with self._receive_lock:
-                if not self._messages and self._ended is None:
-                    await self._read()
+            lock = self._receive_lock
+            if lock.locked():  # another task reads: wait for it, then look again
+                async with lock:
+                    continue
+            lock.acquire_nowait()  # no checkpoint of its own: reading waits if it must
+            try:
+                await self._read()
+            finally:
+                lock.release()
 
     def receive_on_arrival(self, handler: Callable[[Any], bool] | None) -> None:
         """Offer ``handler(message)`` each message as it arrives, while none is queued;
