@@ -418,8 +418,8 @@ class AssistantFrameHost(Driver, WaitsForTools):
         return True
 
     def _settle_arriving(self, message: Any) -> bool:
-        """A message as it arrives, in the event loop's callback (a WebSocket
-        connection on asyncio): a result wakes its caller at once; anything else is left
+        """A message as it arrives, in the event loop's callback (a WebSocket or stdio
+        transport on asyncio): a result wakes its caller at once; anything else is left
         to the receive loop, in this host's task."""
         try:
             return self._machine.settle_result(message)

@@ -132,7 +132,7 @@ class _AsyncioStream(ByteStream):
                 raise anyio.EndOfStream
             protocol.reader = asyncio.get_running_loop().create_future()
             await protocol.reader
-            if protocol.on_data is not None and not protocol.chunks and not protocol.eof:
+            if not (protocol.chunks or protocol.eof or self._closed) and protocol.on_data:
                 return b""  # woken by on_data, which took the data itself
         chunk = protocol.chunks.popleft()
         if len(chunk) > max_bytes:

@@ -324,7 +324,7 @@ def receiving_inline(
 ) -> Iterator[None]:
     """For the block, ``transport.receive_inline(handler)`` when ``transport`` is a
     :class:`MemoryTransport`, or ``transport.receive_on_arrival(on_arrival)`` when it
-    has that (a WebSocket connection); then unset. Nothing for any other transport."""
+    has that (a WebSocket or stdio transport); then unset. Nothing for any other."""
     if isinstance(transport, MemoryTransport):
         offer, taker = transport.receive_inline, handler
     elif on_arrival is not None and hasattr(transport, "receive_on_arrival"):
