@@ -202,7 +202,12 @@ class AssistantFrameProvider:
             event = feed(raw)
             if type(event) is CallRequested:
                 call = self._start_call(connection, event)
-                if not queue and ready is not None and not ready():
+                if (
+                    not queue
+                    and ready is not None
+                    and not ready()
+                    and connection.workers < _MAX_WORKERS  # else none could read on
+                ):
                     return call  # nothing waits behind it (its tool-cancel, say): run it
                 self._queue(connection, call)
             elif event is not None:

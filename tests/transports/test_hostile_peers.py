@@ -396,6 +396,50 @@ async def test_a_peer_that_sends_calls_but_never_reads_meets_backpressure(
         tg.cancel_scope.cancel()
 
 
+async def test_a_frame_with_every_worker_busy_still_reads_its_connection() -> None:
+    """With every worker of a connection busy (some 1,000 calls running, each waiting
+    on a gate), a call that arrives alone over a WebSocket is queued for a worker, and
+    the frame reads on: a context request sent after it is answered.
+
+    Before: the reading worker ran that call itself and, with no worker left to take
+    its reading turn, the frame stopped reading the connection until the call ended."""
+    gate = anyio.Event()
+    started = [anyio.Event()]
+    count = 0
+    registry = ModelContextRegistry()
+
+    @registry.tool
+    async def wait() -> str:
+        """Wait for the gate."""
+        nonlocal count
+        count += 1
+        started[0].set()
+        await gate.wait()
+        return "done"
+
+    frame = AssistantFrameProvider(registry)
+    async with (
+        websocket_server(frame.serve) as server,
+        connect_websocket(server.url) as peer,
+    ):
+        with anyio.fail_after(60):
+            # One at a time, each running before the next is sent, until one cannot
+            # start: every worker the connection may have is busy.
+            for i in range(1100):  # bounded: the cap is 1,000 workers
+                started[0] = anyio.Event()
+                await peer.send(envelope({"type": "tool-call", "id": f"c{i}", "toolName": "wait"}))
+                with anyio.move_on_after(STALL):
+                    await started[0].wait()
+                if not started[0].is_set():
+                    break
+            assert 990 <= count <= 1000, count
+        await peer.send(envelope({"type": "model-context-request", "requestId": "r"}))
+        with anyio.fail_after(10):
+            reply = await next_message(peer, "model-context-update")  # type: ignore[arg-type]
+        assert "wait" in reply["context"]["tools"]
+        gate.set()
+
+
 # -- 5: descriptors run out; too many connections --------------------------------------------
 
 EMFILE_SERVER = textwrap.dedent(
