@@ -61,6 +61,9 @@ __all__ = ["nats_server"]  # the fixture, imported for the tests below
 HEARTBEAT = 0.1  # the replicas' heartbeat in these tests
 LIVENESS = 0.5  # how long a host waits for a silent replica
 CALL_TIMEOUT = 30.0  # far above every bound the tests assert on
+# "At once": under half a host's default context_timeout (5 s), which is what waiting
+# instead would take, with room for a loaded machine (0.5 s left little).
+AT_ONCE = 2.0
 LOGGER = "assistant_frames.nats"
 
 
@@ -266,11 +269,11 @@ async def test_no_responders(nats_server: NATSServer, replicas: int) -> None:
                 )
                 with pytest.raises(FrameDisconnected, match="No replica of frame 'calc'"):
                     await host.wait_for_context(10)
-                assert time.perf_counter() - started < 0.5
+                assert time.perf_counter() - started < AT_ONCE
                 with pytest.raises(ConnectError, match="No replica of frame 'calc' answers"):
                     async with connect(f"{nats_server.url}/calc", connect_timeout=10):
                         pass
-                assert time.perf_counter() - started < 1.0
+                assert time.perf_counter() - started < 2 * AT_ONCE  # both, under 5 s
             for _ in range(5):
                 started = time.perf_counter()
                 error = await failure_of(host, "add", {"a": 1, "b": 1})
@@ -280,7 +283,7 @@ async def test_no_responders(nats_server: NATSServer, replicas: int) -> None:
                 if replicas:
                     assert isinstance(error, NoResponders), error
                 assert "No replica of frame 'calc'" in str(error)
-                assert elapsed < 0.5, f"{elapsed:.3f} s: not at once"
+                assert elapsed < AT_ONCE, f"{elapsed:.3f} s: not at once"
 
 
 async def test_a_frame_whose_context_never_comes_ends_the_connection_after_context_timeout(
