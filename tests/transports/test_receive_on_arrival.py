@@ -7,25 +7,15 @@ nothing changes."""
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
 import pytest
+from test_transport_contract import stdio_pair, websocket_pair
 
-from assistant_frames.transports import (
-    StdioTransport,
-    TransportClosed,
-    connect_websocket,
-    websocket_server,
-)
-from assistant_frames.transports._streams import read_pipe, write_pipe
+from assistant_frames.transports import TransportClosed, connect_websocket, websocket_server
 
 pytestmark = pytest.mark.anyio
-
-Transport = Any  # a WebSocketTransport or a StdioTransport
 
 
 class Taker:
@@ -56,51 +46,9 @@ def batch(*takes: bool, start: int = 0) -> list[dict[str, Any]]:
     return [{"n": start + i, "take": take} for i, take in enumerate(takes)]
 
 
-@asynccontextmanager
-async def websocket_pair() -> AsyncIterator[tuple[Transport, Callable[[Any], Any]]]:
-    """A client WebSocket transport, and a function sending from the server's end."""
-    ends: list[Any] = []
-    ready = anyio.Event()
-    done = anyio.Event()
-
-    async def serve(transport: Any) -> None:
-        ends.append(transport)
-        ready.set()
-        await done.wait()
-
-    async with websocket_server(serve) as server, connect_websocket(server.url) as client:
-        with anyio.fail_after(5):
-            await ready.wait()
-        try:
-            yield client, ends[0].send
-        finally:
-            done.set()
-
-
-@asynccontextmanager
-async def pipe_pair() -> AsyncIterator[tuple[Transport, Callable[[Any], Any]]]:
-    """A stdio transport reading a pipe, and a function sending into that pipe."""
-    read_fd, write_fd = os.pipe()
-    other_read, other_write = os.pipe()
-    reading = await read_pipe(read_fd, close_fd=True)
-    writing = await write_pipe(write_fd)
-    unused_in = await read_pipe(other_read, close_fd=True)
-    unused_out = await write_pipe(other_write)
-    if reading is None or writing is None or unused_in is None or unused_out is None:
-        pytest.skip("asyncio's pipes only")  # not reached: the tests run on asyncio
-    ours = StdioTransport(reading, unused_out)
-    theirs = StdioTransport(unused_in, writing)
-    async with anyio.create_task_group() as tasks:
-        tasks.start_soon(theirs.run)
-        try:
-            yield ours, theirs.send
-        finally:
-            await theirs.aclose()
-            await ours.aclose()
-            tasks.cancel_scope.cancel()
-
-
-PAIRS = {"websocket": websocket_pair, "stdio": pipe_pair}
+# The contract tests' pairs: a client WebSocket and the server's end; a worker
+# (spawn_worker, reading the child's stdout pipe) and the child's end.
+PAIRS = {"websocket": websocket_pair, "stdio": stdio_pair}
 
 
 @pytest.fixture
@@ -111,17 +59,17 @@ def anyio_backend() -> str:
 @pytest.mark.parametrize("kind", PAIRS)
 async def test_taken_messages_skip_receive_and_the_rest_keep_their_order(kind: str) -> None:
     taker = Taker()
-    async with PAIRS[kind]() as (transport, send):
+    async with PAIRS[kind]() as (transport, peer):
         transport.receive_on_arrival(taker)
         with anyio.fail_after(5):
-            await send({"n": 0, "take": True})
+            await peer.send({"n": 0, "take": True})
             await taker.arrived.wait()
             assert taker.taken == [0]
             assert taker.in_task == [False]  # in the loop's callback, no task
 
             # declined: to receive, and what comes behind it waits behind it
             for message in batch(False, True, True, start=1):
-                await send(message)
+                await peer.send(message)
             assert (await transport.receive())["n"] == 1
             assert (await transport.receive())["n"] == 2
             assert (await transport.receive())["n"] == 3
@@ -129,13 +77,13 @@ async def test_taken_messages_skip_receive_and_the_rest_keep_their_order(kind: s
 
             # once nothing is queued, arrivals go to the handler again
             taker.arrived = anyio.Event()
-            await send({"n": 4, "take": True})
+            await peer.send({"n": 4, "take": True})
             await taker.arrived.wait()
             assert taker.taken == [0, 4]
 
             # unset: everything to receive
             transport.receive_on_arrival(None)
-            await send({"n": 5, "take": True})
+            await peer.send({"n": 5, "take": True})
             assert (await transport.receive())["n"] == 5
             assert taker.taken == [0, 4]
 
@@ -145,7 +93,7 @@ async def test_a_receive_waiting_meanwhile_gets_what_the_handler_declines(kind: 
     """The reading task waits in ``receive`` the whole time, as a host's does."""
     taker = Taker()
     received: list[int] = []
-    async with PAIRS[kind]() as (transport, send):
+    async with PAIRS[kind]() as (transport, peer):
         transport.receive_on_arrival(taker)
 
         all_in = anyio.Event()
@@ -160,7 +108,7 @@ async def test_a_receive_waiting_meanwhile_gets_what_the_handler_declines(kind: 
             tasks.start_soon(read)
             with anyio.fail_after(5):
                 for message in batch(True, False, True, True, False):
-                    await send(message)
+                    await peer.send(message)
                     await anyio.sleep(0.01)  # one arrival each
                 await all_in.wait()
             tasks.cancel_scope.cancel()
@@ -190,9 +138,9 @@ async def test_the_end_of_the_connection_still_reaches_receive() -> None:
 @pytest.mark.parametrize("anyio_backend", ["trio"])
 async def test_on_trio_every_message_goes_to_receive(anyio_backend: str) -> None:
     taker = Taker()
-    async with websocket_pair() as (transport, send):
+    async with websocket_pair() as (transport, peer):
         transport.receive_on_arrival(taker)
         with anyio.fail_after(5):
-            await send({"n": 0, "take": True})
+            await peer.send({"n": 0, "take": True})
             assert (await transport.receive())["n"] == 0
     assert taker.taken == []
