@@ -29,8 +29,12 @@ from ..registry.context import ModelContext, Subscribers, Unsubscribe
 from ..registry.events import ToolEventCallback, ToolEventSubscribers, deliver_event
 from ..registry.tool import Tool, ToolCallContext
 from ..registry.waiting import WaitsForTools
-from ..transports.contract import CLOSED_ERRORS, TransportAttribute, close_reason
-from ..transports.memory import receiving_inline
+from ..transports.contract import (
+    CLOSED_ERRORS,
+    TransportAttribute,
+    close_reason,
+    receiving_inline,
+)
 from . import protocol
 from .host_machine import CallEvent, ContextChanged, HostMachine, HostState, Malformed
 from .protocol import SerializedTool

@@ -21,8 +21,7 @@ from ..registry.context import ModelContext, ModelContextProvider, Unsubscribe
 from ..registry.registry import ModelContextRegistry
 from ..registry.tool import Tool
 from ..registry.tool_map import ToolMap
-from ..transports.contract import CLOSED_ERRORS, TransportAttribute
-from ..transports.memory import receiving_inline
+from ..transports.contract import CLOSED_ERRORS, TransportAttribute, receiving_inline
 from . import protocol
 from .frame_machine import (
     CallCancelled,

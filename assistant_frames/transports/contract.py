@@ -41,8 +41,8 @@ on asyncio and trio; a new transport is done when it passes.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractAsyncContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, TypeAlias
 
@@ -221,3 +221,27 @@ def _renamed_limit(
         f"{old_name} is deprecated; use max_message_bytes", DeprecationWarning, stacklevel=3
     )
     return old_value
+
+
+@contextmanager
+def receiving_inline(
+    transport: object,
+    handler: Callable[[Any], bool],
+    on_arrival: Callable[[Any], bool] | None = None,
+) -> Iterator[None]:
+    """For the block, ``transport.receive_inline(handler)`` when the transport takes
+    messages in the sender's task (a ``MemoryTransport``), or
+    ``transport.receive_on_arrival(on_arrival)`` when it takes them in the event loop's
+    callback (a WebSocket or stdio transport); then unset. Nothing for any other."""
+    offer = getattr(transport, "receive_inline", None)
+    taker: Callable[[Any], bool] | None = handler
+    if offer is None and on_arrival is not None:
+        offer, taker = getattr(transport, "receive_on_arrival", None), on_arrival
+    if offer is None:
+        yield
+        return
+    offer(taker)
+    try:
+        yield
+    finally:
+        offer(None)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from contextvars import copy_context
 from typing import Any
 
@@ -314,26 +313,3 @@ def memory_pair(
         MemoryTransport(b_to_a, a_to_b, max_message_bytes),
         MemoryTransport(a_to_b, b_to_a, max_message_bytes),
     )
-
-
-@contextmanager
-def receiving_inline(
-    transport: object,
-    handler: Callable[[Any], bool],
-    on_arrival: Callable[[Any], bool] | None = None,
-) -> Iterator[None]:
-    """For the block, ``transport.receive_inline(handler)`` when ``transport`` is a
-    :class:`MemoryTransport`, or ``transport.receive_on_arrival(on_arrival)`` when it
-    has that (a WebSocket or stdio transport); then unset. Nothing for any other."""
-    if isinstance(transport, MemoryTransport):
-        offer, taker = transport.receive_inline, handler
-    elif on_arrival is not None and hasattr(transport, "receive_on_arrival"):
-        offer, taker = transport.receive_on_arrival, on_arrival
-    else:
-        yield
-        return
-    offer(taker)
-    try:
-        yield
-    finally:
-        offer(None)
