@@ -40,6 +40,7 @@ from ..frames.host_machine import CallFailed
 from ..transports.contract import CloseReason, TransportClosed
 from . import _wire
 from ._route import Route, quietly
+from .client_watch import client_watch
 from .errors import NoResponders, ReplicaLost
 from .subjects import FrameSubjects
 
@@ -149,6 +150,7 @@ class HostRoute(Route):
         # last changed it: (part, tool name) -> (value, when heard). See _reflects.
         self._unmatched: dict[tuple[str, str], tuple[Any, float]] = {}
         self._reconnects = client.stats["reconnects"]
+        self._idle: anyio.Event | None = None  # set to wake the watch waiting untimed
         self._contexts: Subscription  # the context subject's, once started
 
     @property
@@ -181,6 +183,7 @@ class HostRoute(Route):
                 call = _Call(body["id"], anyio.current_time(), self.liveness)
                 self._calls[reply] = call
                 self._replies[call.id] = reply
+                self.wake()
                 try:
                     await self._client.publish(self._subjects.call, payload, reply=reply)
                 except Exception as exc:
@@ -233,6 +236,7 @@ class HostRoute(Route):
         number = next(self._asks)
         deadline = anyio.current_time() + self._context_timeout
         self._ask = _Ask(number, replica, held, deadline, connecting)
+        self.wake()
         if not connecting:
             self.resyncs += 1
         subject = self._subjects.context_get
@@ -406,6 +410,7 @@ class HostRoute(Route):
                 unmatched.pop(part, None)  # as the host holds it (its replica was first)
             else:
                 unmatched[part] = (value, now)
+                self.wake()
         if len(unmatched) > _MAX_UNMATCHED and self.following is not None:
             unmatched.clear()
             await self._request(self.following, self.seq)
@@ -538,35 +543,71 @@ class HostRoute(Route):
         self._push(_Ended(why))
 
     async def watch(self) -> None:
-        """Fail calls whose replica fell silent; runs until cancelled."""
+        """Fail calls whose replica fell silent; runs until cancelled.
+
+        With nothing to time (no call in flight, no request out, no change to match) it
+        waits untimed while another route on the client looks at the client for it
+        (:mod:`~assistant_frames.nats.client_watch`)."""
         # Often enough to see a closed client within 100 ms, as a transport would.
         tick = min(self.liveness / 4, 0.1)
+        shared = client_watch(self._client)
         last = anyio.current_time()
-        while True:
-            await anyio.sleep(tick)
-            if self._client.is_closed:  # for good (not reconnecting): so is this frame
-                self._end(f"The NATS connection to frame {self._subjects.name!r} was closed")
-                return
-            now = anyio.current_time()
-            # Woken late: this host's event loop was blocked (its replicas' heartbeats
-            # wait unread), and the time it did not listen is not their silence.
-            stalled, last = now - last - tick, now
-            if stalled > tick:
-                for call in self._calls.values():
-                    call.seen = min(now, call.seen + stalled)
-                if self._ask is not None:  # its answers wait unread too
-                    self._ask.deadline += stalled
-                for part, (value, heard) in list(self._unmatched.items()):
-                    self._unmatched[part] = (value, heard + stalled)
-            await self._watch_context(now)
-            for reply, call in list(self._calls.items()):
-                if now - call.seen > call.liveness:
-                    self._forget(reply, call)
-                    why = (
-                        f"The replica of frame {self._subjects.name!r} running the call went "
-                        f"silent for {call.liveness:g} s (stopped, killed or cut off)"
-                    )
-                    self._push(CallFailed(call.id, ReplicaLost(why)))
+        try:
+            while True:
+                if self._has_nothing_to_time() and shared.may_wait(self):
+                    self._idle = wake = anyio.Event()
+                    shared.waiting.add(self)
+                    try:
+                        await wake.wait()
+                    finally:
+                        self._idle = None
+                        shared.waiting.discard(self)
+                    now = last = anyio.current_time()  # nothing was timed meanwhile
+                else:
+                    await anyio.sleep(tick)
+                    now = anyio.current_time()
+                    # Woken late: this host's event loop was blocked (its replicas'
+                    # heartbeats wait unread), and the time it did not listen is not their
+                    # silence.
+                    stalled, last = now - last - tick, now
+                    if stalled > tick:
+                        self._stalled(now, stalled)
+                shared.look(self)
+                if self._client.is_closed:  # for good (not reconnecting): so is this frame
+                    self._end(f"The NATS connection to frame {self._subjects.name!r} was closed")
+                    return
+                await self._watch_context(now)
+                self._fail_silent(now)
+        finally:
+            shared.leave(self)
+
+    def wake(self) -> None:
+        """Stop waiting untimed: there is something to time, or to look at."""
+        if self._idle is not None:
+            self._idle.set()
+
+    def _has_nothing_to_time(self) -> bool:
+        return not self._calls and self._ask is None and not self._unmatched
+
+    def _stalled(self, now: float, stalled: float) -> None:
+        """Push every deadline on by the ``stalled`` seconds the loop did not listen."""
+        for call in self._calls.values():
+            call.seen = min(now, call.seen + stalled)
+        if self._ask is not None:  # its answers wait unread too
+            self._ask.deadline += stalled
+        for part, (value, heard) in list(self._unmatched.items()):
+            self._unmatched[part] = (value, heard + stalled)
+
+    def _fail_silent(self, now: float) -> None:
+        """Fail the calls whose replica has not been heard for their ``liveness``."""
+        for reply, call in list(self._calls.items()):
+            if now - call.seen > call.liveness:
+                self._forget(reply, call)
+                why = (
+                    f"The replica of frame {self._subjects.name!r} running the call went "
+                    f"silent for {call.liveness:g} s (stopped, killed or cut off)"
+                )
+                self._push(CallFailed(call.id, ReplicaLost(why)))
 
     async def _watch_context(self, now: float) -> None:
         """Ask again when a request went unanswered, when another replica's change is

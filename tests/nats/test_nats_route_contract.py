@@ -39,7 +39,7 @@ from assistant_frames.transports import (
     close_reason,
 )
 
-from helpers import calculator
+from helpers import calculator, wait_until
 from nats_support import NATSServer, nats_server
 
 pytestmark = pytest.mark.anyio
@@ -363,3 +363,87 @@ async def _route(side: str, url: str) -> AsyncIterator[HostRoute | ReplicaRoute]
             yield route
         finally:
             await route.aclose()
+
+
+# -- many routes on one client: one looks at it for the idle ones ------------------------------
+
+
+async def test_idle_routes_on_one_client_wait_while_one_looks_and_all_see_it_close(
+    nats_server: NATSServer,
+) -> None:
+    """Of 50 idle host routes on one client, one ticks (the poller); the others wait with
+    no timer (a parent of 1,000 frames would otherwise wake 10,000 times a second). The
+    client closing still ends every route's stream within 100 ms."""
+    from assistant_frames.nats.client_watch import client_watch
+
+    async with nats_client(nats_server.url) as client:
+        routes = [
+            HostRoute(client, FrameSubjects(f"f{i}"), liveness=3.0, context_timeout=5)
+            for i in range(50)
+        ]
+        for route in routes:
+            await route.start()
+        try:
+            async with anyio.create_task_group() as group:
+                for route in routes:
+                    group.start_soon(route.watch)
+                shared = client_watch(client)
+                await wait_until(lambda: len(shared.waiting) == len(routes) - 1)
+                assert shared.poller in routes
+                assert shared.poller not in shared.waiting
+                await client.close()
+                closed_at = anyio.current_time()
+                with anyio.fail_after(5):
+                    for route in routes:
+                        with pytest.raises(TransportClosed):
+                            await route.receive()
+                seen_after = anyio.current_time() - closed_at
+                group.cancel_scope.cancel()
+        finally:
+            for route in routes:
+                await route.aclose()
+    assert seen_after < ABRUPT_BOUND, seen_after
+
+
+async def test_a_route_leaving_hands_the_looking_on_and_a_call_wakes_a_waiting_route(
+    nats_server: NATSServer,
+) -> None:
+    """When the poller's host ends, a waiting route takes over; a waiting route with a
+    call in flight ticks again, and fails the call when no replica is heard from."""
+    from assistant_frames.nats.client_watch import client_watch
+    from assistant_frames.nats.errors import ReplicaLost
+
+    async with nats_client(nats_server.url) as client:
+        # A replica that takes the call and never answers nor beats: a queue subscriber.
+        silent = await client.subscribe(FrameSubjects("b").call, queue=FrameSubjects("b").queue)
+        a = HostRoute(client, FrameSubjects("a"), liveness=0.3, context_timeout=5)
+        b = HostRoute(client, FrameSubjects("b"), liveness=0.3, context_timeout=5)
+        for route in (a, b):
+            await route.start()
+        shared = client_watch(client)
+        try:
+            async with anyio.create_task_group() as group:
+                watching_a = anyio.CancelScope()
+
+                async def watch_a() -> None:
+                    with watching_a:
+                        await a.watch()
+
+                group.start_soon(watch_a)
+                await wait_until(lambda: shared.poller is a)
+                group.start_soon(b.watch)
+                await wait_until(lambda: b in shared.waiting)
+                watching_a.cancel()  # a's host ends: b polls
+                await wait_until(lambda: shared.poller is b)
+                assert not shared.waiting
+                await b.send(protocol.encode_tool_call("c1", "add", {"a": 1, "b": 2}))
+                with anyio.fail_after(5):
+                    failed = await b.receive()
+                assert failed.id == "c1"
+                assert isinstance(failed.error, ReplicaLost)
+                group.cancel_scope.cancel()
+        finally:
+            await silent.unsubscribe()
+            for route in (a, b):
+                await route.aclose()
+    assert shared.poller is None
