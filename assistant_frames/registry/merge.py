@@ -7,6 +7,7 @@ from typing import Any, Literal, TypeAlias
 
 from ..errors import ToolConflictError
 from .context import NO_UI_RESOURCES, ModelContext, ModelContextProvider, ToolConflict
+from .merge_step import Item, Merged
 from .tool import Tool
 from .tool_map import ToolMap
 from .ui import UIResource
@@ -22,9 +23,6 @@ different priorities never conflict: the higher priority wins.
 """
 
 Source: TypeAlias = ModelContext | ModelContextProvider
-Item: TypeAlias = tuple[ModelContext, object]  # a context and the source it came from
-#: A merge's sorted items and its result: what the next merge may start from.
-Merged: TypeAlias = tuple[list[Item], ModelContext]
 
 
 def merge_model_contexts(
@@ -44,7 +42,7 @@ def merge_model_contexts(
     for source in _flatten(sources):
         context = source if isinstance(source, ModelContext) else source.get_model_context()
         items.append((context, source))
-    return _merge(items, conflict)[1]
+    return _merge(items, conflict).result
 
 
 def _flatten(sources: tuple[Source | Iterable[Source], ...]) -> Iterable[Source]:
@@ -68,7 +66,7 @@ def _merge(items: list[Item], conflict: ConflictPolicy, previous: Merged | None 
     if len(with_tools) == 1:  # nothing to resolve: share the one mapping (often 1,000s)
         merged = with_tools[0].tools, tuple(c for context, _ in items for c in context.conflicts)
     elif previous is not None:
-        merged = _merge_changes(items, *previous)
+        merged = _merge_changes(items, previous.items, previous.result)
     tools, conflicts = _merge_tools(items, conflict) if merged is None else merged
     systems: list[str] = []
     call_settings: dict[str, Any] = {}
@@ -90,7 +88,7 @@ def _merge(items: list[Item], conflict: ConflictPolicy, previous: Merged | None 
         waiting=tuple(name for context, _ in items for name in context.waiting),
         ui_resources=ui_resources or NO_UI_RESOURCES,
     )
-    return items, result
+    return Merged(items, result)
 
 
 def _merge_tools(

@@ -19,7 +19,8 @@ from .context import (
     ToolConflict,
     Unsubscribe,
 )
-from .merge import ConflictPolicy, Merged, _merge, namespaced
+from .merge import ConflictPolicy, _merge, namespaced
+from .merge_step import Item, Merged, merge_step
 from .tool import _UNSET, ExecuteFunction, Parameters, Tool, ToolOptions
 from .tool_map import ToolMap
 from .ui import UIResource
@@ -80,6 +81,12 @@ class ModelContextRegistry(WaitsForTools):
         self._subscribers = Subscribers()
         self._cache: ModelContext | None = None
         self._merged: Merged | None = None  # the last merge with providers, to start from
+        # What changed since that merge: providers that said so, and providers added; a
+        # provider removed means merging everything again.
+        self._stale: dict[_ProviderEntry, None] = {}
+        self._added: list[_ProviderEntry] = []
+        self._unwatched: dict[_ProviderEntry, None] = {}  # no subscribe(): asked each time
+        self._regroup = False
         self._reported: set[tuple[str, int, int]] = set()
 
     # -- ModelContextProvider ------------------------------------------------------------
@@ -254,9 +261,17 @@ class ModelContextRegistry(WaitsForTools):
         except ToolConflictError:
             del self._providers[key]
             raise
+        self._added.append(entry)
         subscribe = getattr(provider, "subscribe", None)
         if subscribe is not None:
-            entry.unsubscribe = subscribe(self._changed)
+
+            def changed() -> None:
+                self._stale[entry] = None
+                self._changed()
+
+            entry.unsubscribe = subscribe(changed)
+        else:
+            self._unwatched[entry] = None
         self._changed()
         return ProviderHandle(self, key)
 
@@ -335,12 +350,42 @@ class ModelContextRegistry(WaitsForTools):
         )
         if not self._providers:
             return own
-        items: list[tuple[ModelContext, object]] = [(own, self)]
-        items.extend((entry.context(), entry.provider) for entry in self._providers.values())
         if conflict != self.conflict:  # strict's check: a merge of its own
-            return _merge(items, conflict)[1]
-        self._merged = merged = _merge(items, conflict, self._merged)
-        return dataclass_replace(merged[1], priority=self.priority)
+            return _merge(self._items(own), conflict).result
+        merged = self._step(own)
+        if merged is None:
+            merged = _merge(self._items(own), conflict, self._merged)
+            for index, entry in enumerate(self._providers.values(), 1):
+                entry.index = index  # as the merge orders them, when it steps (flat)
+        self._merged = merged
+        self._stale.clear()
+        self._added.clear()
+        self._regroup = False
+        return dataclass_replace(merged.result, priority=self.priority)
+
+    def _items(self, own: ModelContext) -> list[Item]:
+        items: list[Item] = [(own, self)]
+        items.extend((entry.context(), entry.provider) for entry in self._providers.values())
+        return items
+
+    def _step(self, own: ModelContext) -> Merged | None:
+        """The next merge made from the last one and what changed since, in time of the
+        change (:func:`~assistant_frames.registry.merge_step.merge_step`); ``None``: merge
+        everything."""
+        previous = self._merged
+        if previous is None or self._regroup:
+            return None
+        changes = {0: own}
+        for watched in (self._stale, self._unwatched):
+            for entry in watched:
+                if entry.index:  # 0: added since (in ``added``)
+                    changes[entry.index] = entry.context()
+        added = self._added
+        merged = merge_step(previous, changes, [(e.context(), e.provider) for e in added])
+        if merged is not None:
+            for offset, entry in enumerate(added):
+                entry.index = len(previous.items) + offset
+        return merged
 
     def _report(self, conflicts: tuple[ToolConflict, ...]) -> None:
         for c in conflicts:
@@ -366,7 +411,7 @@ class ModelContextRegistry(WaitsForTools):
 class _ProviderEntry:
     """A provider plus how this registry sees it; caches the adjusted context."""
 
-    __slots__ = ("_adjusted", "_seen", "namespace", "priority", "provider", "unsubscribe")
+    __slots__ = ("_adjusted", "_seen", "index", "namespace", "priority", "provider", "unsubscribe")
 
     def __init__(
         self, provider: ModelContextProvider, priority: int | None, namespace: str | None
@@ -375,6 +420,7 @@ class _ProviderEntry:
         self.priority = priority
         self.namespace = namespace
         self.unsubscribe: Unsubscribe | None = None
+        self.index = 0  # its place in the registry's last merge (0: not in it yet)
         self._seen: ModelContext | None = None
         self._adjusted: ModelContext | None = None
 
@@ -476,21 +522,27 @@ class ProviderHandle(_Handle):
         if namespace is not _UNSET:
             entry.namespace = namespace
         entry._seen = None
+        registry = self._registry
         try:
-            self._registry._check_strict()
+            registry._check_strict()
         except ToolConflictError:
             entry.priority, entry.namespace = old
             entry._seen = None
             raise
-        self._registry._changed()
+        registry._stale[entry] = None
+        registry._changed()
 
     def remove(self) -> None:
         """Remove the provider and stop listening to it (idempotent)."""
-        entry = self._registry._providers.pop(self._key, None)
+        registry = self._registry
+        entry = registry._providers.pop(self._key, None)
         if entry is not None:
             if entry.unsubscribe is not None:
                 entry.unsubscribe()
-            self._registry._changed()
+            registry._stale.pop(entry, None)
+            registry._unwatched.pop(entry, None)
+            registry._regroup = True  # the places after it move: merge everything
+            registry._changed()
 
 
 class UIResourceHandle:
