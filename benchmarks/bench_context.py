@@ -122,6 +122,7 @@ async def bench_burst(config: Config) -> BurstResult:
 
 
 MERGED_MEMBERS = 10  # members of the merged propagation row
+MANY_MEMBERS = 1000  # members of the many-members row: one tool each
 
 
 @dataclass

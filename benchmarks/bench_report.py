@@ -38,17 +38,20 @@ def targets_for(
     propagation: PropagationResult,
     propagation_large: PropagationResult,
     propagation_merged: PropagationResult,
+    propagation_members: PropagationResult,
     cross: CrossProcess,
     apps: AppsResult,
+    backend: str,
 ) -> list[Target]:
+    """Each row against its goal (benchmarks/README.md lists them)."""
     floor, af, mcp = calls["floor"], calls["af"], calls["mcp"]
     out = [
         Target(
             "(b)/(a) latency        (x the floor)",
             af.latency_us / floor.latency_us,
             "x",
-            "<= 1.1x",
-            af.latency_us / floor.latency_us <= 1.1,
+            "<= 0.8x",
+            af.latency_us / floor.latency_us <= 0.8,
         ),
         Target(
             "(a)/(b) throughput     (x the floor)",
@@ -61,7 +64,7 @@ def targets_for(
     if mcp.skipped:
         out += [
             Target("(c)/(b) latency        (x faster than mcp)", None, "x", ">= 8x", None),
-            Target("(b)/(c) throughput     (x faster than mcp)", None, "x", ">= 5x", None),
+            Target("(b)/(c) throughput     (x faster than mcp)", None, "x", ">= 10x", None),
         ]
     else:
         out += [
@@ -76,8 +79,8 @@ def targets_for(
                 "(b)/(c) throughput     (x faster than mcp)",
                 af.throughput / mcp.throughput,
                 "x",
-                ">= 5x",
-                af.throughput / mcp.throughput >= 5,
+                ">= 10x",
+                af.throughput / mcp.throughput >= 10,
             ),
         ]
     out.append(
@@ -108,15 +111,15 @@ def targets_for(
             "(k)/(i) MCP frame latency   (x mcp.Client itself)",
             calls["mcp_frame"],
             calls["mcp_plain"],
-            "<= 1.1x",
-            lambda r: r <= 1.1,
+            "<= 1.05x",
+            lambda r: r <= 1.05,
         ),
         _ratio_target(
             "(l)/(m) app view tools/call (x the MCPFrameHost itself)",
             apps.calls["app_view"],
             apps.calls["app_frame"],
-            "<= 1.2x",
-            lambda r: r <= 1.2,
+            "<= 1.1x",
+            lambda r: r <= 1.1,
         ),
         _ratio_target(
             "(o)/(p) the same, server over stdio",
@@ -138,8 +141,8 @@ def targets_for(
             f"propagation: change -> host callback ({propagation.tools:,} tools), median",
             propagation.median_ms,
             "ms",
-            "<= 1 ms",
-            propagation.median_ms <= 1,
+            "<= 0.5 ms",
+            propagation.median_ms <= 0.5,
         ),
         Target(
             f"propagation, {propagation_large.tools:,} tools: change -> host callback, median",
@@ -156,7 +159,7 @@ def targets_for(
             propagation_merged.median_ms <= 1,
         ),
     ]
-    return out + cross_process_targets(cross)
+    return out + cross_process_targets(cross, backend)
 
 
 def _ratio_target(
@@ -179,22 +182,26 @@ def _reference_latency_us(result: CallResult, reference: CallResult) -> float:
     return reference.latency_us
 
 
-def cross_process_targets(cross: CrossProcess) -> list[Target]:
+def cross_process_targets(cross: CrossProcess, backend: str) -> list[Target]:
+    """The cross-process rows against their goals (the WebSocket's is looser on trio,
+    whose I/O has no protocol callbacks to take a reply from)."""
     t, start = cross.transports, cross.starts["stdio_af"]
+    ws_goal = 1.5 if backend == "trio" else 1.2
+    extra_import_ms = cross.imports.wall_import_ms - cross.imports.wall_pass_ms
     return [
         _ratio_target(
             "(e)/(d) WebSocket latency  (x the bare echo)",
             t["ws_af"],
             t["ws_echo"],
-            "<= 1.3x",
-            lambda r: r <= 1.3,
+            f"<= {ws_goal}x",
+            lambda r: r <= ws_goal,
         ),
         _ratio_target(
             "(g)/(f) stdio latency      (x the bare echo)",
             t["stdio_af"],
             t["pipe_echo"],
-            "<= 1.5x",
-            lambda r: r <= 1.5,
+            "<= 1.3x",
+            lambda r: r <= 1.3,
         ),
         _ratio_target(
             "(h)/(g) stdio latency      (x faster than mcp)",
@@ -207,15 +214,22 @@ def cross_process_targets(cross: CrossProcess) -> list[Target]:
             "worker start: spawn_worker -> first context, median",
             start.median_ms,
             "ms",
-            "< 500 ms",
-            start.median_ms < 500,
+            "<= 150 ms",
+            start.median_ms <= 150,
+        ),
+        Target(
+            'import: python -c "import assistant_frames" over "pass"',
+            extra_import_ms,
+            "ms",
+            "<= 150 ms",
+            extra_import_ms <= 150,
         ),
         _ratio_target(
             "(q)/(r) NATS latency       (x the bare echo)",
             cross.nats.calls["nats_af"],
             cross.nats.calls["nats_echo"],
-            "<= 1.5x",
-            lambda r: r <= 1.5,
+            "<= 1.2x",
+            lambda r: r <= 1.2,
         ),
         *nats_scale_targets(cross.nats),
     ]
@@ -246,6 +260,7 @@ def render(
     propagation: PropagationResult,
     propagation_large: PropagationResult,
     propagation_merged: PropagationResult,
+    propagation_members: PropagationResult,
     cross: CrossProcess,
     apps: AppsResult,
     targets: list[Target],
@@ -296,7 +311,12 @@ def render(
         )
     lines += ["", *render_fastmcp_mount(calls)]
     lines += ["", *render_apps(apps)]
-    lines += ["", *render_propagation(propagation, propagation_large, propagation_merged)]
+    lines += [
+        "",
+        *render_propagation(
+            propagation, propagation_large, propagation_merged, propagation_members
+        ),
+    ]
     lines += [
         "",
         *render_cross_process(cross),
@@ -380,8 +400,9 @@ def render_propagation(small: PropagationResult, *larger: PropagationResult) -> 
         lines.append(
             f"{result.label:<38}{result.median_ms:>20.2f}{result.p90_ms:>10.2f}{per_tool:>24}"
         )
-    kinds = ", ".join(f"{k} {v:.2f}" for k, v in larger[-1].median_ms_by_kind.items())
-    lines.append(f"  {larger[-1].label}, median ms by kind: {kinds}")
+    for result in larger[-2:]:
+        kinds = ", ".join(f"{k} {v:.2f}" for k, v in result.median_ms_by_kind.items())
+        lines.append(f"  {result.label}, median ms by kind: {kinds}")
     return lines
 
 
@@ -555,6 +576,7 @@ def to_json(
     propagation: PropagationResult,
     propagation_large: PropagationResult,
     propagation_merged: PropagationResult,
+    propagation_members: PropagationResult,
     cross: CrossProcess,
     apps: AppsResult,
     targets: list[Target],
@@ -586,6 +608,7 @@ def to_json(
         "propagation": asdict(propagation),
         "propagation_large": asdict(propagation_large),
         "propagation_merged": asdict(propagation_merged),
+        "propagation_members": asdict(propagation_members),
         "propagation_growth_large_over_small": _rounded(
             propagation_large.median_ms / propagation.median_ms
         ),

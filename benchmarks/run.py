@@ -72,7 +72,7 @@ import anyio
 from bench_apps import bench_apps
 from bench_calls import bench_calls
 from bench_common import FULL, QUICK, Config
-from bench_context import MERGED_MEMBERS, bench_burst, bench_propagation
+from bench_context import MANY_MEMBERS, MERGED_MEMBERS, bench_burst, bench_propagation
 from bench_fastmcp import bench_fastmcp_mount
 from bench_mcp import bench_mcp_interop
 from bench_report import render, targets_for, to_json
@@ -109,11 +109,23 @@ async def run(config: Config, backend: str) -> tuple[str, dict[str, Any]]:
         config, config.propagation_tools_large, MERGED_MEMBERS
     )
     gc.collect()
+    log(f"propagation, {MANY_MEMBERS:,} members")
+    propagation_members = await bench_propagation(config, MANY_MEMBERS, MANY_MEMBERS)
+    gc.collect()
     cross = await bench_cross_process(config, backend, log)
     elapsed = time.perf_counter() - started
 
-    figures = (calls, burst, propagation, propagation_large, propagation_merged, cross, apps)
-    targets = targets_for(*figures)
+    figures = (
+        calls,
+        burst,
+        propagation,
+        propagation_large,
+        propagation_merged,
+        propagation_members,
+        cross,
+        apps,
+    )
+    targets = targets_for(*figures, backend)
     text = render(config, backend, *figures, targets, elapsed)
     data = to_json(config, backend, *figures, targets, elapsed)
     return text, data
