@@ -125,15 +125,9 @@ def merge_step(
     if shared is not None:
         if any(name not in shared for name in put) or any(c.tools for c, _ in added):
             return None  # another item gained tools too: a full merge decides
-        return Merged(
-            new_items,
-            _result(merged, new_items, shared, parts),
-            flat=True,
-            unique=True,
-            last_with_tools=last,
-        )
-    if not removed and not put:
-        tools_now: Mapping[str, Tool] = before
+        tools_now: Mapping[str, Tool] = shared
+    elif not removed and not put:
+        tools_now = before
     elif not reorder:
         tools_now = ToolMap.derived(before, tuple(removed), put)
     else:

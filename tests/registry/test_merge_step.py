@@ -5,6 +5,7 @@ and conflicts, whatever mix of members join, leave and change."""
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -106,19 +107,8 @@ class Parent:
         )
         items = [own]
         for entry in registry._providers.values():
-            c = entry.context()
-            items.append(
-                ModelContext(
-                    system=c.system,
-                    tools=dict(c.tools),
-                    priority=c.priority,
-                    call_settings=c.call_settings,
-                    config=c.config,
-                    conflicts=c.conflicts,
-                    waiting=c.waiting,
-                    ui_resources=c.ui_resources,
-                )
-            )
+            context = entry.context()
+            items.append(dataclasses.replace(context, tools=dict(context.tools)))
         return merge_model_contexts(items, conflict=registry.conflict)
 
 
