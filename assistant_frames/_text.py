@@ -16,6 +16,7 @@ __all__ = [
     "command_text",
     "describe_validation_error",
     "format_table",
+    "host_port",
     "without_credentials",
     "without_repeated_command",
 ]
@@ -56,6 +57,11 @@ def describe_validation_error(exc: ValidationError) -> str:
         loc = ".".join(str(p) for p in error["loc"])
         parts.append(f"{loc}: {error['msg']}" if loc else error["msg"])
     return "; ".join(parts)
+
+
+def host_port(host: str, port: int) -> str:
+    """``host:port`` as a URL writes it: an IPv6 address in brackets (``[::1]:8765``)."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
 def without_credentials(url: str) -> str:

@@ -36,6 +36,7 @@ from anyio.abc import ObjectStream
 
 from .._driver import Lifecycle
 from .._logs import log_first_loudly
+from .._text import host_port
 from ..mcp.tools import mcp_tools
 from ..transports.message_writer import ConnectionWriter
 from ..transports.websocket import (
@@ -565,8 +566,7 @@ def _page_files() -> dict[str, tuple[bytes, str]]:
 
 
 def _origin(server: WebSocketServer) -> str:
-    host = server.host
-    return f"http://[{host}]:{server.port}" if ":" in host else f"http://{host}:{server.port}"
+    return f"http://{host_port(server.host, server.port)}"
 
 
 async def _refuse(transport: WebSocketTransport) -> None:

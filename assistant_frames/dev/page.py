@@ -47,6 +47,7 @@ import anyio.lowlevel
 from anyio.abc import ObjectStream, TaskGroup
 
 from .._driver import Lifecycle
+from .._text import host_port
 from ..browser import APP_PAGE_FILES, RELAY_FILES, relay_source
 from ..errors import ToolCallError
 from ..federation import Federation
@@ -223,8 +224,7 @@ class DevPage(Lifecycle):
         server = self._server
         if server is None:
             raise RuntimeError("The dev page is not running: enter it first (async with)")
-        host = server.host
-        return f"http://[{host}]:{server.port}" if ":" in host else f"http://{host}:{server.port}"
+        return f"http://{host_port(server.host, server.port)}"
 
     @property
     def url(self) -> str:

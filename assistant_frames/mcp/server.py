@@ -39,6 +39,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from .._anyio import running_asyncio, task_group
+from .._text import host_port
 from .._version import package_version
 from ..errors import AssistantFramesError
 from ..formats.tools import MCPTool, to_mcp_tools
@@ -284,9 +285,9 @@ class MCPContextServer:
             try:
                 sock.bind((host, port))
             except OSError as exc:
-                where = f"{_url_host(host)}:{port}"
+                where = host_port(host, port)
                 raise OSError(exc.errno, f"Cannot listen on {where}: {exc.strerror}") from None
-            url = f"http://{_url_host(host)}:{sock.getsockname()[1]}{path}"
+            url = f"http://{host_port(host, sock.getsockname()[1])}{path}"
             app = self.http_app(path=path, host=host, token=token, auth=auth, **options)
             server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
             stopped = anyio.Event()
@@ -587,7 +588,3 @@ def _log_data(log: ToolLog) -> Any:
     if log.message is None:
         return log.data
     return {"message": log.message, "data": log.data}
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
