@@ -27,7 +27,6 @@ import secrets
 from collections import deque
 from collections.abc import Iterable, Mapping
 from contextlib import AsyncExitStack, suppress
-from importlib import resources
 from typing import Any, Literal
 
 import anyio
@@ -37,6 +36,7 @@ from anyio.abc import ObjectStream
 from .._driver import Lifecycle
 from .._logs import log_first_loudly
 from .._text import host_port
+from ..browser import RELAY_FILES, app_page_files
 from ..mcp.tools import mcp_tools
 from ..transports.message_writer import ConnectionWriter
 from ..transports.websocket import (
@@ -541,14 +541,10 @@ class AppPage(Lifecycle):
             self._post({"type": "notice", "level": "error", "text": f"{kind}: {exc}"})
 
 
-# What assistant_frames.browser.app_page_files() gives, read here as package data: the
-# browser package is a layer above this one (tests check both give the same files).
-_PAGE_FILES = {
-    "/": ("app-page.html", _HTML),
-    "/assistant-frames/app-page.js": ("app-page.js", "text/javascript; charset=utf-8"),
-    "/assistant-frames/app-page.css": ("app-page.css", "text/css; charset=utf-8"),
-    "/assistant-frames/parent-relay.js": ("parent-relay.js", "text/javascript; charset=utf-8"),
-    "/assistant-frames/view-box.js": ("view-box.js", "text/javascript; charset=utf-8"),
+# Of assistant_frames.browser.app_page_files(), the relays the page's own server does not
+# serve: the frames' child relay, and the runtime widgets load on their own origin.
+_NOT_SERVED = frozenset(f"/assistant-frames/{name}" for name in RELAY_FILES) - {
+    "/assistant-frames/parent-relay.js"
 }
 
 
@@ -558,11 +554,7 @@ def _page_ended(exc: BaseException) -> None:
 
 
 def _page_files() -> dict[str, tuple[bytes, str]]:
-    static = resources.files("assistant_frames").joinpath("browser", "static")
-    return {
-        path: (static.joinpath(name).read_bytes(), kind)
-        for path, (name, kind) in _PAGE_FILES.items()
-    }
+    return {path: entry for path, entry in app_page_files().items() if path not in _NOT_SERVED}
 
 
 def _origin(server: WebSocketServer) -> str:
