@@ -490,20 +490,17 @@ class AppPage(Lifecycle):
         # Commands run side by side (a tool call takes a while), up to a limit: a page
         # sending more waits, unread, instead of piling up tasks.
         running = anyio.Semaphore(_MAX_COMMANDS)
+
+        async def command(message: dict[str, Any]) -> None:
+            tasks = self._tasks.group
+            assert tasks is not None  # running: this socket is served
+            await running.acquire()
+            tasks.start_soon(self._command, message, running)
+
         try:
-            async with anyio.create_task_group() as own:
-                own.start_soon(control.run)
-                with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    async for message in transport:
-                        if isinstance(message, dict):
-                            tasks = self._tasks.group
-                            assert tasks is not None  # running: this socket is served
-                            await running.acquire()
-                            tasks.start_soon(self._command, message, running)
-                own.cancel_scope.cancel()
+            await control.serve(command)
         finally:
             self._controls.pop(transport, None)
-            control.hang_up()
 
     async def _command(self, message: dict[str, Any], running: anyio.Semaphore) -> None:
         """One thing the person did in the page; failures become notices there."""

@@ -38,7 +38,7 @@ import secrets
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
-from contextlib import AsyncExitStack, suppress
+from contextlib import AsyncExitStack
 from importlib import resources
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -465,20 +465,18 @@ class DevPage(Lifecycle):
         self._pages.add(page)
         running = anyio.Semaphore(_MAX_CALLS)
         try:
-            async with anyio.create_task_group() as own:
+            async with anyio.create_task_group() as calls:
+
+                async def command(message: dict[str, Any]) -> None:
+                    if not page.gone:
+                        await self._command(page, message, calls, running)
+
                 # A page hung up on (it went away, or stopped reading) has its connection
-                # closed by page.run, which ends this loop.
-                own.start_soon(page.run)
-                with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    async for message in transport:
-                        if page.gone:
-                            break
-                        if isinstance(message, dict):
-                            await self._command(page, message, own, running)
-                own.cancel_scope.cancel()
+                # closed, which ends the serving; its calls are cancelled with it.
+                await page.serve(command)
+                calls.cancel_scope.cancel()
         finally:
             self._pages.discard(page)
-            page.hang_up()
             if self.views is not None:
                 with anyio.CancelScope(shield=True):
                     await self.views.close_all(page)  # its views are torn down

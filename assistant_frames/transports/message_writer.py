@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Awaitable, Callable
+from contextlib import suppress
 from typing import Any
 
 import anyio
@@ -188,7 +189,7 @@ class ConnectionWriter:
 
     ``on_ended(exc)`` hears why the writer stopped (as ``MessageWriter``'s ``on_closed``:
     the peer went, or took nothing for ``send_timeout``), just before the hang-up. Run
-    :meth:`run` beside the task that reads the connection.
+    :meth:`run` beside the task that reads the connection, or :meth:`serve`, which does both.
     """
 
     def __init__(
@@ -226,6 +227,22 @@ class ConnectionWriter:
             with anyio.CancelScope(shield=True), anyio.move_on_after(_CLOSE_TIMEOUT):
                 await self.transport.aclose()
             tasks.cancel_scope.cancel()
+
+    async def serve(self, handle: Callable[[dict[str, Any]], Awaitable[object]]) -> None:
+        """Run :meth:`run` beside reading the connection, until the connection ends (a
+        hang-up closes it): each message that is a JSON object goes to ``handle``
+        (awaited, so a handler that waits holds the reading back), the others are
+        ignored. Then hang up."""
+        try:
+            async with anyio.create_task_group() as own:
+                own.start_soon(self.run)
+                with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    async for message in self.transport:
+                        if isinstance(message, dict):
+                            await handle(message)
+                own.cancel_scope.cancel()
+        finally:
+            self.hang_up()
 
     def _ended(self, exc: BaseException) -> None:
         self._on_ended(exc)

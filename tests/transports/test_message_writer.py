@@ -147,3 +147,23 @@ async def test_a_peer_that_takes_nothing_hangs_up_the_connection_writer() -> Non
             await writer.hung_up.wait()  # told why first, then hung up
     assert [type(exc) for exc in ended] == [TimeoutError]
     assert await receive(remote, 1) == [{"n": 1}]  # what was taken before stays
+
+
+async def test_serve_hands_each_object_to_its_handler_and_hangs_up_when_the_peer_goes() -> None:
+    local, remote = memory_pair()
+    writer = ConnectionWriter(local, on_ended=lambda exc: None, on_unsendable=pytest.fail)
+    handled: list[dict[str, Any]] = []
+
+    async def handle(message: dict[str, Any]) -> None:
+        handled.append(message)
+        writer.writer.send_soon([{"echo": message["n"]}])  # written beside the reading
+
+    with anyio.fail_after(WAIT):
+        async with anyio.create_task_group() as group:
+            group.start_soon(writer.serve, handle)
+            for message in ({"n": 1}, [2], "three", {"n": 4}):
+                await remote.send(message)
+            assert await receive(remote, 2) == [{"echo": 1}, {"echo": 4}]
+            await remote.aclose()  # the peer goes: the serving ends
+    assert handled == [{"n": 1}, {"n": 4}]  # only the objects
+    assert writer.hung_up.is_set()
