@@ -31,7 +31,7 @@ class _Waiter(Protocol):
 class ClientWatch:
     """The routes on one client: which one polls it, and which wait."""
 
-    __slots__ = ("__weakref__", "_client", "_reconnects", "poller", "waiting")
+    __slots__ = ("_client", "_reconnects", "poller", "waiting")
 
     def __init__(self, client: Client) -> None:
         self._client = client

@@ -539,9 +539,12 @@ class ProviderHandle(_Handle):
         if entry is not None:
             if entry.unsubscribe is not None:
                 entry.unsubscribe()
-            registry._stale.pop(entry, None)
             registry._unwatched.pop(entry, None)
-            registry._regroup = True  # the places after it move: merge everything
+            # The places after it move: the next merge is whole, and needs no list of
+            # what changed (kept, the list would grow with every member come and gone).
+            registry._regroup = True
+            registry._stale.clear()
+            registry._added.clear()
             registry._changed()
 
 

@@ -194,3 +194,20 @@ def test_one_member_of_many_changing_steps_the_merge() -> None:
     assert len(context.waiting) == 1999
     assert member.name not in context.waiting
     assert shown(context) == shown(parent.again())
+
+
+def test_members_come_and_gone_unread_leave_nothing_behind() -> None:
+    """What changed since the last merge is kept only until a member leaves (the next
+    merge is whole then): a parent nobody reads does not grow with every member."""
+    parent = ModelContextRegistry()
+    parent.get_model_context()
+    for i in range(1000):
+        member = Member(f"m{i}")
+        handle = parent.add_provider(member)
+        member.set(3)
+        handle.remove()
+    assert len(parent._added) + len(parent._stale) == 0
+    last = Member("last")
+    parent.add_provider(last)
+    last.set(1)
+    assert list(parent.get_model_context().tools) == ["last_t0"]
