@@ -564,13 +564,16 @@ class HostRoute(Route):
                         shared.waiting.discard(self)
                     now = last = anyio.current_time()  # nothing was timed meanwhile
                 else:
-                    await anyio.sleep(tick)
+                    # The poller looks twice as often: what it sees, every waiting route
+                    # has still to act on within the 100 ms.
+                    interval = tick / 2 if shared.poller is self else tick
+                    await anyio.sleep(interval)
                     now = anyio.current_time()
                     # Woken late: this host's event loop was blocked (its replicas'
                     # heartbeats wait unread), and the time it did not listen is not their
                     # silence.
-                    stalled, last = now - last - tick, now
-                    if stalled > tick:
+                    stalled, last = now - last - interval, now
+                    if stalled > interval:
                         self._stalled(now, stalled)
                 shared.look(self)
                 if self._client.is_closed:  # for good (not reconnecting): so is this frame
