@@ -14,6 +14,8 @@ import re
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
+import anyio
+
 from ..errors import AssistantFramesError
 from ..federation import Federation
 from ..frames import AssistantFrameProvider
@@ -67,15 +69,39 @@ async def served_frame(
     if options.target is not None:
         parent.add_provider(await load_frame_async(options.target))
     async with Federation(parent, timeout=timeout, connect_timeout=timeout) as federation:
-        for member in members:
-            try:
-                await federation.add(member.name, member.spec, mcp=member.kind == "mcp")
-            except ImportError as exc:  # the websockets or mcp extra is missing
-                raise CommandError(str(exc)) from None
-            except (AssistantFramesError, ValueError) as exc:
-                raise CommandError(f"--{member.kind} {member.name}: {exc}") from None
-            count = len(parent.get_model_context().tools)
-            tools = f"{count} tool{'s' if count != 1 else ''}"
-            what = federation.status(member.name).target
-            note(f"{member.name}: {what} joined ({tools} in all now; reconnected if it drops)")
+        for member in members:  # in the order given; they start side by side
+            await _join(federation, member, wait=False)
+        failures: list[BaseException] = []
+        async with anyio.create_task_group() as tg:
+
+            async def joined(member: Member) -> None:
+                try:
+                    await _join(federation, member, wait=True)
+                except CommandError as exc:
+                    failures.append(exc)
+                    tg.cancel_scope.cancel()  # the first failure ends the start
+                    return
+                count = len(parent.get_model_context().tools)
+                tools = f"{count} tool{'s' if count != 1 else ''}"
+                what = federation.status(member.name).target
+                note(f"{member.name}: {what} joined ({tools} in all now; reconnected if it drops)")
+
+            for member in members:
+                tg.start_soon(joined, member)
+        if failures:
+            raise failures[0]
         yield AssistantFrameProvider(federation)
+
+
+async def _join(federation: Federation, member: Member, *, wait: bool) -> None:
+    """Add ``member`` (``wait=False``), or wait for its first context (``wait=True``);
+    what goes wrong is a :class:`CommandError` naming the option."""
+    try:
+        if wait:
+            await federation.wait_joined(member.name)
+        else:
+            await federation.add(member.name, member.spec, mcp=member.kind == "mcp", wait=False)
+    except ImportError as exc:  # the websockets or mcp extra is missing
+        raise CommandError(str(exc)) from None
+    except (AssistantFramesError, ValueError) as exc:
+        raise CommandError(f"--{member.kind} {member.name}: {exc}") from None

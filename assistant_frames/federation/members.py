@@ -163,16 +163,44 @@ class Federation(Lifecycle, WaitsForTools):
         self._members[name] = member
         try:
             await tasks.start(self._run, member)
-            if wait:
-                await self._first_context(member)
         except BaseException:
             with anyio.CancelScope(shield=True):
                 await self._close(member)
             raise
+        # In the registry now, in the order added: the tools join when the context comes.
         member.handle = self.registry.add_provider(
             connection, namespace=name if namespaced else None
         )
+        if wait:
+            await self.wait_joined(name)
         return connection
+
+    async def wait_joined(self, name: str) -> None:
+        """Wait until the member ``name``'s first context has arrived, as
+        :meth:`add` does with ``wait``: if its first attempt fails, or no context comes
+        within ``connect_timeout``, the member is removed and the error raised.
+
+        Members added with ``wait=False`` may be waited for side by side, so that
+        slow starters (workers, MCP servers over stdio) start together, in the order
+        added::
+
+            for name, command in servers.items():
+                await federation.add(name, command, mcp=True, wait=False)
+            async with anyio.create_task_group() as tg:
+                for name in servers:
+                    tg.start_soon(federation.wait_joined, name)
+
+        ``KeyError`` if there is no member ``name``.
+        """
+        member = self._members.get(name)
+        if member is None:
+            raise KeyError(f"The federation has no member named {name!r}")
+        try:
+            await self._first_context(member)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                await self._close(member)
+            raise
 
     async def remove(self, name: str) -> None:
         """Take the member ``name`` out of the context and close it; ``KeyError`` if none."""

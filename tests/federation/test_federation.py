@@ -167,6 +167,37 @@ async def test_adding_something_that_is_not_a_frame_fails_and_leaves_nothing() -
             assert federation.get_model_context().tools == {}
 
 
+async def test_members_added_without_waiting_are_waited_for_side_by_side(
+    worker: list[str],
+) -> None:
+    with anyio.fail_after(WAIT):
+        async with Federation(connect_timeout=5.0) as federation:
+            await federation.add("w", worker, wait=False)
+            await federation.add("a", calculator(), wait=False)
+            exits = [sys.executable, "-c", "import sys; sys.exit(4)"]
+            await federation.add("y", exits, wait=False)
+            assert list(federation) == ["w", "a", "y"]
+            failed: list[BaseException] = []
+
+            async def joined(name: str) -> None:
+                try:
+                    await federation.wait_joined(name)
+                except ConnectError as exc:
+                    failed.append(exc)
+
+            async with anyio.create_task_group() as tg:
+                for name in federation:
+                    tg.start_soon(joined, name)
+            # The one that failed is gone, and said why; the others joined, in order.
+            assert len(failed) == 1
+            assert "exited with code 4" in str(failed[0])
+            assert list(federation) == ["w", "a"]
+            assert list(federation.get_model_context().tools) == ["w_pid", "a_add"]
+            with pytest.raises(KeyError, match="no member named 'y'"):
+                await federation.wait_joined("y")
+            await federation.wait_joined("w")  # joined already: at once
+
+
 async def test_closing_goes_member_by_member_the_last_added_first(worker: list[str]) -> None:
     order: list[tuple[list[str], dict[str, str]]] = []
     with anyio.fail_after(WAIT):

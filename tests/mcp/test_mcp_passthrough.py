@@ -64,7 +64,7 @@ SERVERS_JS = {
     "every": NODE_MODULES / "server-everything" / "dist" / "index.js",
 }
 DECLARED_SERVER = TESTS / "mcp_declared_server.py"
-TIMEOUT = 20.0
+TIMEOUT = 30.0
 
 # Every field of an MCP Tool, as the SDK has them: the name (namespaced), ``execution``
 # (never passed on), and the descriptive fields that must come out exactly as they went in.
@@ -106,7 +106,10 @@ async def listing(command: list[str], env: dict[str, str], cwd: Path) -> list[mc
 
 
 def serve_command(*members: str) -> list[str]:
-    return [sys.executable, "-m", "assistant_frames", "serve", *members]
+    # Its members' connections get the test's whole bound: a loaded machine starts
+    # eleven servers here at once, and slowly.
+    timeout = f"--timeout={TIMEOUT:g}"
+    return [sys.executable, "-m", "assistant_frames", "serve", timeout, *members]
 
 
 def fields(tool: mcp_types.Tool) -> dict[str, Any]:

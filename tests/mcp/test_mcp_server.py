@@ -555,6 +555,60 @@ async def test_cli_mcp_stdio_federation(mode: str, frame_dir: Path) -> None:
             assert await tool_names(client) == [*names[:3], "w_extra", *names[3:]]
 
 
+RENDEZVOUS = """
+import pathlib
+import sys
+import time
+
+import anyio
+
+from assistant_frames import ModelContextRegistry
+from assistant_frames.frames import serve_stdio
+
+me, other = pathlib.Path(sys.argv[1]), pathlib.Path(sys.argv[2])
+me.touch()
+deadline = time.monotonic() + 20.0
+while not other.exists():  # this worker serves only once the other one has started too
+    if time.monotonic() > deadline:
+        sys.exit(f"{other.name} never started")
+    time.sleep(0.05)
+
+registry = ModelContextRegistry()
+
+
+@registry.tool
+def whoami() -> str:
+    \"\"\"Which worker answers.\"\"\"
+    return me.name
+
+
+anyio.run(serve_stdio, registry)
+"""
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # subprocesses: one run is enough
+async def test_cli_federation_members_start_side_by_side(frame_dir: Path) -> None:
+    # Each worker waits for the other to start: members started one after the other
+    # would never join (the first would wait out the 10 s connect timeout).
+    (frame_dir / "rendezvous.py").write_text(RENDEZVOUS, encoding="utf-8")
+
+    def worker(me: str, other: str) -> str:
+        return shlex.join([sys.executable, "rendezvous.py", me, other])
+
+    params = cli(
+        "--mcp-stdio",
+        "--frame",
+        f"a={worker('a.started', 'b.started')}",
+        "--frame",
+        f"b={worker('b.started', 'a.started')}",
+        cwd=frame_dir,
+    )
+    with anyio.fail_after(TIMEOUT):
+        async with connect(params, "legacy") as (client, _):
+            assert await tool_names(client) == ["a_whoami", "b_whoami"]  # in the order given
+            assert text_of(await client.call_tool("b_whoami", {})) == ["b.started"]
+
+
 # -- 5. Streamable HTTP -------------------------------------------------------------------------
 
 
