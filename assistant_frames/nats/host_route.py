@@ -151,6 +151,8 @@ class HostRoute(Route):
         self._unmatched: dict[tuple[str, str], tuple[Any, float]] = {}
         self._reconnects = client.stats["reconnects"]
         self._idle: anyio.Event | None = None  # set to wake the watch waiting untimed
+        self._on_arrival: Callable[[Any], bool] | None = None  # see receive_on_arrival
+        self._queued = 0  # values pushed and not yet returned by receive
         self._contexts: Subscription  # the context subject's, once started
 
     @property
@@ -344,6 +346,9 @@ class HostRoute(Route):
         _wire.forget_document(body)
         if body.get("type") == "tool-result":
             self._forget(msg.subject, call)
+            arrival = self._on_arrival
+            if arrival is not None and not self._queued and not self._pending and arrival(message):
+                return  # its caller is woken: the host's reading task is not
         self._push(message)
 
     async def _on_context(self, msg: Msg) -> None:
@@ -525,6 +530,7 @@ class HostRoute(Route):
     def _push(self, value: Any) -> bool:
         try:
             self._out.send_nowait(value)
+            self._queued += 1
             return True
         except anyio.WouldBlock:
             self.dropped += 1
@@ -652,9 +658,19 @@ class HostRoute(Route):
                 if self._pending:
                     self._mark()  # the rest after what is queued now
                 return context
+            self._queued -= 1
             if type(value) is _Ended:
                 raise TransportClosed(CloseReason(value.why, clean=False))
             return value
+
+    def receive_on_arrival(self, handler: Callable[[Any], bool] | None) -> None:
+        """Offer ``handler(message)`` each call's result as it arrives, while nothing is
+        queued before it; it returns whether it took the result, which is otherwise
+        queued for :meth:`receive` (``None``: queue every result again), as a WebSocket
+        transport does. ``handler`` runs in nats-py's subscription task: it may settle
+        futures and set events, and must not raise or wait. A host uses it to wake the
+        caller without waking its reading task first."""
+        self._on_arrival = handler
 
     async def aclose(self) -> None:
         await super().aclose()

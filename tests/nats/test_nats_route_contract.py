@@ -164,6 +164,40 @@ async def test_order_is_kept_from_the_replica_to_the_host(nats_server: NATSServe
     assert replies[-1] == {"type": "tool-result", "id": replies[-1]["id"], "result": 200}
 
 
+async def test_a_result_taken_on_arrival_comes_after_all_before_it(
+    nats_server: NATSServer,
+) -> None:
+    # A host takes results as they arrive (receive_on_arrival), without its reading task:
+    # only when nothing about the call waits in the stream before the result.
+    async with (
+        NATSFrameProvider(frame(), "calc", nats=nats_server.url),
+        host_route(nats_server.url) as host,
+    ):
+        taken: list[tuple[dict[str, Any], int]] = []
+
+        def on_arrival(message: Any) -> bool:
+            body = message["message"]
+            taken.append((body, len(host.replies.get(body["id"], []))))
+            host.replies.setdefault(body["id"], []).append(body)
+            host._done[body["id"]].set()
+            return True
+
+        host.route.receive_on_arrival(on_arrival)
+        plain = await host.call("add", {"a": 2, "b": 3})
+        logged = await host.call("count", {"n": 200}, events=True)
+        host.route.receive_on_arrival(None)
+        again = await host.call("add", {"a": 1, "b": 1})
+    assert plain[-1]["result"] == 5
+    assert [m["type"] for m in logged] == ["tool-log"] * 200 + ["tool-result"]
+    assert [int(m["message"]) for m in logged[:-1]] == list(range(1, 201))
+    assert again[-1]["result"] == 2
+    # The first result was taken on arrival; the second, if so, after its 200 logs; the
+    # third (no handler) was read from the stream.
+    assert taken[0] == (plain[-1], 0)
+    assert all(body["id"] != again[-1]["id"] for body, _ in taken)
+    assert all(before == 200 for body, before in taken[1:])
+
+
 async def test_order_is_kept_from_the_host_to_the_replica(nats_server: NATSServer) -> None:
     arrived: dict[int, int] = {}  # the replica's own call id (given in order) -> i
     registry = ModelContextRegistry()
