@@ -34,7 +34,8 @@ class ClientWatch:
     __slots__ = ("_client", "_reconnects", "poller", "waiting")
 
     def __init__(self, client: Client) -> None:
-        self._client = client
+        # Weakly: the registry below holds this for as long as the client lives.
+        self._client = weakref.ref(client)
         self._reconnects = client.stats["reconnects"]
         #: The route that ticks and looks at the client for the others (``None``: none).
         self.poller: object | None = None
@@ -53,7 +54,9 @@ class ClientWatch:
         for good or reconnected."""
         if route is not self.poller:
             return
-        client = self._client
+        client = self._client()
+        if client is None:
+            return
         reconnects = client.stats["reconnects"]
         # A reconnection counts once the client is connected again: what the routes ask
         # then can be sent.

@@ -42,6 +42,7 @@ from . import _wire
 from ._route import Route, quietly
 from .client_watch import client_watch
 from .errors import NoResponders, ReplicaLost
+from .reply_inbox import reply_inbox
 from .subjects import FrameSubjects
 
 __all__ = ["HostRoute"]
@@ -117,7 +118,8 @@ class HostRoute(Route):
         self.liveness = liveness
         self._context_timeout = context_timeout
         self._held = held
-        self._inbox = client.new_inbox()
+        self._shared = reply_inbox(client)
+        self._inbox = self._shared.new_inbox()
         self._numbers = itertools.count(1)
         self._calls: dict[str, _Call] = {}  # reply subject -> call
         self._replies: dict[str, str] = {}  # call id -> reply subject
@@ -161,10 +163,10 @@ class HostRoute(Route):
         return self._tools.tools
 
     async def start(self) -> None:
-        """Subscribe to the replies and the context."""
+        """Subscribe to the replies (under the client's one inbox) and the context."""
         async with AsyncExitStack() as stack:
-            replies = await self._client.subscribe(f"{self._inbox}.*", cb=self._on_reply)
-            stack.push_async_callback(quietly, replies.unsubscribe)
+            await self._shared.open(self._inbox, self._on_reply)
+            stack.push_async_callback(self._shared.close, self._inbox)
             contexts = await self._client.subscribe(self._subjects.context, cb=self._on_context)
             self._contexts = contexts
             # The subscription then, whichever it is (a test may renew it).

@@ -481,3 +481,54 @@ async def test_a_route_leaving_hands_the_looking_on_and_a_call_wakes_a_waiting_r
             for route in (a, b):
                 await route.aclose()
     assert shared.poller is None
+
+
+async def test_host_routes_on_one_client_share_one_reply_subscription(
+    nats_server: NATSServer,
+) -> None:
+    """Each host route subscribes to its frame's context subject only; replies come to
+    inboxes under the client's one reply subscription, which the last route out drops.
+    A late reply to a route that stopped is dropped; the others' go on."""
+    async with (
+        NATSFrameProvider(frame(), "calc", nats=nats_server.url),
+        nats_client(nats_server.url) as client,
+    ):
+        before = len(client._subs)
+        routes = [HostRoute(client, SUBJECTS, liveness=3.0, context_timeout=5) for _ in range(20)]
+        for route in routes:
+            await route.start()
+        assert len(client._subs) == before + len(routes) + 1
+        gone, *others = routes
+        await gone.aclose()
+        await client.publish(f"{gone._inbox}.1", b"a late reply")  # dropped, quietly
+        sides = [HostSide(route) for route in others]
+        async with anyio.create_task_group() as group:
+            for side in sides:
+                group.start_soon(side.read)
+            for i, side in enumerate(sides):
+                replies = await side.call("add", {"a": i, "b": 1})
+                assert replies[-1]["result"] == i + 1
+            group.cancel_scope.cancel()
+        for route in others:
+            await route.aclose()
+        assert len(client._subs) == before
+
+
+async def test_a_client_gone_takes_its_shared_state_with_it(nats_server: NATSServer) -> None:
+    """The per-client state of host routes (who polls, the reply inbox) is held weakly:
+    a parent that connects and drops many clients keeps none of them."""
+    import gc
+    import weakref
+
+    from assistant_frames.nats import client_watch, reply_inbox
+
+    async with nats_client(nats_server.url) as client:
+        route = HostRoute(client, SUBJECTS, liveness=3.0, context_timeout=5)
+        await route.start()
+        client_watch.client_watch(client)
+        assert client in reply_inbox._INBOXES
+        await route.aclose()
+    gone = weakref.ref(client)
+    del client, route
+    gc.collect()
+    assert gone() is None  # and with it, its entries in both
