@@ -37,7 +37,7 @@ from nats.aio.subscription import Subscription
 
 from ..errors import FrameDisconnected, ToolCallError
 from ..frames.host_machine import CallFailed
-from ..transports.contract import CloseReason, TransportClosed
+from ..transports.contract import CloseReason, TransportAttribute, TransportClosed
 from . import _wire
 from ._route import Route, quietly
 from .client_watch import client_watch
@@ -156,6 +156,25 @@ class HostRoute(Route):
         self._on_arrival: Callable[[Any], bool] | None = None  # see receive_on_arrival
         self._queued = 0  # values pushed and not yet returned by receive
         self._contexts: Subscription  # the context subject's, once started
+
+    @property
+    def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
+        return {
+            **super().extra_attributes,
+            TransportAttribute.send_would_wait: lambda: self._send_would_wait,
+        }
+
+    def _send_would_wait(self) -> bool:
+        """Whether publishing a call now could wait. nats-py's ``publish`` waits only to
+        flush a buffer that would pass its ``pending_size`` (reconnecting, it buffers up
+        to that, then raises), so no call of at most ``max_payload`` waits below it. Its
+        buffer has no public getter: without one, every send could wait."""
+        client = self._client
+        limit = getattr(client, "_max_pending_size", None)
+        pending = getattr(client, "_pending_data_size", None)
+        if not isinstance(limit, int) or not isinstance(pending, int):
+            return True
+        return limit > 0 and pending + client.max_payload > limit
 
     @property
     def replica_tools(self) -> dict[str, set[str]]:

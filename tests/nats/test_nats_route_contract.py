@@ -532,3 +532,19 @@ async def test_a_client_gone_takes_its_shared_state_with_it(nats_server: NATSSer
     del client, route
     gc.collect()
     assert gone() is None  # and with it, its entries in both
+
+
+async def test_a_host_route_says_when_a_send_could_wait(nats_server: NATSServer) -> None:
+    """``send_would_wait``: ``False`` while nats-py's buffer has room for a call of the
+    largest size (the host then times calls out without a cancel scope each); ``True``
+    for a client whose buffer is smaller than that (every publish may flush first)."""
+    for pending_size, could_wait in ((None, False), (1024, True)):
+        options = {} if pending_size is None else {"pending_size": pending_size}
+        async with nats_client(nats_server.url, options) as client:
+            route = HostRoute(client, SUBJECTS, liveness=3.0, context_timeout=5)
+            await route.start()
+            try:
+                would_wait = route.extra(TransportAttribute.send_would_wait)
+                assert would_wait() is could_wait
+            finally:
+                await route.aclose()
