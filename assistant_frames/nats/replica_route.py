@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import suppress
 from typing import Any, cast
 
@@ -24,6 +24,7 @@ from nats.aio.msg import Msg
 from nats.micro.request import Request
 
 from ..frames import protocol
+from ..transports.contract import TransportAttribute
 from . import _wire
 from ._route import Route
 from .subjects import FrameSubjects
@@ -95,6 +96,7 @@ class ReplicaRoute(Route):
         # for patches (the first context comes whole, numbered 1; each change then
         # comes as a patch, numbered on).
         send.send_nowait(protocol.encode_context_subscribe(patches=True))
+        self._queued = 1  # messages queued that receive has not returned
 
     # -- from NATS ------------------------------------------------------------------------
 
@@ -122,6 +124,7 @@ class ReplicaRoute(Route):
         routed = {**message, "message": {**body, "id": call_id}}
         try:
             self._incoming_send.send_nowait(routed)
+            self._queued += 1
         except anyio.WouldBlock:
             await request.respond_error("503", f"Frame {self._subjects.name!r} is busy")
             return
@@ -147,6 +150,7 @@ class ReplicaRoute(Route):
         cancel = protocol.encode_tool_cancel(call_id)
         try:
             self._incoming_send.send_nowait(cancel)
+            self._queued += 1
         except anyio.WouldBlock:  # the queue is full: the call is still in it, drop it there
             logger.warning("Frame %r: a cancel found the call queue full", self._subjects.name)
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
@@ -311,7 +315,21 @@ class ReplicaRoute(Route):
     # -- the stream ---------------------------------------------------------------------------
 
     async def receive(self) -> Any:
-        return await self._incoming.receive()
+        message = await self._incoming.receive()
+        self._queued -= 1
+        return message
+
+    @property
+    def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:
+        # receive_ready: the provider runs a call in the task that read it when nothing
+        # waits behind it (else it hands it to another worker: one more wake-up a call).
+        return {
+            **super().extra_attributes,
+            TransportAttribute.receive_ready: lambda: self._receive_ready,
+        }
+
+    def _receive_ready(self) -> bool:
+        return self._queued > 0
 
     async def aclose(self) -> None:
         await super().aclose()

@@ -548,3 +548,13 @@ async def test_a_host_route_says_when_a_send_could_wait(nats_server: NATSServer)
                 assert would_wait() is could_wait
             finally:
                 await route.aclose()
+
+
+async def test_a_replica_route_says_whether_a_message_waits(nats_server: NATSServer) -> None:
+    """``receive_ready``: whether a message has arrived that ``receive`` has not returned
+    (a frame runs a call in the task that read it only when nothing waits behind it)."""
+    async with replica_route(nats_server.url) as route:
+        ready = route.extra(TransportAttribute.receive_ready)
+        assert ready()  # the provider's own subscribe, queued first
+        assert (await route.receive())["message"]["type"] == "model-context-subscribe"
+        assert not ready()
