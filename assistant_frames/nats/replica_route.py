@@ -90,6 +90,7 @@ class ReplicaRoute(Route):
         self._by_caller: dict[tuple[str, str], str] = {}  # (reply subject, caller id) -> id
         self.malformed = 0
         self._idle = anyio.Event()
+        self._busy: anyio.Event | None = None  # set to wake wait_busy
         self._new: list[str] = []  # calls that have not had their first heartbeat
         self._arrived = anyio.Event()
         # The provider pushes the context to a subscribed connection: subscribe this one,
@@ -135,6 +136,7 @@ class ReplicaRoute(Route):
         self._by_caller[(reply, caller_id)] = call_id
         self._new.append(call_id)
         self._arrived.set()
+        self._wake_busy()
 
     async def on_cancel(self, msg: Msg) -> None:
         """A ``tool-cancel`` on the cancel subject: for this replica only if it runs it."""
@@ -161,6 +163,19 @@ class ReplicaRoute(Route):
         while self.running:
             self._idle = anyio.Event()
             await self._idle.wait()
+
+    async def wait_busy(self) -> None:
+        """Wait until there is something to beat for: a call running here, or a
+        context change still to publish (refused while cut off)."""
+        while not self.running and not self._behind:
+            if self._busy is None:  # one event for every waiter
+                self._busy = anyio.Event()
+            await self._busy.wait()
+
+    def _wake_busy(self) -> None:
+        if self._busy is not None:
+            self._busy.set()
+            self._busy = None
 
     def _finished(self, call_id: str) -> _Running | None:
         running = self.running.pop(call_id, None)
@@ -285,6 +300,7 @@ class ReplicaRoute(Route):
             # Cut off, and nats-py's buffer is full. Raising would end the provider's
             # context updates for good: the whole context goes out once connected.
             self._behind = True
+            self._wake_busy()
             logger.debug("Frame %r: the context waits for the server: %r", self._subjects.name, exc)
 
     async def resend_context(self) -> None:

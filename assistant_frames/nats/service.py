@@ -241,6 +241,8 @@ class NATSFrameProvider(Driver):
     async def _beat(self) -> None:
         assert self._route is not None
         while True:
+            # Idle, nothing ticks: a process serving 1,000 idle frames sleeps.
+            await self._route.wait_busy()
             await anyio.sleep(self.heartbeat)
             await self._route.heartbeat()
             await self._route.resend_context()

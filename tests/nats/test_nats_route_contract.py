@@ -558,3 +558,47 @@ async def test_a_replica_route_says_whether_a_message_waits(nats_server: NATSSer
         assert ready()  # the provider's own subscribe, queued first
         assert (await route.receive())["message"]["type"] == "model-context-subscribe"
         assert not ready()
+
+
+async def test_an_idle_replica_does_not_tick_and_a_call_wakes_its_heartbeat(
+    nats_server: NATSServer,
+) -> None:
+    """The replica's heartbeat loop waits, untimed, while no call runs (a process serving
+    1,000 idle frames sleeps), and beats again once one does: a call held for 1 s lives
+    through a host liveness of 0.2 s only on heartbeats."""
+    release = anyio.Event()
+    registry = ModelContextRegistry()
+
+    @registry.tool
+    async def hold() -> str:
+        """Answer once released."""
+        await release.wait()
+        return "released"
+
+    async with (
+        NATSFrameProvider(registry, "calc", nats=nats_server.url, heartbeat=0.05) as replica,
+        NATSFrameHost("calc", nats=nats_server.url, liveness=0.2) as host,
+        anyio.create_task_group() as group,
+    ):
+        await host.wait_for_context(timeout=10)
+        route = replica._route
+        assert route is not None
+        busy = anyio.Event()
+
+        async def watch_busy() -> None:
+            await route.wait_busy()
+            busy.set()
+
+        group.start_soon(watch_busy)
+        with anyio.move_on_after(0.3):  # six heartbeat intervals, no call: it waits
+            await busy.wait()
+        assert not busy.is_set()
+
+        async def release_later() -> None:
+            await anyio.sleep(1.0)
+            release.set()
+
+        group.start_soon(release_later)
+        with anyio.fail_after(10):
+            assert await host.call_tool("hold", {}) == "released"
+        assert busy.is_set()
