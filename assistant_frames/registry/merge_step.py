@@ -16,6 +16,7 @@ when a member not last gains a name (which goes before the later members' tools)
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from itertools import chain
 from typing import Any
 
 from .context import NO_UI_RESOURCES, ModelContext
@@ -168,7 +169,8 @@ def _result(
         system = "\n\n".join([c.system for c, _ in items if c.system]) or None
     waiting = merged.waiting
     if "waiting" in parts:
-        waiting = tuple([name for c, _ in items for name in c.waiting])
+        # Most members wait for nothing: skip them (a join flips its member's twice).
+        waiting = tuple(chain.from_iterable([c.waiting for c, _ in items if c.waiting]))
     ui_resources = merged.ui_resources
     if "ui" in parts:
         found: dict[str, UIResource] = {}
