@@ -9,8 +9,9 @@ or when its client closes for good.
 from __future__ import annotations
 
 import logging
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import anyio
 from anyio.abc import ObjectStream
@@ -19,6 +20,8 @@ from nats.aio.client import Client
 from ..transports.contract import TransportAttribute
 
 logger = logging.getLogger("assistant_frames.nats")
+
+T = TypeVar("T")
 
 
 class Route(ObjectStream[Any]):
@@ -51,3 +54,22 @@ async def quietly(undo: Callable[[], Awaitable[object]]) -> None:
         await undo()
     except Exception as exc:
         logger.debug("NATS: while stopping: %r", exc)
+
+
+class PerClient(Generic[T]):
+    """``per_client(client)``: the one ``make(client)`` of each client, made on first
+    use and gone with the client (held weakly: what it makes must hold the client
+    weakly too, or the client is never freed)."""
+
+    def __init__(self, make: Callable[[Client], T]) -> None:
+        self._make = make
+        self._values: weakref.WeakKeyDictionary[Client, T] = weakref.WeakKeyDictionary()
+
+    def __call__(self, client: Client) -> T:
+        value = self._values.get(client)
+        if value is None:
+            value = self._values[client] = self._make(client)
+        return value
+
+    def __contains__(self, client: object) -> bool:
+        return client in self._values

@@ -20,6 +20,8 @@ from typing import Protocol
 
 from nats.aio.client import Client
 
+from ._route import PerClient
+
 __all__ = ["ClientWatch", "client_watch"]
 
 
@@ -78,12 +80,5 @@ class ClientWatch:
             waiter.wake()
 
 
-_WATCHES: weakref.WeakKeyDictionary[Client, ClientWatch] = weakref.WeakKeyDictionary()
-
-
-def client_watch(client: Client) -> ClientWatch:
-    """The one :class:`ClientWatch` of ``client`` (made on first use, gone with it)."""
-    watch = _WATCHES.get(client)
-    if watch is None:
-        watch = _WATCHES[client] = ClientWatch(client)
-    return watch
+#: The one :class:`ClientWatch` of a client (made on first use, gone with it).
+client_watch = PerClient(ClientWatch)

@@ -22,7 +22,7 @@ from nats.aio.client import Client
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 
-from ._route import quietly
+from ._route import PerClient, quietly
 
 __all__ = ["ReplyInbox", "reply_inbox"]
 
@@ -81,12 +81,5 @@ class ReplyInbox:
             await on_reply(msg)
 
 
-_INBOXES: weakref.WeakKeyDictionary[Client, ReplyInbox] = weakref.WeakKeyDictionary()
-
-
-def reply_inbox(client: Client) -> ReplyInbox:
-    """The one :class:`ReplyInbox` of ``client`` (made on first use, gone with it)."""
-    inbox = _INBOXES.get(client)
-    if inbox is None:
-        inbox = _INBOXES[client] = ReplyInbox(client)
-    return inbox
+#: The one :class:`ReplyInbox` of a client (made on first use, gone with it).
+reply_inbox = PerClient(ReplyInbox)

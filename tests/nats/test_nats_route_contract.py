@@ -520,13 +520,15 @@ async def test_a_client_gone_takes_its_shared_state_with_it(nats_server: NATSSer
     import gc
     import weakref
 
-    from assistant_frames.nats import client_watch, reply_inbox
+    from assistant_frames.nats.client_watch import client_watch
+    from assistant_frames.nats.reply_inbox import reply_inbox
 
     async with nats_client(nats_server.url) as client:
         route = HostRoute(client, SUBJECTS, liveness=3.0, context_timeout=5)
         await route.start()
-        client_watch.client_watch(client)
-        assert client in reply_inbox._INBOXES
+        client_watch(client)
+        assert client in reply_inbox
+        assert client in client_watch
         await route.aclose()
     gone = weakref.ref(client)
     del client, route
