@@ -124,15 +124,19 @@ async def main() -> None:
     ) as frame:
         report("command string worker", frame.get_model_context().system)
 
-    # A Federation of a ws frame, a worker and a registry; the worker is killed and
-    # comes back.
+    # A Federation of a ws frame, a worker and a registry (the last two joining side by
+    # side); the worker is killed and comes back.
     async with (
         websocket_server(AssistantFrameProvider(calculator("fed-ws")).serve, token=TOKEN) as server,
         Federation(initial_delay=0.05, max_delay=0.2) as federation,
     ):
         await federation.add("ws", server.url, token=TOKEN)
-        await federation.add("worker", launched("worker_frame.py"))
-        await federation.add("local", calculator("local"))
+        # The other two added without waiting, then waited for side by side.
+        await federation.add("worker", launched("worker_frame.py"), wait=False)
+        await federation.add("local", calculator("local"), wait=False)
+        async with anyio.create_task_group() as group:
+            for name in ("worker", "local"):
+                group.start_soon(federation.wait_joined, name)
         report("federation tools", sorted(federation.get_model_context().tools))
         report("federation ws add", await federation.call_tool("ws_add", {"a": 1, "b": 2}))
         report("federation local add", await federation.call_tool("local_add", {"a": 2, "b": 2}))
