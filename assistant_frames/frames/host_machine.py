@@ -21,7 +21,7 @@ import uuid
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..calls import PendingCall, PendingCalls
 from ..errors import (
@@ -37,17 +37,10 @@ from ..registry.events import ToolEvent, ToolEventCallback
 from ..registry.tool import Tool
 from ..registry.tool_map import ToolMap
 from . import protocol
-from .protocol import (
-    MalformedMessage,
-    ModelContextPatch,
-    ModelContextResponse,
-    ModelContextUpdate,
-    ProviderDisposedMessage,
-    SerializedTool,
-    ToolLogMessage,
-    ToolProgressMessage,
-    ToolResult,
-)
+from .protocol import FastPatch, MalformedMessage, SerializedTool
+
+if TYPE_CHECKING:  # the models load on the first message off the fast paths
+    from .protocol import ModelContextPatch, ToolResult
 
 __all__ = [
     "EMPTY_CONTEXT",
@@ -340,23 +333,25 @@ class HostMachine:
             return None
         if self.settle_result(raw):
             return None
-        try:
-            message = protocol.decode(raw)
-        except MalformedMessage as exc:
-            self._ignore(raw)
-            return self._malformed(exc.reason)
+        message: Any = protocol.fast_frame_message(raw)
+        if message is None:
+            try:
+                message = protocol.decode(raw)
+            except MalformedMessage as exc:
+                self._ignore(raw)
+                return self._malformed(exc.reason)
         if message is None:
             if is_frame_loaded(raw):
                 return Send(self.frame_loaded(uuid.uuid4().hex))
             self._ignore(raw)
             return None
-        kind = type(message)
+        kind: str = message.type
         document = message.document_id
-        update = kind is ModelContextUpdate or kind is ModelContextResponse
+        update = kind == "model-context-update" or kind == "model-context-response"
         sends: tuple[dict[str, Any], ...] = _NO_SENDS
         if self.load_request is not None and update:
-            if message.request_id == self.load_request:  # type: ignore[union-attr]
-                self.old_documents.pop(document, None)  # type: ignore[arg-type]
+            if message.request_id == self.load_request:
+                self.old_documents.pop(document, None)
             elif document is not None and document == self._load_document:
                 # The old document still speaks: the request may have reached it rather
                 # than the new one. Ask again (as the JS host does).
@@ -364,7 +359,7 @@ class HostMachine:
         if document is not None and document in self.old_documents:
             return Send(sends) if sends else None
         if self.load_request is not None and (
-            (update and message.request_id == self.load_request)  # type: ignore[union-attr]
+            (update and message.request_id == self.load_request)
             or (document is not None and document != self._load_document)
             or (update and document is None)
         ):
@@ -375,14 +370,14 @@ class HostMachine:
                 self.document = document
             else:
                 changed = self._replace_document(document)
-        if kind is ToolResult:
-            result = cast(ToolResult, message)
+        if kind == "tool-result":
+            result = cast("ToolResult", message)
             error = result.error
             self.calls.resolve(result.id, result.value(), error if isinstance(error, str) else None)
         elif update:
-            seq = message.seq if kind is ModelContextUpdate else None  # type: ignore[union-attr]
+            seq = message.seq if kind == "model-context-update" else None
             try:
-                changed |= self._apply(message.context)  # type: ignore[union-attr]
+                changed |= self._apply(message.context)
             except ValueError as exc:
                 self.patch_seq = None  # what follows cannot apply to a context not held
                 malformed = self._malformed(f"unusable context, kept the last good one: {exc}")
@@ -394,8 +389,8 @@ class HostMachine:
                 self.subscribed = True
                 self.patch_seq = 0  # the context held; a frame that patches counts from it
                 sends = (*sends, protocol.encode_context_subscribe(patches=True))
-        elif kind is ModelContextPatch:
-            patch = cast(ModelContextPatch, message)
+        elif kind == "model-context-patch":
+            patch = cast("ModelContextPatch | FastPatch", message)
             held = self.patch_seq
             if held is None or self.wire is None or patch.seq != held + 1:
                 if self.resyncing or self.state != "connected":
@@ -409,12 +404,12 @@ class HostMachine:
                 return self._malformed(f"unusable context patch, kept the last good one: {exc}")
             self.patch_seq = patch.seq
             changed = True
-        elif kind is ProviderDisposedMessage:
+        elif kind == "provider-disposed":
             sends += self._provider_disposed()
-        elif kind is ToolProgressMessage or kind is ToolLogMessage:
-            call = self.calls.get(message.id)  # type: ignore[union-attr]
+        elif kind == "tool-progress" or kind == "tool-log":
+            call = self.calls.get(message.id)
             if call is not None:  # else finished, or never ours: ignored like a result
-                return CallEvent(message.event(call.id, call.name), call.on_event)  # type: ignore[union-attr]
+                return CallEvent(message.event(call.id, call.name), call.on_event)
         # (host -> frame types arriving at a host are not for us: nothing to do)
         if changed:
             return ContextChanged(sends)
@@ -494,7 +489,7 @@ class HostMachine:
         self.wire = wire
         return changed
 
-    def _apply_patch(self, patch: ModelContextPatch) -> None:
+    def _apply_patch(self, patch: ModelContextPatch | FastPatch) -> None:
         """Apply ``patch`` to the context held (its successor); ``ValueError`` (nothing
         changed) when a part of it cannot be used. Only what changed is built."""
         held = self.context

@@ -9,7 +9,7 @@ plain JSON-compatible dicts to send. Nothing here awaits or touches a transport.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from pydantic_core import ValidationError
 
@@ -85,6 +85,10 @@ __all__ = [
     "encode_tool_error",
     "encode_tool_event",
     "encode_tool_result",
+    "FastContext",
+    "FastDisposed",
+    "FastPatch",
+    "fast_frame_message",
     "fast_host_message",
     "fast_tool_call",
     "fast_tool_result",
@@ -237,6 +241,101 @@ def fast_tool_result(raw: object) -> tuple[str, Any, Any, Any] | None:
 
 
 _THREE_TIERS: Final = frozenset({"content", "structuredContent", "_meta"})
+
+
+class FastContext(NamedTuple):
+    """A ``model-context-update`` or ``model-context-response`` read by
+    :func:`fast_frame_message`: the fields of :class:`ModelContextUpdate` a host reads."""
+
+    type: str
+    context: dict[str, Any]
+    request_id: str | None
+    seq: int | None  # always None for a response
+    document_id: str | None
+
+
+class FastPatch(NamedTuple):
+    """A ``model-context-patch`` read by :func:`fast_frame_message`: the fields of
+    :class:`ModelContextPatch`."""
+
+    type: str
+    seq: int
+    context: dict[str, Any]
+    removed: list[str]
+    order: list[str] | None
+    document_id: str | None
+
+
+class FastDisposed(NamedTuple):
+    """A ``provider-disposed`` read by :func:`fast_frame_message`."""
+
+    type: str
+    document_id: str | None
+
+
+#: What a received context keeps (as the models' TypedDict does: other keys are dropped).
+_CONTEXT_KEYS: Final = ("system", "tools", "uiResources")
+
+
+def _fast_context(wire: object) -> dict[str, Any] | None:
+    if type(wire) is not dict:
+        return None
+    system = wire.get("system")
+    if system is not None and type(system) is not str:
+        return None
+    return {key: wire[key] for key in _CONTEXT_KEYS if key in wire}
+
+
+def _names(value: object) -> list[str] | None:
+    if type(value) is list and all(type(name) is str for name in value):
+        return list(value)
+    return None
+
+
+def fast_frame_message(raw: object) -> FastContext | FastPatch | FastDisposed | None:
+    """A well-formed ``model-context-update``, ``-response``, ``-patch`` or
+    ``provider-disposed``, else ``None``.
+
+    As :func:`fast_tool_call`, for the rest of what a frame sends a host: what
+    :func:`decode` would accept as those messages, with the same fields, checked without
+    their models (so a host starts without Pydantic). ``None`` means: use :func:`decode`.
+    """
+    if type(raw) is not dict or raw.get("channel") != CHANNEL:
+        return None
+    message = raw.get("message")
+    if type(message) is not dict:
+        return None
+    document = message.get("documentId")
+    if document is not None and type(document) is not str:
+        return None
+    kind = message.get("type")
+    if kind == "model-context-update" or kind == "model-context-response":
+        request_id = message.get("requestId")
+        seq = message.get("seq") if kind == "model-context-update" else None
+        context = _fast_context(message.get("context"))
+        if (
+            context is not None
+            and (request_id is None or type(request_id) is str)
+            and (seq is None or type(seq) is int)
+        ):
+            return FastContext(kind, context, request_id, seq, document)
+    elif kind == "model-context-patch":
+        seq = message.get("seq")
+        context = _fast_context(message.get("context"))
+        removed = _names(message["removed"]) if "removed" in message else []
+        order = message.get("order")
+        if order is not None:
+            order = _names(order)
+        if (
+            type(seq) is int
+            and context is not None
+            and removed is not None
+            and (order is not None or message.get("order") is None)
+        ):
+            return FastPatch(kind, seq, context, removed, order, document)
+    elif kind == "provider-disposed":
+        return FastDisposed(kind, document)
+    return None
 
 
 def decode_ui_resources(wire: Any) -> dict[str, UIResource]:
