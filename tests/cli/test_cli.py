@@ -615,16 +615,46 @@ def test_token_from_the_environment(server: Server, frame_dir: Path) -> None:
 
 
 # --timeout is one limit for connecting and receiving the context together, cleanup
-# included; the slack is for starting the interpreter on a slow machine. Neither peer
-# below ever answers, so the deadline need not leave time for one to start.
+# included. It is timed inside the CLI's process, from main() being called to its return
+# (starting the interpreter and importing is not what it bounds: seconds on a loaded
+# machine); the slack is for a loaded machine's scheduling. Neither peer below ever
+# answers, so the deadline need not leave time for one to start.
 DEADLINE, SLACK = 1.0, 1.6
+TIMED_MAIN = """
+import sys, time
+from assistant_frames.cli import main
+started = time.monotonic()
+try:
+    code = main(sys.argv[2:])
+finally:
+    with open(sys.argv[1], "w") as out:
+        out.write(repr(time.monotonic() - started))
+sys.exit(code)
+"""
+
+
+def run_timed_cli(*args: str, cwd: Path) -> tuple[subprocess.CompletedProcess[str], float]:
+    """:func:`run_cli`'s result, and the seconds ``main()`` took in the CLI's process."""
+    seconds = cwd / "main-seconds"
+    command = [sys.executable, "-c", TIMED_MAIN, str(seconds), *args]
+    completed = subprocess.run(
+        command,
+        cwd=cwd,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=TIMEOUT,
+        check=False,
+    )
+    return completed, float(seconds.read_text())
 
 
 def test_timeout_bounds_a_worker_that_never_becomes_a_frame(frame_dir: Path) -> None:
     sleeper = [sys.executable, "-c", "import time; time.sleep(60)"]  # ignores stdin's end
-    started = time.monotonic()
-    result = run_cli("inspect", "--timeout", str(DEADLINE), "--", *sleeper, cwd=frame_dir)
-    elapsed = time.monotonic() - started
+    result, elapsed = run_timed_cli(
+        "inspect", "--timeout", str(DEADLINE), "--", *sleeper, cwd=frame_dir
+    )
     assert_error(result, 1, f"sent no model context within {DEADLINE:g} s")
     assert DEADLINE <= elapsed < DEADLINE + SLACK
 
@@ -632,9 +662,7 @@ def test_timeout_bounds_a_worker_that_never_becomes_a_frame(frame_dir: Path) -> 
 def test_timeout_bounds_a_url_that_accepts_but_never_speaks(frame_dir: Path) -> None:
     with socket.create_server(("127.0.0.1", 0)) as listener:  # the kernel accepts for it
         url = f"ws://127.0.0.1:{listener.getsockname()[1]}"
-        started = time.monotonic()
-        result = run_cli("inspect", "--timeout", str(DEADLINE), url, cwd=frame_dir)
-        elapsed = time.monotonic() - started
+        result, elapsed = run_timed_cli("inspect", "--timeout", str(DEADLINE), url, cwd=frame_dir)
     assert_error(result, 1, f"Cannot connect to {url}: no answer in {DEADLINE:g} s")
     assert DEADLINE <= elapsed < DEADLINE + SLACK
 
