@@ -93,7 +93,7 @@ def _fields(message: Any) -> tuple[Any, ...]:
     return fields
 
 
-@settings(max_examples=600, deadline=None, database=None)
+@settings(max_examples=300, deadline=None, database=None)
 @given(frame_messages)
 def test_what_the_fast_path_reads_decodes_to_the_same(message: dict[str, Any]) -> None:
     raw = {"channel": CHANNEL, "message": message}
@@ -124,7 +124,7 @@ def _event(event: object) -> tuple[Any, ...]:
     return (type(event).__name__, getattr(event, "sends", None), getattr(event, "reason", None))
 
 
-@settings(max_examples=400, deadline=None, database=None)
+@settings(max_examples=200, deadline=None, database=None)
 @given(st.lists(frame_messages, min_size=1, max_size=6))
 def test_a_host_does_what_decoding_would_have_done(messages: list[dict[str, Any]]) -> None:
     fast = HostMachine(ToolFactory(), id_prefix="t-")
