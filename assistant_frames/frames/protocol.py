@@ -197,25 +197,21 @@ def fast_host_message(raw: object) -> tuple[str, Any] | None:
     :func:`decode` would accept as those messages, checked without their models. ``None``
     means: use :func:`decode`.
     """
-    if type(raw) is dict and raw.get("channel") == CHANNEL:
-        message = raw.get("message")
-        if type(message) is dict:
-            document = message.get("documentId")
-            if document is not None and type(document) is not str:
-                return None
-            kind = message.get("type")
-            if kind == "model-context-request":
-                request_id = message.get("requestId")
-                if request_id is None or type(request_id) is str:
-                    return kind, request_id
-            elif kind == "model-context-subscribe":
-                return kind, message.get("patches") is True
-            elif kind == "model-context-unsubscribe":
-                return kind, None
-            elif kind == "tool-cancel":
-                call_id = message.get("id")
-                if type(call_id) is str:
-                    return kind, call_id
+    message = _fast_message(raw)
+    if message is not None:
+        kind = message.get("type")
+        if kind == "model-context-request":
+            request_id = message.get("requestId")
+            if request_id is None or type(request_id) is str:
+                return kind, request_id
+        elif kind == "model-context-subscribe":
+            return kind, message.get("patches") is True
+        elif kind == "model-context-unsubscribe":
+            return kind, None
+        elif kind == "tool-cancel":
+            call_id = message.get("id")
+            if type(call_id) is str:
+                return kind, call_id
     return None
 
 
@@ -292,14 +288,9 @@ def _names(value: object) -> list[str] | None:
     return None
 
 
-def fast_frame_message(raw: object) -> FastContext | FastPatch | FastDisposed | None:
-    """A well-formed ``model-context-update``, ``-response``, ``-patch`` or
-    ``provider-disposed``, else ``None``.
-
-    As :func:`fast_tool_call`, for the rest of what a frame sends a host: what
-    :func:`decode` would accept as those messages, with the same fields, checked without
-    their models (so a host starts without Pydantic). ``None`` means: use :func:`decode`.
-    """
+def _fast_message(raw: object) -> dict[str, Any] | None:
+    """The ``message`` of an envelope on our channel whose ``documentId`` is a string or
+    absent, else ``None``: what every fast path but the two per call starts with."""
     if type(raw) is not dict or raw.get("channel") != CHANNEL:
         return None
     message = raw.get("message")
@@ -308,6 +299,21 @@ def fast_frame_message(raw: object) -> FastContext | FastPatch | FastDisposed | 
     document = message.get("documentId")
     if document is not None and type(document) is not str:
         return None
+    return message
+
+
+def fast_frame_message(raw: object) -> FastContext | FastPatch | FastDisposed | None:
+    """A well-formed ``model-context-update``, ``-response``, ``-patch`` or
+    ``provider-disposed``, else ``None``.
+
+    As :func:`fast_tool_call`, for the rest of what a frame sends a host: what
+    :func:`decode` would accept as those messages, with the same fields, checked without
+    their models (so a host starts without Pydantic). ``None`` means: use :func:`decode`.
+    """
+    message = _fast_message(raw)
+    if message is None:
+        return None
+    document = message.get("documentId")
     kind = message.get("type")
     if kind == "model-context-update" or kind == "model-context-response":
         request_id = message.get("requestId")
@@ -323,14 +329,13 @@ def fast_frame_message(raw: object) -> FastContext | FastPatch | FastDisposed | 
         seq = message.get("seq")
         context = _fast_context(message.get("context"))
         removed = _names(message["removed"]) if "removed" in message else []
-        order = message.get("order")
-        if order is not None:
-            order = _names(order)
+        wire_order = message.get("order")
+        order = None if wire_order is None else _names(wire_order)
         if (
             type(seq) is int
             and context is not None
             and removed is not None
-            and (order is not None or message.get("order") is None)
+            and (order is not None or wire_order is None)
         ):
             return FastPatch(kind, seq, context, removed, order, document)
     elif kind == "provider-disposed":
