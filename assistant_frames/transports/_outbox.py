@@ -12,9 +12,10 @@ transport's task group) writes them in order. So:
 
 A transport built by hand without a writer task still works: :meth:`put` then writes
 inline, as a lock-protected send would. A stream that can write without waiting
-(``try_write``, a non-blocking pipe) takes a message at once while nothing is queued,
-so the writer task only writes what the stream could not take: a message goes out in
-the task that sent it, and a cancellation still cannot cut it (no await in between).
+(``try_write``: a non-blocking pipe; off asyncio, a plain socket) takes a message at
+once while nothing is queued, so the writer task only writes what the stream could not
+take: a message goes out in the task that sent it, and a cancellation still cannot cut
+it (no await in between).
 
 asyncio's transports already buffer whole writes in order and never block on them, so
 for those (:class:`BufferedWriter`) :class:`DirectOutbox` hands every message over at
@@ -23,11 +24,14 @@ once and skips the writer task and its task switch per message.
 
 from __future__ import annotations
 
+import asyncio
+import socket
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sized
 from typing import Any, Protocol, runtime_checkable
 
 import anyio
+import anyio.abc
 
 from .contract import TransportAttribute
 
@@ -131,7 +135,8 @@ class Outbox(_OutboxBase):
                 self._data.append(data)
                 self._size += len(data)
             if self._running:
-                self._wake_writer()
+                if chunks:  # all written at once: nothing for the writer to wake for
+                    self._wake_writer()
             else:  # no writer task: write inline
                 await self.drain()
                 self._check()
@@ -350,7 +355,39 @@ def outbox_for(
     (writing at once through the stream's ``try_write``, if it has one)."""
     if isinstance(stream, BufferedWriter):
         return DirectOutbox(stream)
-    return Outbox(write, high_water=high_water, try_write=getattr(stream, "try_write", None))
+    try_write = getattr(stream, "try_write", None)
+    if try_write is None and isinstance(stream, anyio.abc.SocketStream):
+        try_write = _socket_try_write(stream)
+    return Outbox(write, high_water=high_water, try_write=try_write)
+
+
+def _socket_try_write(stream: anyio.abc.SocketStream) -> Callable[[bytes], int] | None:
+    """``try_write`` for a plain socket stream (not TLS: that is not a ``SocketStream``)
+    whose socket does not block, off asyncio (trio's streams): a message is written in the
+    sending task while nothing is queued, instead of waking the writer task for each one.
+    The outbox never writes from two places at once, so the stream's own send (which the
+    writer task still uses for what the socket did not take) cannot interleave with it."""
+    try:
+        asyncio.get_running_loop()
+        return None  # asyncio's transports buffer writes of their own: never around them
+    except RuntimeError:
+        pass
+    sock = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
+    if type(sock) is not socket.socket or sock.type != socket.SOCK_STREAM:
+        return None
+    if sock.gettimeout() != 0.0:
+        return None
+    send = sock.send
+
+    def try_write(data: bytes) -> int:
+        try:
+            return send(data)
+        except BlockingIOError:
+            return 0
+        except OSError as exc:  # reset, broken pipe: what the stream's send would raise
+            raise anyio.BrokenResourceError(str(exc)) from exc
+
+    return try_write
 
 
 def outbox_attributes(
