@@ -24,7 +24,6 @@ once and skips the writer task and its task switch per message.
 
 from __future__ import annotations
 
-import asyncio
 import socket
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Sized
@@ -33,6 +32,7 @@ from typing import Any, Protocol, runtime_checkable
 import anyio
 import anyio.abc
 
+from .._anyio import running_asyncio
 from .contract import TransportAttribute
 
 __all__ = [
@@ -367,15 +367,12 @@ def _socket_try_write(stream: anyio.abc.SocketStream) -> Callable[[bytes], int] 
     sending task while nothing is queued, instead of waking the writer task for each one.
     The outbox never writes from two places at once, so the stream's own send (which the
     writer task still uses for what the socket did not take) cannot interleave with it."""
-    try:
-        asyncio.get_running_loop()
+    if running_asyncio():
         return None  # asyncio's transports buffer writes of their own: never around them
-    except RuntimeError:
-        pass
     sock = stream.extra(anyio.abc.SocketAttribute.raw_socket, None)
     if type(sock) is not socket.socket or sock.type != socket.SOCK_STREAM:
         return None
-    if sock.gettimeout() != 0.0:
+    if sock.gettimeout() != 0.0:  # a blocking socket would block the event loop
         return None
     send = sock.send
 
