@@ -333,44 +333,57 @@ class HostRoute(Route):
             if msg.subject.startswith(self._answers):
                 await self._on_answer(msg)
             return  # finished, cancelled, or never ours
-        headers = msg.headers or {}
+        headers = msg.headers
+        # A replica's results and progress come without headers (the usual case, and
+        # the fast one); heartbeats, endings and the server's own replies carry them.
+        if headers and self._on_reply_headers(msg, call, headers):
+            return
+        try:
+            message = _wire.decode(msg.data)
+        except ValueError:
+            call.seen = anyio.current_time()
+            return
+        body = _wire.inner(message)
+        if body is None or body.get("id") != call.id:
+            call.seen = anyio.current_time()
+            return  # a reply about another call than this subject's: not believed
+        _wire.forget_document(body)
+        if body.get("type") != "tool-result":
+            call.seen = anyio.current_time()
+        else:  # the call ends: no more silence to time
+            self._forget(msg.subject, call)
+            arrival = self._on_arrival
+            if arrival is not None and not self._queued and not self._pending and arrival(message):
+                return  # its caller is woken: the host's reading task is not
+        self._push(message)
+
+    def _on_reply_headers(self, msg: Msg, call: _Call, headers: dict[str, str]) -> bool:
+        """What a reply's headers say of ``call``: whether that was all (a heartbeat, the
+        server's "no responders", the replica lost or refusing); else it was heard from."""
         if headers.get(_wire.STATUS) == _wire.NO_RESPONDERS:
             self._forget(msg.subject, call)
             name = self._subjects.name
             self._push(
                 CallFailed(call.id, NoResponders(f"No replica of frame {name!r} is running"))
             )
-            return
+            return True
         call.seen = anyio.current_time()
         beat = headers.get(_wire.HEARTBEAT)
         if beat is not None:
             call.liveness = max(self.liveness, 4 * _seconds(beat))
-            return
+            return True
         lost = headers.get(_wire.LOST)
         if lost is not None:
             self._forget(msg.subject, call)
             self._push(CallFailed(call.id, ReplicaLost(lost)))
-            return
+            return True
         error = headers.get(_wire.SERVICE_ERROR)
         if error is not None:
             self._forget(msg.subject, call)
             why = f"Frame {self._subjects.name!r} refused the call: {error}"  # it never ran
             self._push(CallFailed(call.id, ToolCallError(why)))
-            return
-        try:
-            message = _wire.decode(msg.data)
-        except ValueError:
-            return
-        body = _wire.inner(message)
-        if body is None or body.get("id") != call.id:
-            return  # a reply about another call than this subject's: not believed
-        _wire.forget_document(body)
-        if body.get("type") == "tool-result":
-            self._forget(msg.subject, call)
-            arrival = self._on_arrival
-            if arrival is not None and not self._queued and not self._pending and arrival(message):
-                return  # its caller is woken: the host's reading task is not
-        self._push(message)
+            return True
+        return False
 
     async def _on_context(self, msg: Msg) -> None:
         """A message on the context subject: a replica's whole context (its first, or

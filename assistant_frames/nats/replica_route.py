@@ -98,6 +98,8 @@ class ReplicaRoute(Route):
         # comes as a patch, numbered on).
         send.send_nowait(protocol.encode_context_subscribe(patches=True))
         self._queued = 1  # messages queued that receive has not returned
+        # receive_inline's handler: offered a call when nothing is queued before it.
+        self._inline: Callable[[Any], bool] | None = None
 
     # -- from NATS ------------------------------------------------------------------------
 
@@ -123,9 +125,11 @@ class ReplicaRoute(Route):
             return
         call_id = str(next(self._ids))
         routed = {**message, "message": {**body, "id": call_id}}
+        inline = self._inline
         try:
-            self._incoming_send.send_nowait(routed)
-            self._queued += 1
+            if inline is None or self._queued or not inline(routed):
+                self._incoming_send.send_nowait(routed)
+                self._queued += 1
         except anyio.WouldBlock:
             await request.respond_error("503", f"Frame {self._subjects.name!r} is busy")
             return
@@ -135,8 +139,7 @@ class ReplicaRoute(Route):
         self.running[call_id] = _Running(caller_id, request, reply)
         self._by_caller[(reply, caller_id)] = call_id
         self._new.append(call_id)
-        self._arrived.set()
-        self._wake_busy()
+        self._arrived.set()  # the periodic beats wait for the first: most calls end before it
 
     async def on_cancel(self, msg: Msg) -> None:
         """A ``tool-cancel`` on the cancel subject: for this replica only if it runs it."""
@@ -165,8 +168,8 @@ class ReplicaRoute(Route):
             await self._idle.wait()
 
     async def wait_busy(self) -> None:
-        """Wait until there is something to beat for: a call running here, or a
-        context change still to publish (refused while cut off)."""
+        """Wait until there is something to beat for: a call running here past its
+        first heartbeat, or a context change still to publish (refused while cut off)."""
         while not self.running and not self._behind:
             if self._busy is None:  # one event for every waiter
                 self._busy = anyio.Event()
@@ -187,7 +190,11 @@ class ReplicaRoute(Route):
 
     async def first_beats(self) -> None:
         """Soon after a call arrives, tell its caller which replica runs it (and how
-        often it beats), unless it has ended by then; runs until cancelled."""
+        often it beats), unless it has ended by then; runs until cancelled.
+
+        Only a call still running then wakes the periodic beats (``wait_busy``): a quick
+        call, most of them, costs no wake-up of that task.
+        """
         while True:
             await self._arrived.wait()
             await anyio.sleep(_FIRST_BEAT_AFTER)
@@ -197,6 +204,8 @@ class ReplicaRoute(Route):
                 running = self.running.get(call_id)
                 if running is not None:
                     await self._beat(running.request)
+            if any(call_id in self.running for call_id in new):
+                self._wake_busy()
 
     async def heartbeat(self) -> None:
         """Tell each running call's caller this replica is still at it."""
@@ -334,6 +343,20 @@ class ReplicaRoute(Route):
         message = await self._incoming.receive()
         self._queued -= 1
         return message
+
+    def receive_inline(self, handler: Callable[[Any], bool] | None) -> None:
+        """Offer ``handler(message)`` each call that arrives while nothing is queued, at
+        once, in nats-py's task; it returns whether it took the call, which is otherwise
+        queued for :meth:`receive` (``None``: queue every call again).
+
+        As :meth:`MemoryTransport.receive_inline
+        <assistant_frames.transports.memory.MemoryTransport.receive_inline>`: the
+        provider takes a call there and hands it to a worker, without waking its reading
+        task first. ``handler`` must neither raise nor wait. nats-py's task for the call
+        subject was started where the frame was entered, so what ``handler`` starts sees
+        the frame's context variables.
+        """
+        self._inline = handler
 
     @property
     def extra_attributes(self) -> Mapping[Any, Callable[[], Any]]:

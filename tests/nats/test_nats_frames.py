@@ -8,6 +8,7 @@ every test here does, except the one proving the rest of the library needs neith
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import json
 import logging
@@ -403,6 +404,68 @@ async def test_the_server_restarted_under_load(nats_server: NATSServer) -> None:
             assert host.connected
             assert replica.process.returncode is None
             assert await host.call_tool("whoami", {}) == {"replica": replica.id, "pid": replica.pid}
+
+
+SIDE: contextvars.ContextVar[str] = contextvars.ContextVar("SIDE", default="unset")
+
+
+async def test_calls_taken_on_arrival_run_in_the_frames_context(nats_server: NATSServer) -> None:
+    """A replica takes a call in nats-py's task when nothing waits before it, but runs
+    it in the context the frame was entered in: a tool sees the frame's variables, not
+    nats-py's nor the caller's."""
+    registry = calculator()
+
+    @registry.tool
+    async def side() -> str:
+        """Which context the tool runs in (after a pause: calls at once need new workers,
+        started where the call was taken)."""
+        await anyio.sleep(0.05)
+        return SIDE.get()
+
+    async with anyio.create_task_group() as group:
+        entered = anyio.Event()
+
+        async def serve() -> None:
+            SIDE.set("frame")
+            async with service(registry, nats_server.url):
+                entered.set()
+                await anyio.sleep_forever()
+
+        group.start_soon(serve)
+        with anyio.fail_after(10):
+            await entered.wait()
+            SIDE.set("host")
+            async with host_of(nats_server.url) as host:
+                seen: list[str] = []
+
+                async def call() -> None:
+                    seen.append(await host.call_tool("side", {}))
+
+                async with anyio.create_task_group() as calls:
+                    for _ in range(5):
+                        calls.start_soon(call)
+                assert seen == ["frame"] * 5
+        group.cancel_scope.cancel()
+
+
+async def test_a_burst_of_calls_is_answered_whole_where_arrival_and_queue_meet(
+    nats_server: NATSServer,
+) -> None:
+    """300 calls in flight at once: some arrive with nothing queued (taken on arrival),
+    others behind queued ones (read by the frame's reader). Each is answered once, with
+    its own result."""
+    calls = 300
+    results: dict[int, Any] = {}
+    with anyio.fail_after(30):
+        async with service(calculator(), nats_server.url), host_of(nats_server.url) as host:
+
+            async def one(i: int) -> None:
+                results[i] = await host.call_tool("add", {"a": i, "b": 1})
+
+            async with anyio.create_task_group() as group:
+                for i in range(calls):
+                    group.start_soon(one, i)
+    assert results == {i: i + 1 for i in range(calls)}
 
 
 # -- cancellation, a frame leaving ---------------------------------------------------------------
