@@ -16,6 +16,7 @@ from bench_common import (
     add_registry,
     check_add,
     mcp_version,
+    measure_rotating,
     measure_sequential,
 )
 
@@ -91,7 +92,7 @@ async def mcp_frame_target() -> AsyncIterator[Call]:
 
 async def bench_mcp_interop(config: Config, log: Callable[[str], None]) -> dict[str, CallResult]:
     """(i) ``mcp.Client`` on a plain ``MCPServer``, (j) on ``MCPContextServer``, and (k)
-    through an ``MCPFrameHost``: all in-process, measured interleaved like the calls above."""
+    through an ``MCPFrameHost``: all in-process, in blocks of calls taken in turn."""
     results = {
         "mcp_plain": CallResult("mcp_plain", "(i) mcp.Client -> MCPServer"),
         "mcp_served": CallResult("mcp_served", "(j) mcp.Client -> MCPContextServer"),
@@ -110,13 +111,12 @@ async def bench_mcp_interop(config: Config, log: Callable[[str], None]) -> dict[
         for key, call in targets.items():
             await check_add(results[key].label, call)
             await measure_sequential(call, config.warmup_calls)
-        keys = list(targets)
         for repeat in range(config.repeats):
             log(f"mcp interop: repeat {repeat + 1}/{config.repeats}")
-            shift = repeat % len(keys)
-            for key in keys[shift:] + keys[:shift]:
-                gc.collect()
-                results[key].latency_samples_ns += await measure_sequential(
-                    targets[key], config.sequential_calls // 2
-                )
+            gc.collect()
+            # In blocks taken in turn: (k)/(i) is a ratio of two close figures, which the
+            # drift of a shared machine between long runs of each would swamp.
+            samples = await measure_rotating(targets, config.sequential_calls // 2)
+            for key, taken in samples.items():
+                results[key].latency_samples_ns += taken
     return results
