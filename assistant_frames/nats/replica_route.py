@@ -127,7 +127,9 @@ class ReplicaRoute(Route):
         routed = {**message, "message": {**body, "id": call_id}}
         inline = self._inline
         try:
-            if inline is None or self._queued or not inline(routed):
+            # Taken at once only by an open route with nothing queued before it (a
+            # closed one refuses below, as its stream is closed).
+            if inline is None or self._queued or self._closed or not inline(routed):
                 self._incoming_send.send_nowait(routed)
                 self._queued += 1
         except anyio.WouldBlock:
