@@ -338,19 +338,16 @@ class HostRoute(Route):
         # the fast one); heartbeats, endings and the server's own replies carry them.
         if headers and self._on_reply_headers(msg, call, headers):
             return
+        call.seen = anyio.current_time()
         try:
             message = _wire.decode(msg.data)
         except ValueError:
-            call.seen = anyio.current_time()
             return
         body = _wire.inner(message)
         if body is None or body.get("id") != call.id:
-            call.seen = anyio.current_time()
             return  # a reply about another call than this subject's: not believed
         _wire.forget_document(body)
-        if body.get("type") != "tool-result":
-            call.seen = anyio.current_time()
-        else:  # the call ends: no more silence to time
+        if body.get("type") == "tool-result":
             self._forget(msg.subject, call)
             arrival = self._on_arrival
             if arrival is not None and not self._queued and not self._pending and arrival(message):

@@ -202,11 +202,13 @@ class ReplicaRoute(Route):
             await anyio.sleep(_FIRST_BEAT_AFTER)
             self._arrived = anyio.Event()
             new, self._new = self._new, []
+            still_running = False
             for call_id in new:
                 running = self.running.get(call_id)
                 if running is not None:
+                    still_running = True
                     await self._beat(running.request)
-            if any(call_id in self.running for call_id in new):
+            if still_running:
                 self._wake_busy()
 
     async def heartbeat(self) -> None:
