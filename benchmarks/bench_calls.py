@@ -22,6 +22,7 @@ from bench_common import (
     mcp_version,
     measure_in_flight,
     measure_paired,
+    measure_rotating,
     measure_sequential,
 )
 from bench_fastmcp import fastmcp_skipped, fastmcp_target, fastmcp_version
@@ -194,10 +195,6 @@ async def bench_calls(config: Config, log: Callable[[str], None]) -> dict[str, C
             fastmcp_call = await stack.enter_async_context(fastmcp_target())
             targets["fastmcp"] = (fastmcp_call, fastmcp_call)
 
-        def calls_for(key: str) -> int:
-            # FastMCP is some 5x slower per call than (c): fewer calls, the same rounds.
-            return config.fastmcp_calls if key == "fastmcp" else config.sequential_calls
-
         for key, (seq, par) in targets.items():
             await check_add(results[key].label, seq)
             await measure_sequential(seq, config.warmup_calls)
@@ -207,20 +204,38 @@ async def bench_calls(config: Config, log: Callable[[str], None]) -> dict[str, C
         await check_add(results["af_sync_loop"].label, on_loop)
         await measure_sequential(on_loop, config.warmup_calls)
 
+        # Sequential latency in blocks of 50 calls taken in turn (the order rotating per
+        # repeat): (b)/(a) and (c)/(b) are ratios of figures measured in the same stretch
+        # of time, which the drift of a shared machine between long runs of each would
+        # swamp. FastMCP, some 5x slower than (c), takes fewer calls in blocks of its own.
+        rotating = [key for key in targets if key != "fastmcp"]
         keys = [*targets, "af_sync_loop"]
         for repeat in range(config.repeats):
             log(f"calls: repeat {repeat + 1}/{config.repeats}")
+            shift = repeat % len(rotating)
+            gc.collect()
+            order = rotating[shift:] + rotating[:shift]
+            samples = await measure_rotating(
+                {key: targets[key][0] for key in order}, config.sequential_calls
+            )
+            for key, taken in samples.items():
+                results[key].latency_samples_ns += taken
             shift = repeat % len(keys)
             for key in keys[shift:] + keys[:shift]:
                 if key == "af_sync_loop":
                     gc.collect()
-                    samples, reference = await measure_paired(on_loop, af, config.sequential_calls)
-                    results[key].latency_samples_ns += samples
+                    samples_loop, reference = await measure_paired(
+                        on_loop, af, config.sequential_calls
+                    )
+                    results[key].latency_samples_ns += samples_loop
                     results[key].reference_samples_ns += reference
                     continue
                 seq, par = targets[key]
-                gc.collect()
-                results[key].latency_samples_ns += await measure_sequential(seq, calls_for(key))
+                if key == "fastmcp":
+                    gc.collect()
+                    results[key].latency_samples_ns += await measure_sequential(
+                        seq, config.fastmcp_calls
+                    )
                 if par is not None:
                     gc.collect()
                     results[key].throughputs.append(await measure_in_flight(par, config.rounds))

@@ -345,7 +345,8 @@ def render(
         f"median ms by kind: {kinds}",
         *render_import(cross.imports),
         f"method: latency = median of {len(calls['af'].latency_samples_ns):,} sequential calls "
-        f"({config.repeats} interleaved repeats); throughput = best of {config.repeats} "
+        f"({config.repeats} interleaved repeats, in blocks of 50 taken in turn); "
+        f"throughput = best of {config.repeats} "
         f"samples of {config.rounds} rounds x {IN_FLIGHT} concurrent calls",
         f"method, across processes: latency = median of "
         f"{config.repeats * config.transport_calls:,} sequential calls "
