@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from bench_common import (
+    IN_FLIGHT,
     TIMEOUT_SECONDS,
     Call,
     CallResult,
@@ -24,6 +25,7 @@ from bench_common import (
     measure_paired,
     measure_rotating,
     measure_sequential,
+    measure_throughput,
 )
 from bench_fastmcp import fastmcp_skipped, fastmcp_target, fastmcp_version
 from bench_mcp import mcp_target
@@ -237,6 +239,11 @@ async def bench_calls(config: Config, log: Callable[[str], None]) -> dict[str, C
                         seq, config.fastmcp_calls
                     )
                 if par is not None:
+                    result = results[key]
                     gc.collect()
-                    results[key].throughputs.append(await measure_in_flight(par, config.rounds))
+                    result.throughputs.append(
+                        await measure_throughput(par, config.rounds * IN_FLIGHT, IN_FLIGHT)
+                    )
+                    gc.collect()
+                    result.spawned_throughputs.append(await measure_in_flight(par, config.rounds))
     return results

@@ -153,7 +153,8 @@ async def measure_sequential(call: Call, n: int) -> list[int]:
 
 
 async def measure_in_flight(call: Call, rounds: int, width: int = IN_FLIGHT) -> float:
-    """Calls per second over ``rounds`` rounds of ``width`` concurrent calls."""
+    """Calls per second over ``rounds`` rounds of ``width`` concurrent calls, a task
+    spawned per call (see :func:`measure_throughput` for ``width`` calls in flight)."""
     clock = time.perf_counter_ns
     start = clock()
     for _ in range(rounds):
@@ -213,6 +214,8 @@ class CallResult:
     label: str
     latency_samples_ns: list[int] = field(default_factory=list)
     throughputs: list[float] = field(default_factory=list)
+    # For information: calls/s over rounds of IN_FLIGHT tasks spawned per round.
+    spawned_throughputs: list[float] = field(default_factory=list)
     skipped: str | None = None
     # For a paired measurement: what the reference call took, in the same blocks.
     reference_samples_ns: list[int] = field(default_factory=list)
@@ -248,6 +251,8 @@ class CallResult:
             summary["throughput_best_calls_per_s"] = round(self.throughput, 1)
             summary["throughput_median_calls_per_s"] = round(statistics.median(self.throughputs), 1)
             summary["throughput_samples"] = [round(t, 1) for t in self.throughputs]
+        if self.spawned_throughputs:
+            summary["spawned_throughput_best_calls_per_s"] = round(max(self.spawned_throughputs), 1)
         return summary
 
 

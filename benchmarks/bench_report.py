@@ -175,6 +175,17 @@ def _ratio_target(
     return Target(label, ratio, "x", goal, ok(ratio))
 
 
+def _spawned_rounds(calls: dict[str, CallResult]) -> list[str]:
+    """The in-flight figures over rounds of tasks spawned per call, for information."""
+    keys = [key for key in ("floor", "af", "mcp", "fastmcp") if calls[key].spawned_throughputs]
+    if not keys:
+        return []
+    best = {key: max(calls[key].spawned_throughputs) for key in keys}
+    figures = ", ".join(f"{calls[key].label[:3]} {best[key]:,.0f}" for key in keys)
+    ratio = f"; (b)/(c) {best['af'] / best['mcp']:.2f}x" if {"af", "mcp"} <= set(best) else ""
+    return [f"[info] {IN_FLIGHT} tasks spawned per round instead, calls/s: {figures}{ratio}"]
+
+
 def _reference_latency_us(result: CallResult, reference: CallResult) -> float:
     """``reference``'s latency, from the blocks paired with ``result``'s if it has them."""
     if result.reference_samples_ns:
@@ -295,6 +306,7 @@ def render(
             f"{result.label:<38}{result.latency_us:>20.1f}{result.latency_p90_us:>10.1f}"
             f"{f'{ratio:.2f}x (b)':>24}"
         )
+    lines += _spawned_rounds(calls)
     lines += [
         "",
         f"{'MCP interop, in-process':<38}{'sequential µs/call':>20}{'p90 µs':>10}{'x (i)':>24}",
@@ -347,7 +359,7 @@ def render(
         f"method: latency = median of {len(calls['af'].latency_samples_ns):,} sequential calls "
         f"({config.repeats} interleaved repeats, in blocks of 50 taken in turn); "
         f"throughput = best of {config.repeats} "
-        f"samples of {config.rounds} rounds x {IN_FLIGHT} concurrent calls",
+        f"samples of {config.rounds * IN_FLIGHT:,} calls by {IN_FLIGHT} tasks each calling in turn",
         f"method, across processes: latency = median of "
         f"{config.repeats * config.transport_calls:,} sequential calls "
         f"({config.repeats * config.mcp_stdio_calls:,} for mcp; {config.repeats} interleaved "
