@@ -189,7 +189,7 @@ class AssistantFrameProvider:
         ready = connection.receive_ready
         while True:
             if len(queue) >= _MAX_QUEUED_CALLS:
-                room = connection.room = anyio.Event()
+                room = connection.room = connection.new_event()
                 await room.wait()
             try:
                 raw = await receive()
@@ -294,7 +294,7 @@ class AssistantFrameProvider:
         machine = connection.machine
         while True:
             await connection.wake.wait()
-            connection.wake = anyio.Event()
+            connection.wake = connection.new_event()
             await anyio.lowlevel.checkpoint()  # let the rest of a burst land first
             message = machine.context_update(self._current_wire(), self._wire_lineage)
             if message is None:

@@ -118,7 +118,7 @@ class ProviderConnection:
         self.room: anyio.Event | None = None  # the reader, waiting for the queue
         self.ended = anyio.Event()  # set by the reader that found the connection ended
         self.new_event = event_class()
-        self.wake = anyio.Event()
+        self.wake = self.new_event()
         # Asked once: a worker takes the reading turn once per call it runs itself.
         self.receive_ready: Callable[[], bool] | None = transport.extra(
             TransportAttribute.receive_ready, None
@@ -148,7 +148,7 @@ class ProviderConnection:
                 self.events_dropped += 1
             self.logs.append(message)
         if self.events_wake is None:
-            self.events_wake = anyio.Event()
+            self.events_wake = self.new_event()
             self.task_group.start_soon(self._push_events)
         self.events_wake.set()
 
@@ -158,7 +158,7 @@ class ProviderConnection:
             wake = self.events_wake
             assert wake is not None
             await wake.wait()
-            self.events_wake = anyio.Event()
+            self.events_wake = self.new_event()
             if not await self.flush_events():
                 return
 
