@@ -181,7 +181,7 @@ def _spawned_rounds(calls: dict[str, CallResult]) -> list[str]:
     if not keys:
         return []
     best = {key: max(calls[key].spawned_throughputs) for key in keys}
-    figures = ", ".join(f"{calls[key].label[:3]} {best[key]:,.0f}" for key in keys)
+    figures = ", ".join(f"{calls[key].label.split(' ')[0]} {best[key]:,.0f}" for key in keys)
     ratio = f"; (b)/(c) {best['af'] / best['mcp']:.2f}x" if {"af", "mcp"} <= set(best) else ""
     return [f"[info] {IN_FLIGHT} tasks spawned per round instead, calls/s: {figures}{ratio}"]
 
