@@ -214,9 +214,9 @@ async def bench_calls(config: Config, log: Callable[[str], None]) -> dict[str, C
         keys = [*targets, "af_sync_loop"]
         for repeat in range(config.repeats):
             log(f"calls: repeat {repeat + 1}/{config.repeats}")
-            shift = repeat % len(rotating)
+            turn = repeat % len(rotating)
             gc.collect()
-            order = rotating[shift:] + rotating[:shift]
+            order = rotating[turn:] + rotating[:turn]
             samples = await measure_rotating(
                 {key: targets[key][0] for key in order}, config.sequential_calls
             )
