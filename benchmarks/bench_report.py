@@ -363,8 +363,9 @@ def render(
         f"method, across processes: latency = median of "
         f"{config.repeats * config.transport_calls:,} sequential calls "
         f"({config.repeats * config.mcp_stdio_calls:,} for mcp; {config.repeats} interleaved "
-        f"repeats); the workers and the mcp server run on {backend}; (d) runs on its own "
-        f"asyncio loop in a thread; worker start = {config.spawns} interleaved starts each",
+        f"repeats, in blocks of 50 taken in turn); the workers and the mcp server run on "
+        f"{backend}; (d) runs on its own asyncio loop in a thread; worker start = "
+        f"{config.spawns} interleaved starts each",
     ]
     if not cross.nats.skipped:
         lines.append(
