@@ -141,30 +141,26 @@ class AssistantFrameProvider:
         Receiving never waits for a send, so a peer that is slow to read cannot stop
         this frame from reading (and answering) the peer's own messages.
         """
-        limiter = current_limiter.set(self._threads)  # sync tools of this frame use it
-        try:
-            async with transport, anyio.create_task_group() as task_group:
-                connection = ProviderConnection(transport, task_group, self._document_id)
-                self._connections.add(connection)
-                # In memory, the host's sends are taken in its task (in this task's
-                # context, so workers started there see this frame's variables): a call
-                # goes straight to a worker, without waking the reading one first.
-                inline = receiving_inline(transport, partial(self._take_inline, connection))
-                try:
-                    with inline:
-                        task_group.start_soon(self._push_updates, connection)
-                        self._spawn_worker(connection, reading=True)
-                        await connection.ended.wait()
-                except anyio.get_cancelled_exc_class():
-                    await self._say_goodbye(connection)  # we stop; the connection is open
-                    raise
-                finally:
-                    self._connections.discard(connection)
-                    for call in connection.machine.calls.values():
-                        call.context.cancel()  # sync tools in threads see the flag
-                    task_group.cancel_scope.cancel()
-        finally:
-            current_limiter.reset(limiter)
+        async with transport, anyio.create_task_group() as task_group:
+            connection = ProviderConnection(transport, task_group, self._document_id)
+            self._connections.add(connection)
+            # In memory, the host's sends are taken in its task (in this task's
+            # context, so workers started there see this frame's variables): a call
+            # goes straight to a worker, without waking the reading one first.
+            inline = receiving_inline(transport, partial(self._take_inline, connection))
+            try:
+                with inline:
+                    task_group.start_soon(self._push_updates, connection)
+                    self._spawn_worker(connection, reading=True)
+                    await connection.ended.wait()
+            except anyio.get_cancelled_exc_class():
+                await self._say_goodbye(connection)  # we stop; the connection is open
+                raise
+            finally:
+                self._connections.discard(connection)
+                for call in connection.machine.calls.values():
+                    call.context.cancel()  # sync tools in threads see the flag
+                task_group.cancel_scope.cancel()
 
     async def _say_goodbye(self, connection: ProviderConnection) -> None:
         """Tell a host whose connection is still open that this frame stops serving it."""
@@ -370,6 +366,10 @@ class AssistantFrameProvider:
         worker running it, which then carries on in a fresh scope. Entering a scope per
         call would cost a large share of a call.
         """
+        # A worker starts in whichever task took a call inline (nats-py's, for a NATS
+        # replica), whose context lacks what serve() set: its sync tools would otherwise
+        # run under the default thread limit, not this frame's max_threads.
+        current_limiter.set(self._threads)
         queue, machine, idle = connection.queue, connection.machine, connection.idle
         try:
             while True:

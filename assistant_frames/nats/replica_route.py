@@ -358,7 +358,7 @@ class ReplicaRoute(Route):
         provider takes a call there and hands it to a worker, without waking its reading
         task first. ``handler`` must neither raise nor wait. nats-py's task for the call
         subject was started where the frame was entered, so what ``handler`` starts sees
-        the frame's context variables.
+        the variables set there (the provider's workers set its thread limit themselves).
         """
         self._inline = handler
 

@@ -17,6 +17,7 @@ import signal
 import ssl
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -407,6 +408,44 @@ async def test_the_server_restarted_under_load(nats_server: NATSServer) -> None:
 
 
 SIDE: contextvars.ContextVar[str] = contextvars.ContextVar("SIDE", default="unset")
+
+
+async def test_a_replicas_thread_limit_holds_for_calls_taken_on_arrival(
+    nats_server: NATSServer,
+) -> None:
+    """``max_threads`` bounds a replica's sync tools however each call arrived: a call
+    taken in nats-py's task starts its worker there, where the frame's own limit was
+    not set (up to 4 ran at once with ``max_threads=1`` before)."""
+    registry = ModelContextRegistry()
+    lock = threading.Lock()
+    running = [0, 0]  # now, most at once
+
+    @registry.tool
+    def crunch(n: int) -> int:
+        """A sync tool that holds its thread a while."""
+        with lock:
+            running[0] += 1
+            running[1] = max(running)
+        time.sleep(0.02)
+        with lock:
+            running[0] -= 1
+        return n
+
+    provider = AssistantFrameProvider(registry, max_threads=1)
+    async with service(provider, nats_server.url), host_of(nats_server.url) as host:
+        results: list[int] = []
+
+        async def call(n: int) -> None:
+            results.append(await host.call_tool("crunch", {"n": n}))
+
+        with anyio.fail_after(10):
+            for _ in range(3):  # calls arriving at once, then while others run
+                async with anyio.create_task_group() as calls:
+                    for n in range(6):
+                        calls.start_soon(call, n)
+        assert sorted(results) == sorted(list(range(6)) * 3)
+        assert running[1] == 1
+        assert provider.thread_limiter.running == 0
 
 
 async def test_calls_taken_on_arrival_run_in_the_frames_context(nats_server: NATSServer) -> None:
