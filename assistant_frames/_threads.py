@@ -57,41 +57,63 @@ class ThreadLimiter:
     Waiting for a free thread is cancellable. A cancelled call returns at once, as with
     ``abandon_on_cancel``, but its thread keeps its place until the function returns.
     May be created outside an event loop; one limiter may serve several in turn.
+
+    One call more than ``total`` is handed to a thread of its own, where it waits for a
+    place: when a function returns, the next starts at once in that thread, instead of
+    after the event loop has seen the result and started it (several loop turns, which
+    a CPU-bound tool's thread would otherwise spend idle between calls).
     """
 
-    __slots__ = ("_running", "_waiters", "total")
+    __slots__ = ("_admitted", "_free", "_places", "_waiters", "total")
 
     def __init__(self, total: int = DEFAULT_MAX_THREADS) -> None:
         if not isinstance(total, int) or isinstance(total, bool) or total < 1:
             raise ValueError(f"the thread limit must be a positive integer, not {total!r}")
         self.total = total
-        self._running = 0
+        # Loop side: calls handed to threads (running, waiting there for a place, or
+        # abandoned and not yet returned), at most total + 1; the others wait in line.
+        self._admitted = 0
         self._waiters: deque[anyio.Event] = deque()
+        # Thread side, under _places: the places free for a function to run.
+        self._places = threading.Condition(threading.Lock())
+        self._free = total
 
     @property
     def running(self) -> int:
         """How many threads are running a function now (abandoned ones included)."""
-        return self._running
+        return self.total - self._free
 
     async def run_sync(self, fn: Callable[[], T]) -> T:
         """Run ``fn()`` in a thread once one is free and return what it returns."""
         await self._acquire()
         job = _Job()
+        places = self._places
 
         def work() -> T:
-            with job.lock:
+            call_soon: Callable[[Callable[[], Any]], Any] | None = None
+            with places:
                 if job.abandoned:  # cancelled before the thread picked it up
                     return cast(T, None)  # nobody is waiting for it
-                job.started = True
+                job.entered = True
+                while not self._free and not job.abandoned:
+                    places.wait()
+                if job.abandoned:  # cancelled while waiting here for a place
+                    call_soon = job.call_soon  # our caller left the place to us
+                else:
+                    self._free -= 1
+                    job.started = True
+            if not job.started:
+                _give_back(call_soon, self._release)
+                return cast(T, None)
             try:
                 return fn()
             finally:
-                with job.lock:
+                with places:
+                    self._free += 1
+                    places.notify()  # the call waiting in its thread runs now
                     job.finished = True
                     call_soon = job.call_soon  # set if the caller gave up on us meanwhile
-                if call_soon is not None:  # nobody waits for us on the loop side
-                    with contextlib.suppress(RuntimeError):  # the loop has ended: no one to wake
-                        call_soon(self._release)
+                _give_back(call_soon, self._release)
 
         try:
             result = await anyio.to_thread.run_sync(
@@ -99,11 +121,13 @@ class ThreadLimiter:
             )
         except BaseException:
             call_soon = _call_soon_threadsafe()
-            with job.lock:
-                release_now = job.finished or not job.started
+            with places:
+                release_now = job.finished or not job.entered
                 job.abandoned = True
-                if not release_now:  # the thread runs on: it gives the place back
+                if not release_now:  # its thread gives the place back when it is done
                     job.call_soon = call_soon
+                    if not job.started:
+                        places.notify_all()  # waiting for a place: it leaves now
             if release_now:
                 self._release()
             raise
@@ -111,8 +135,8 @@ class ThreadLimiter:
         return result
 
     async def _acquire(self) -> None:
-        if self._running < self.total and not self._waiters:
-            self._running += 1  # no checkpoint here: run_sync's thread hand-off is one
+        if self._admitted <= self.total and not self._waiters:
+            self._admitted += 1  # no checkpoint here: run_sync's thread hand-off is one
             return
         waiter = anyio.Event()
         self._waiters.append(waiter)
@@ -129,19 +153,31 @@ class ThreadLimiter:
         if self._waiters:
             self._waiters.popleft().set()  # the place passes straight to the next waiter
         else:
-            self._running -= 1
+            self._admitted -= 1
 
     def __repr__(self) -> str:
-        return f"<ThreadLimiter {self._running}/{self.total} running, {len(self._waiters)} waiting>"
+        return f"<ThreadLimiter {self.running}/{self.total} running, {len(self._waiters)} waiting>"
+
+
+def _give_back(
+    call_soon: Callable[[Callable[[], Any]], Any] | None, release: Callable[[], None]
+) -> None:
+    """From a thread whose caller gave up on it (``call_soon`` set): ``release`` on the loop."""
+    if call_soon is not None:  # nobody waits for us on the loop side
+        with contextlib.suppress(RuntimeError):  # the loop has ended: no one to wake
+            call_soon(release)
 
 
 class _Job:
-    """What a thread and its (possibly cancelled) caller agree on, under ``lock``."""
+    """What a thread and its (possibly cancelled) caller agree on, under the limiter's
+    lock: the thread has ``entered`` (it waits for a place), ``started`` the function,
+    ``finished`` it; the caller has ``abandoned`` it, and gave ``call_soon`` to release
+    its place from the thread."""
 
-    __slots__ = ("abandoned", "call_soon", "finished", "lock", "started")
+    __slots__ = ("abandoned", "call_soon", "entered", "finished", "started")
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
+        self.entered = False
         self.started = False
         self.finished = False
         self.abandoned = False
