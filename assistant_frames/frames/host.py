@@ -98,7 +98,7 @@ class AssistantFrameHost(Driver, WaitsForTools):
         self._task_group: TaskGroup | None = None
         self._load_scope: anyio.CancelScope | None = None  # frame_loaded's grace period
         self._load_timer: str | None = None  # the request id it runs for
-        self._send_would_wait = transport.extra(TransportAttribute.send_would_wait, None)
+        self._send_would_wait: Callable[[], bool] | None = None  # the transport's, once entered
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -108,6 +108,8 @@ class AssistantFrameHost(Driver, WaitsForTools):
         self._ready = anyio.Event()
         self._ended = anyio.Event()
         self._new_event = event_class()
+        # Read now, not when made: a subclass may make its transport on entering (NATS).
+        self._send_would_wait = self._transport.extra(TransportAttribute.send_would_wait, None)
         async with self._tasks.open() as group:
             self._task_group = group
             request = self._machine.open()

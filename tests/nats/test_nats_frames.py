@@ -8,6 +8,7 @@ every test here does, except the one proving the rest of the library needs neith
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import functools
 import json
@@ -408,6 +409,36 @@ async def test_the_server_restarted_under_load(nats_server: NATSServer) -> None:
 
 
 SIDE: contextvars.ContextVar[str] = contextvars.ContextVar("SIDE", default="unset")
+
+
+async def test_a_hosts_calls_share_one_timer(nats_server: NATSServer) -> None:
+    """A host's calls are timed by its one timer task, not by a timer each: the route
+    tells the host that publishing a call does not wait (the host read that before its
+    NATS route existed, and armed a cancel scope with a deadline per call)."""
+    registry = calculator()
+    gate = CountingGate()
+    registry.add_tool("hold", gate)
+    timeout = 300.0  # no other timer is due near this (nats-py pings every 120 s)
+
+    def deadlines() -> int:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        return sum(
+            1
+            for timer in loop._scheduled  # type: ignore[attr-defined]  # asyncio's heap
+            if not timer.cancelled() and now + 250 < timer.when() <= now + timeout
+        )
+
+    async with (
+        service(registry, nats_server.url),
+        host_of(nats_server.url, timeout=timeout) as host,
+        anyio.create_task_group() as group,
+    ):
+        for _ in range(5):
+            group.start_soon(host.call_tool, "hold", {})
+        await wait_until(lambda: gate.calls == 5)
+        assert deadlines() == 1  # one for the 5 calls (5 before)
+        gate.release.set()
 
 
 async def test_a_replicas_thread_limit_holds_for_calls_taken_on_arrival(
