@@ -3,7 +3,9 @@
 Without an argument, the floor for a round trip through a subprocess pipe: blocking
 reads and writes, no parsing, no event loop. With ``asyncio`` or ``trio``, the same
 echo from that event loop (the bytes written back as they arrive, still unparsed): the
-floor for any worker that runs on one, as ours and ``mcp``'s do.
+floor for any worker that runs on one, as ours and ``mcp``'s do. With ``anyio-asyncio``
+or ``anyio-trio``, that echo started by ``anyio.run`` once anyio and pydantic-core are
+imported: the floor for the start of a worker on anyio with pydantic-core's JSON.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ def blocking() -> None:
         stdout.flush()
 
 
-def on_asyncio() -> None:
+async def asyncio_echo() -> None:
     import asyncio
 
     class Echo(asyncio.Protocol):
@@ -32,27 +34,43 @@ def on_asyncio() -> None:
         def connection_lost(self, exc: Exception | None) -> None:
             self._ended.set_result(None)
 
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        ended = loop.create_future()
-        stdin = os.fdopen(0, "rb", buffering=0)
-        await loop.connect_read_pipe(lambda: Echo(ended), stdin)
-        await ended
+    loop = asyncio.get_running_loop()
+    ended = loop.create_future()
+    stdin = os.fdopen(0, "rb", buffering=0)
+    await loop.connect_read_pipe(lambda: Echo(ended), stdin)
+    await ended
 
-    asyncio.run(main())
+
+async def trio_echo() -> None:
+    import trio.lowlevel
+
+    stdin, stdout = trio.lowlevel.FdStream(os.dup(0)), trio.lowlevel.FdStream(os.dup(1))
+    while data := await stdin.receive_some():
+        await stdout.send_all(data)
+
+
+def on_asyncio() -> None:
+    import asyncio
+
+    asyncio.run(asyncio_echo())
 
 
 def on_trio() -> None:
     import trio
-    import trio.lowlevel
 
-    async def main() -> None:
-        stdin, stdout = trio.lowlevel.FdStream(os.dup(0)), trio.lowlevel.FdStream(os.dup(1))
-        while data := await stdin.receive_some():
-            await stdout.send_all(data)
+    trio.run(trio_echo)
 
-    trio.run(main)
+
+def on_anyio(backend: str) -> None:
+    import anyio
+    import pydantic_core  # noqa: F401  (a worker's JSON: imported, not used by the echo)
+
+    anyio.run(asyncio_echo if backend == "asyncio" else trio_echo, backend=backend)
 
 
 if __name__ == "__main__":
-    {"": blocking, "asyncio": on_asyncio, "trio": on_trio}[sys.argv[1] if sys.argv[1:] else ""]()
+    mode = sys.argv[1] if sys.argv[1:] else ""
+    if mode.startswith("anyio-"):
+        on_anyio(mode.removeprefix("anyio-"))
+    else:
+        {"": blocking, "asyncio": on_asyncio, "trio": on_trio}[mode]()

@@ -487,6 +487,12 @@ def render_cross_process(cross: CrossProcess) -> list[str]:
             f"{start.label:<38}{start.median_ms:>20.1f}{min(start.samples_s) * 1000:>10.1f}"
             f"{max(start.samples_s) * 1000:>24.1f}"
         )
+    ours, floor = cross.starts["stdio_af"], cross.starts.get("anyio_floor")
+    if floor is not None and not floor.skipped and not ours.skipped:
+        lines.append(
+            f"[info] (g) over (f'): +{ours.median_ms - floor.median_ms:.0f} ms, "
+            f"{ours.median_ms / floor.median_ms:.2f}x (what the library adds to an anyio worker)"
+        )
     return [*lines, "", *render_nats(cross.nats)]
 
 

@@ -69,6 +69,20 @@ async def start_pipe_echo(kids: Children) -> dict[str, float]:
     return {"pipe_echo": elapsed}
 
 
+async def start_anyio_floor(kids: Children) -> dict[str, float]:
+    """Seconds from starting the echo child on anyio (with pydantic-core imported, as a
+    worker's JSON needs) to its first reply: the floor for any such worker's start."""
+    start = time.perf_counter()
+    command = [sys.executable, str(ECHO_CHILD), f"anyio-{kids.backend}"]
+    async with child_process(command, kids.env) as process:
+        with anyio.fail_after(TIMEOUT_SECONDS):
+            reply = await PipeEcho(process).call()
+        elapsed = time.perf_counter() - start
+        if reply != TOOL_CALL_MESSAGE:
+            raise RuntimeError(f"worker start: the anyio echo child replied {reply!r}")
+    return {"anyio_floor": elapsed}
+
+
 async def start_mcp(kids: Children) -> dict[str, float]:
     """Seconds from ``mcp.Client(...)`` to initialised, and to its tools listed."""
     import mcp
@@ -91,12 +105,14 @@ async def bench_worker_start(
     results = {
         "stdio_af": StartResult("stdio_af", "(g) assistant-frames: first context"),
         "pipe_echo": StartResult("pipe_echo", "(f) echo child: first reply"),
+        "anyio_floor": StartResult("anyio_floor", "(f') ... on anyio + pydantic-core"),
         "mcp_init": StartResult("mcp_init", "(h) mcp: Client initialised"),
         "mcp_tools": StartResult("mcp_tools", "(h) mcp: ... and tools listed"),
     }
     starters: list[Callable[[Children], Coroutine[Any, Any, dict[str, float]]]] = [
         start_assistant_frames,
         start_pipe_echo,
+        start_anyio_floor,
     ]
     if mcp_version() is None:
         results["mcp_init"].skipped = results["mcp_tools"].skipped = "mcp is not installed"
