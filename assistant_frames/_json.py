@@ -10,7 +10,6 @@ it) instead of vanishing.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Any
 
@@ -26,6 +25,8 @@ def encode_json(item: Any) -> bytes:
         return to_json(item, inf_nan_mode="null")
     except (ValueError, RecursionError) as exc:
         error = exc
+    import json  # only for the fallback: a worker's start need not import it
+
     try:  # lone surrogates become \\uXXXX escapes, as in JavaScript
         return json.dumps(
             _finite(item), ensure_ascii=True, allow_nan=False, separators=(",", ":")
@@ -52,6 +53,8 @@ def decode_json(data: bytes) -> Any:
         return from_json(data)
     except ValueError as exc:
         error = exc
+    import json  # only for the fallback, as in encode_json
+
     text = data.decode("utf-8")  # UnicodeDecodeError: the caller may treat it apart
     try:
         return json.loads(text)

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import os
-import shlex
 import textwrap
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
-from urllib.parse import urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     from pydantic_core import ValidationError
@@ -66,6 +64,8 @@ def host_port(host: str, port: int) -> str:
 
 def without_credentials(url: str) -> str:
     """``url`` without the ``user:password@`` or ``token@`` in it, to show people."""
+    from urllib.parse import urlsplit, urlunsplit  # here: a worker's start need not import it
+
     parts = urlsplit(url)
     return urlunsplit(parts._replace(netloc=parts.netloc.rpartition("@")[2]))
 
@@ -75,6 +75,8 @@ def command_text(command: Sequence[str]) -> str:
     interpreter's full path is long and says little), shortened past 120 characters."""
     if not command:
         return ""
+    import shlex  # here: a worker's start need not import it
+
     program, *args = command
     shown = shlex.join([os.path.basename(program) or program, *args])
     if len(shown) > _COMMAND_SHOWN:

@@ -100,6 +100,27 @@ def test_a_worker_loads_only_the_frame_side() -> None:
     assert _under(loaded, [*HEAVY, *ON_REQUEST, *host_side, *FIRST_USE]) == []
 
 
+#: Standard-library modules that a worker's start once imported for one rare use each: an
+#: id (uuid, and its platform), the fallback JSON codec, a command or URL in a message.
+RARELY_USED = ["json", "platform", "shlex", "urllib.parse", "uuid"]
+
+
+def test_a_worker_imports_no_standard_module_it_uses_only_rarely() -> None:
+    script = (
+        "from assistant_frames import ModelContextRegistry\n"
+        "from assistant_frames.frames import serve_stdio\n"
+        "import sys\n"
+        "print(repr(sorted(sys.modules)))"  # not through json: it is one of them
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = set(ast.literal_eval(done.stdout.splitlines()[-1]))
+    assert "assistant_frames.frames.provider" in loaded
+    assert sorted(loaded.intersection(RARELY_USED)) == []
+
+
 def test_a_worker_imports_no_pydantic_before_a_tool_is_called() -> None:
     """Tools with plain parameters get their schema without Pydantic (pydantic-core, the
     JSON codec, is loaded): it and the model that validates their arguments wait for

@@ -10,8 +10,8 @@ from __future__ import annotations
 import copy
 import logging
 import math
+import os
 import secrets
-import uuid
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Any
@@ -335,7 +335,7 @@ class AssistantFrameHost(Driver, WaitsForTools):
         """
         if self._task_group is None:
             raise RuntimeError("Enter the host (async with) before telling it a frame loaded")
-        self._send_soon(self._machine.frame_loaded(uuid.uuid4().hex), grace)
+        self._send_soon(self._machine.frame_loaded(os.urandom(16).hex()), grace)
 
     def _send_soon(
         self, sends: tuple[dict[str, Any], ...], grace: float = FRAME_LOAD_GRACE

@@ -17,7 +17,7 @@ messages to send.
 from __future__ import annotations
 
 import copy
-import uuid
+import os
 from collections.abc import Callable, Mapping
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -342,7 +342,7 @@ class HostMachine:
                 return self._malformed(exc.reason)
         if message is None:
             if is_frame_loaded(raw):
-                return Send(self.frame_loaded(uuid.uuid4().hex))
+                return Send(self.frame_loaded(os.urandom(16).hex()))
             self._ignore(raw)
             return None
         kind: str = message.type

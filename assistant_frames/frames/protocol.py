@@ -9,6 +9,7 @@ plain JSON-compatible dicts to send. Nothing here awaits or touches a transport.
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from pydantic_core import ValidationError
@@ -85,6 +86,7 @@ __all__ = [
     "encode_tool_error",
     "encode_tool_event",
     "encode_tool_result",
+    "new_document_id",
     "FastContext",
     "FastDisposed",
     "FastPatch",
@@ -102,6 +104,18 @@ __all__ = [
 ]
 
 CHANNEL: Final = "assistant-ui-frame"
+
+
+def new_document_id() -> str:
+    """A frame's ``documentId``: a random (version 4) UUID as text, as JavaScript's
+    ``crypto.randomUUID()`` makes one. Not through ``uuid``, whose import (and its
+    ``platform``) every worker's start would pay for this one call."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = raw[6] & 0x0F | 0x40  # version 4
+    raw[8] = raw[8] & 0x3F | 0x80  # the RFC 4122 variant
+    h = raw.hex()
+    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+
 
 # The message models are Pydantic models, in ._messages: imported on first use (PEP 562),
 # by decode() or by their names here. A frame reads what hosts send it on the fast paths

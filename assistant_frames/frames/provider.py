@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, cast
@@ -94,7 +93,7 @@ class AssistantFrameProvider:
         max_threads: int = DEFAULT_MAX_THREADS,
     ) -> None:
         self.max_argument_bytes = max_argument_bytes
-        self._document_id = str(uuid.uuid4())
+        self._document_id = protocol.new_document_id()
         self._threads = ThreadLimiter(max_threads)
         self._registry = ModelContextRegistry()
         self._registry.subscribe(self._on_change)

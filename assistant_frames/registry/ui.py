@@ -10,7 +10,6 @@ crosses frames and MCP; :class:`ToolUI` only builds and reads that entry.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -344,6 +343,8 @@ class ToolResult:
         if content is None:
             if self.structured_content is None:
                 return []
+            import json  # here: a worker's start need not import it
+
             text = json.dumps(
                 to_jsonable_python(self.structured_content, inf_nan_mode="null"),
                 ensure_ascii=False,

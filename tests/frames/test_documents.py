@@ -540,3 +540,16 @@ async def test_a_020_frame_keeps_working_without_documents() -> None:
             await outcome.done.wait()
             assert isinstance(outcome.error, ToolCallTimeout)
             assert host.document_id is None
+
+
+def test_a_frames_document_id_is_a_random_version_4_uuid() -> None:
+    """As ``crypto.randomUUID()`` makes them (the JS frame's own ids), each new."""
+    import uuid
+
+    ids = {protocol.new_document_id() for _ in range(1000)}
+    assert len(ids) == 1000
+    for text in ids:
+        parsed = uuid.UUID(text)
+        assert str(parsed) == text  # lower-case, dashed: the canonical form
+        assert parsed.version == 4
+        assert parsed.variant == uuid.RFC_4122
