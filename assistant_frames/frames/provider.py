@@ -366,8 +366,8 @@ class AssistantFrameProvider:
         call would cost a large share of a call.
         """
         # A worker starts in whichever task took a call inline (nats-py's, for a NATS
-        # replica), whose context lacks what serve() set: its sync tools would otherwise
-        # run under the default thread limit, not this frame's max_threads.
+        # replica), whose context variables are not this frame's: it sets the frame's
+        # thread limit itself, or its sync tools would run under the default one.
         current_limiter.set(self._threads)
         queue, machine, idle = connection.queue, connection.machine, connection.idle
         try:
