@@ -57,30 +57,27 @@ async def start_assistant_frames(kids: Children) -> dict[str, float]:
     return {"stdio_af": elapsed}
 
 
-async def start_pipe_echo(kids: Children) -> dict[str, float]:
-    """Seconds from starting the echo child to its first reply."""
+async def _echo_start(kids: Children, *mode: str) -> float:
+    """Seconds from starting the echo child (in ``mode``) to its first reply."""
     start = time.perf_counter()
-    async with child_process([sys.executable, str(ECHO_CHILD)], kids.env) as process:
+    async with child_process([sys.executable, str(ECHO_CHILD), *mode], kids.env) as process:
         with anyio.fail_after(TIMEOUT_SECONDS):
             reply = await PipeEcho(process).call()
         elapsed = time.perf_counter() - start
         if reply != TOOL_CALL_MESSAGE:
-            raise RuntimeError(f"worker start: the echo child replied {reply!r}")
-    return {"pipe_echo": elapsed}
+            raise RuntimeError(f"worker start: the echo child {mode} replied {reply!r}")
+    return elapsed
+
+
+async def start_pipe_echo(kids: Children) -> dict[str, float]:
+    """Seconds from starting the echo child to its first reply."""
+    return {"pipe_echo": await _echo_start(kids)}
 
 
 async def start_anyio_floor(kids: Children) -> dict[str, float]:
-    """Seconds from starting the echo child on anyio (with pydantic-core imported, as a
-    worker's JSON needs) to its first reply: the floor for any such worker's start."""
-    start = time.perf_counter()
-    command = [sys.executable, str(ECHO_CHILD), f"anyio-{kids.backend}"]
-    async with child_process(command, kids.env) as process:
-        with anyio.fail_after(TIMEOUT_SECONDS):
-            reply = await PipeEcho(process).call()
-        elapsed = time.perf_counter() - start
-        if reply != TOOL_CALL_MESSAGE:
-            raise RuntimeError(f"worker start: the anyio echo child replied {reply!r}")
-    return {"anyio_floor": elapsed}
+    """The same for the echo child on anyio (with pydantic-core imported, as a worker's
+    JSON needs): the floor for any such worker's start."""
+    return {"anyio_floor": await _echo_start(kids, f"anyio-{kids.backend}")}
 
 
 async def start_mcp(kids: Children) -> dict[str, float]:
