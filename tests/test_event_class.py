@@ -33,15 +33,10 @@ async def test_set_before_wait_returns_at_once_and_set_is_idempotent() -> None:
 
 async def test_set_wakes_every_waiter() -> None:
     event = event_class()()
-    woken: list[int] = []
-
-    async def waiter(number: int) -> None:
-        await event.wait()
-        woken.append(number)
-
+    woken: list[object] = []
     async with anyio.create_task_group() as group:
         for number in range(5):
-            group.start_soon(waiter, number)
+            group.start_soon(wait_then_note, event, woken, number)
         await wait_for_waiters(event, 5)
         event.set()
     assert sorted(woken) == [0, 1, 2, 3, 4]
@@ -50,17 +45,12 @@ async def test_set_wakes_every_waiter() -> None:
 
 async def test_a_cancelled_waiter_leaves_the_others_waiting() -> None:
     event = event_class()()
-    woken: list[str] = []
-
-    async def waiter(name: str) -> None:
-        await event.wait()
-        woken.append(name)
-
+    woken: list[object] = []
     async with anyio.create_task_group() as group:
-        group.start_soon(waiter, "kept")
+        group.start_soon(wait_then_note, event, woken, "kept")
         await wait_for_waiters(event, 1)
         async with anyio.create_task_group() as inner:
-            inner.start_soon(waiter, "cancelled")
+            inner.start_soon(wait_then_note, event, woken, "cancelled")
             await wait_for_waiters(event, 2)
             inner.cancel_scope.cancel()
         assert event.statistics().tasks_waiting == 1
@@ -116,3 +106,9 @@ async def wait_for_waiters(event: anyio.Event, count: int) -> None:
     with anyio.fail_after(5):
         while event.statistics().tasks_waiting < count:
             await anyio.lowlevel.checkpoint()
+
+
+async def wait_then_note(event: anyio.Event, woken: list[object], name: object) -> None:
+    """Wait for ``event``, then add ``name`` to ``woken``."""
+    await event.wait()
+    woken.append(name)
