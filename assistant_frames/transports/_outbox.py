@@ -156,17 +156,21 @@ class Outbox(_OutboxBase):
         owns the connection is shutting down), write what is left inline.
         """
         while (self._size or self._writing) and self._error is None:
-            if self._running:
+            if self._running or self._writing:  # another task writes: wait for it
                 await self._wait_progress()
                 continue
             batch = self._next_batch()
             if batch is None:
                 return
             self._size -= len(batch)
+            self._writing = True
             try:
                 await self._write(batch)
             except Exception as exc:  # put() raises it; drain() only stops
                 self._fail(exc)
+            finally:
+                self._writing = False
+                self._wake_progress()
 
     def close(self) -> None:
         super().close()
@@ -183,6 +187,9 @@ class Outbox(_OutboxBase):
         self._running = True
         try:
             while self._error is None:
+                if self._writing:  # a put that came first still writes inline: after it
+                    await self._wait_progress()
+                    continue
                 batch = self._next_batch()
                 if batch is None:
                     wake = self._wake = anyio.Event()

@@ -12,7 +12,7 @@ import pytest
 from assistant_frames.transports._fd_streams import FdSendStream
 from assistant_frames.transports._outbox import Outbox
 
-from helpers import read_exactly
+from helpers import read_exactly, wait_until
 
 pytestmark = pytest.mark.anyio
 
@@ -91,4 +91,55 @@ async def test_a_broken_pipe_fails_the_send_and_every_later_one() -> None:
                 assert isinstance(outbox.error, anyio.BrokenResourceError)
                 tasks.cancel_scope.cancel()
     finally:
+        os.close(write_fd)
+
+
+async def test_a_writer_started_after_an_inline_write_waits_for_it() -> None:
+    """A sender that came before the writer task writes inline; the writer task, started
+    while that write still waits for the pipe, must not write beside it (trio's streams
+    refuse two writers, and the bytes would interleave)."""
+    read_fd, write_fd = _pipe()
+    stream = FdSendStream(write_fd)
+    writing = 0
+    most = 0
+
+    async def write(data: bytes) -> None:
+        nonlocal writing, most
+        writing += 1
+        most = max(most, writing)
+        try:
+            await stream.send(data)
+        finally:
+            writing -= 1
+
+    outbox = Outbox(write, high_water=16 * 1024 * 1024)
+    big = b"a" * 300_000 + b"\n"  # more than the pipe holds: the inline write waits
+    expected = big + b"b\n" + b"c\n"
+    try:
+        with anyio.fail_after(20):
+            async with anyio.create_task_group() as tasks:
+                received: list[bytes] = []
+
+                async def send_first() -> None:
+                    await outbox.put(lambda: (big,))
+
+                tasks.start_soon(send_first)
+                await anyio.wait_all_tasks_blocked()  # the inline write waits for room
+                assert writing == 1
+                outbox.put_urgent([b"b\n"])  # what the writer task would write at once
+                tasks.start_soon(outbox.run)
+                await anyio.wait_all_tasks_blocked()
+
+                async def read_all() -> None:
+                    received.append(await read_exactly(read_fd, len(expected)))
+
+                tasks.start_soon(read_all)
+                await outbox.put(lambda: (b"c\n",))  # after the inline write, in order
+                await outbox.drain()
+                await wait_until(lambda: bool(received))
+                tasks.cancel_scope.cancel()
+        assert most == 1
+        assert received[0] == expected
+    finally:
+        os.close(read_fd)
         os.close(write_fd)
