@@ -20,6 +20,7 @@ from ..._logs import log_first_loudly
 from .._outbox import DEFAULT_HIGH_WATER, outbox_attributes, outbox_for
 from .._streams import offer_arrived
 from ..contract import CloseReason, TransportClosed, encode_message
+from .framing import FIN_BINARY, FIN_TEXT, at_frame_start, encode_text, read_head, unmasked_payload
 
 __all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "WebSocketTransport"]
 
@@ -78,6 +79,13 @@ class WebSocketTransport(ObjectStream[Any]):
         self._dropped = 0
         self._last_seen = time.monotonic()
         self._on_arrival: Callable[[Any], bool] | None = None
+        # Whole data frames are read here (framing.py) while the protocol's parser is
+        # at a frame's start; bytes of a frame not all arrived wait in _pending.
+        self._masked_in = protocol.side is Side.SERVER  # a client masks, a server not
+        self._frame_limit = _frame_limit(protocol)
+        self._synced = False
+        self._pending = bytearray()
+        self._pending_end = 0  # the length _pending needs for its first frame
         for event in early_events:  # parsed in the same read as the handshake
             if isinstance(event, Frame):
                 self._on_frame(event)
@@ -100,8 +108,10 @@ class WebSocketTransport(ObjectStream[Any]):
         def frame() -> list[bytes]:
             if protocol.state is not State.OPEN:
                 raise anyio.BrokenResourceError(self._close_description())
-            protocol.send_text(data)
-            return protocol.data_to_send()
+            if protocol.expect_continuation_frame or protocol.extensions or protocol.writes:
+                protocol.send_text(data)
+                return protocol.data_to_send()
+            return [encode_text(data, mask=protocol.side is Side.CLIENT)]
 
         try:
             await self._outbox.put(frame)
@@ -215,6 +225,9 @@ class WebSocketTransport(ObjectStream[Any]):
         if self._protocol.state is not State.CLOSING or self._receive_lock.locked():
             return
         protocol = self._protocol
+        if self._pending:  # the start of a frame read here: the protocol reads on from it
+            pending, self._pending = self._pending, bytearray()
+            self._feed(pending)
         while protocol.state is State.CLOSING:
             if protocol.side is Side.SERVER and protocol.close_rcvd is not None:
                 return
@@ -258,13 +271,57 @@ class WebSocketTransport(ObjectStream[Any]):
         return not messages and self._ended is None
 
     def _process(self, data: bytes) -> None:
-        """Feed ``data`` to the protocol and queue the messages it completes."""
+        """Queue the messages ``data`` completes: whole data frames read here, every
+        other frame through the protocol."""
         self._last_seen = time.monotonic()
+        buffer: bytes | bytearray = data
+        if self._pending:
+            self._pending += data
+            if len(self._pending) < self._pending_end:
+                return  # the frame is still coming
+            buffer, self._pending = self._pending, bytearray()
+        position = self._read_frames(buffer)
+        if position < len(buffer):
+            self._synced = False
+            self._feed(buffer[position:] if position else buffer)
+        self._after_frames()
+
+    def _read_frames(self, data: bytes | bytearray) -> int:
+        """Take the whole frames at the start of ``data`` while the protocol's parser is
+        at a frame's start; where the rest (for the protocol) begins."""
+        protocol = self._protocol
+        position, size = 0, len(data)
+        if not self._synced:
+            self._synced = at_frame_start(protocol)
+        while self._synced and position < size:
+            if protocol.state is not State.OPEN or protocol.extensions or protocol.debug:
+                break
+            head = read_head(data, position)
+            if head is None or head.end > size:
+                if head is not None and head.end - head.start > self._frame_limit:
+                    break  # too large: the protocol refuses it
+                self._pending = bytearray(data[position:])
+                self._pending_end = size - position + 1 if head is None else head.end - position
+                return size
+            first = head.first
+            if (
+                first in (FIN_TEXT, FIN_BINARY)
+                and head.masked is self._masked_in
+                and not self._fragments
+                and head.end - head.start <= self._frame_limit
+            ):
+                self._on_data(unmasked_payload(data, head), first == FIN_TEXT)
+            else:  # a control frame, a fragment, or one the protocol refuses
+                self._feed(data[position : head.end])
+            position = head.end
+        return position
+
+    def _feed(self, data: bytes | bytearray) -> None:
+        """Hand ``data`` to the protocol and take the frames it parses."""
         self._protocol.receive_data(data)
         for event in self._protocol.events_received():
             if isinstance(event, Frame):
                 self._on_frame(event)
-        self._after_frames()
 
     def _after_frames(self) -> None:
         """Queue what the frames just read call for, and end if the connection closes."""
@@ -324,15 +381,19 @@ class WebSocketTransport(ObjectStream[Any]):
         if frame.fin:
             payload = b"".join(self._fragments)
             self._fragments = []
-            try:
-                self._messages.append(decode_json(payload))
-            except UnicodeDecodeError:
-                if self._fragment_opcode is Opcode.TEXT:
-                    self._invalid = "invalid UTF-8 in a text frame"
-                else:
-                    self._drop("a binary WebSocket frame that is not JSON (nor UTF-8)")
-            except ValueError as exc:
-                self._drop(f"a WebSocket frame that is not JSON: {exc}")
+            self._on_data(payload, self._fragment_opcode is Opcode.TEXT)
+
+    def _on_data(self, payload: bytes, text: bool) -> None:
+        """Queue the message of a whole text (or binary) frame's ``payload``."""
+        try:
+            self._messages.append(decode_json(payload))
+        except UnicodeDecodeError:
+            if text:
+                self._invalid = "invalid UTF-8 in a text frame"
+            else:
+                self._drop("a binary WebSocket frame that is not JSON (nor UTF-8)")
+        except ValueError as exc:
+            self._drop(f"a WebSocket frame that is not JSON: {exc}")
 
     def _drop(self, what: str) -> None:
         self._dropped += 1
@@ -362,3 +423,13 @@ class WebSocketTransport(ObjectStream[Any]):
             return "WebSocket connection closed without a closing handshake"
         reason = f": {close.reason}" if close.reason else ""
         return f"WebSocket connection closed with code {close.code}{reason}"
+
+
+def _frame_limit(protocol: Protocol) -> float:
+    """The largest payload the protocol takes in one frame (websockets 15 split
+    ``max_size`` into a message and a fragment limit)."""
+    limits = [
+        getattr(protocol, name, None)
+        for name in ("max_message_size", "max_fragment_size", "max_size")
+    ]
+    return min((limit for limit in limits if isinstance(limit, int)), default=float("inf"))
