@@ -22,7 +22,9 @@ __all__ = [
     "HeldTaskGroup",
     "UntilSuspended",
     "call_maybe_async",
+    "cancel_scope_class",
     "cancelled_here",
+    "clock",
     "FutureEvent",
     "event_class",
     "expire_calls",
@@ -62,6 +64,28 @@ def event_class() -> Callable[[], anyio.Event]:
     if running_asyncio():
         return FutureEvent
     return type(anyio.Event())
+
+
+def cancel_scope_class() -> Callable[[], anyio.CancelScope]:
+    """The running backend's ``CancelScope`` class, to open scopes without a lookup.
+
+    ``anyio.CancelScope()`` finds the running backend each time (as ``anyio.Event()``
+    does); a call path that opens a scope per call makes the class once. Call this
+    inside the event loop.
+    """
+    return type(anyio.CancelScope())
+
+
+def clock() -> Callable[[], float]:
+    """The running backend's clock (``anyio.current_time`` without its lookup of the
+    backend, which costs as much as reading the clock). Call this inside the event loop."""
+    if running_asyncio():
+        return asyncio.get_running_loop().time
+    if sniffio.current_async_library() == "trio":
+        import trio
+
+        return trio.current_time
+    return anyio.current_time  # pragma: no cover - anyio has no other backend
 
 
 class FutureEvent(anyio.Event):

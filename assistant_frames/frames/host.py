@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 from anyio.abc import ObjectStream, TaskGroup
 
-from .._anyio import event_class, expire_calls
+from .._anyio import clock, event_class, expire_calls
 from .._driver import Driver
 from .._logs import log_first_loudly
 from .._text import without_repeated_command
@@ -94,6 +94,7 @@ class AssistantFrameHost(Driver, WaitsForTools):
         self._waiting = ModelContext(waiting=(self.name,))
         self._ready: anyio.Event | None = None
         self._new_event: Callable[[], anyio.Event] = anyio.Event  # the backend's, once entered
+        self._clock: Callable[[], float] = anyio.current_time  # the backend's, once entered
         self._init_lifecycle()
         self._task_group: TaskGroup | None = None
         self._load_scope: anyio.CancelScope | None = None  # frame_loaded's grace period
@@ -108,6 +109,7 @@ class AssistantFrameHost(Driver, WaitsForTools):
         self._ready = anyio.Event()
         self._ended = anyio.Event()
         self._new_event = event_class()
+        self._clock = clock()
         # Read now, not when made: a subclass may make its transport on entering (NATS).
         self._send_would_wait = self._transport.extra(TransportAttribute.send_would_wait, None)
         async with self._tasks.open() as group:
@@ -260,7 +262,7 @@ class AssistantFrameHost(Driver, WaitsForTools):
             name,
             args,
             call_id=tool_call_id,
-            deadline=anyio.current_time() + limit if timer else None,  # type: ignore[operator]
+            deadline=self._clock() + limit if timer else None,  # type: ignore[operator]
             wake=done.set,
             on_event=on_event,
             events=self._events.active,

@@ -25,7 +25,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from .._anyio import expire_calls
+from .._anyio import cancel_scope_class, clock, expire_calls
 from .._driver import Driver
 from ..calls import PendingCalls
 from ..errors import (
@@ -159,6 +159,8 @@ class MCPFrameHost(Driver, WaitsForTools):
         self._disconnected: FrameDisconnected | None = None
         self._exit: CloseReason | None = None  # how a server subprocess ended
         self._calls = PendingCalls()  # each call's wake cancels its scope
+        self._new_scope: Callable[[], anyio.CancelScope] = anyio.CancelScope  # once entered:
+        self._clock: Callable[[], float] = anyio.current_time  # the backend's own
         # Resources and prompts: listed when asked, kept until the server says they changed.
         self._listings = ServerListings(
             self._client, request=self._request, check_connected=self._check_connected
@@ -182,6 +184,7 @@ class MCPFrameHost(Driver, WaitsForTools):
         self._ended = anyio.Event()
         self._stale = anyio.Event()
         self._fetching = anyio.Lock()
+        self._new_scope, self._clock = cancel_scope_class(), clock()
         async with self._tasks.open() as group:
             try:
                 # The client lives in its own task, so this deadline never sits
@@ -355,8 +358,8 @@ class MCPFrameHost(Driver, WaitsForTools):
         # One scope for the deadline and for the frame closing or losing its server (an
         # in-process server runs the call in this very task, where no transport ends
         # it). Cancelled, the client tells the server to cancel the call.
-        with anyio.CancelScope() as scope:
-            deadline = None if limit is None else anyio.current_time() + limit
+        with self._new_scope() as scope:
+            deadline = None if limit is None else self._clock() + limit
             call = self._calls.add(name, deadline=deadline, wake=scope.cancel)
             progress = None
             if on_event is not None or self._events:
@@ -445,8 +448,8 @@ class MCPFrameHost(Driver, WaitsForTools):
         """``send()`` bounded by the frame's timeout, and ended by the server leaving."""
         self._check_connected()
         limit = self.timeout
-        with anyio.CancelScope() as scope:  # as in call_tool: see there
-            deadline = None if limit is None else anyio.current_time() + limit
+        with self._new_scope() as scope:  # as in call_tool: see there
+            deadline = None if limit is None else self._clock() + limit
             call = self._calls.add(what, deadline=deadline, wake=scope.cancel)
             try:
                 return await send()
