@@ -122,24 +122,30 @@ class Outbox(_OutboxBase):
         Raises ``anyio.BrokenResourceError`` (from the write error) once writing has
         failed and ``anyio.ClosedResourceError`` once closed.
         """
+        if self._running and self._size <= self._high_water and not self._lock.locked():
+            self._queue(produce())  # nothing to wait for: no await, so no lock needed
+            return
         async with self._lock:
             while self._running and self._size > self._high_water:
                 self._check()
                 await self._wait_progress()
-            self._check()
-            chunks = produce()
-            if self._try_write is not None and self._running and self._idle():
-                chunks = self._write_now(chunks)
-                self._check()  # the stream broke as we wrote
-            for data in chunks:
-                self._data.append(data)
-                self._size += len(data)
-            if self._running:
-                if chunks:  # all written at once: nothing for the writer to wake for
-                    self._wake_writer()
-            else:  # no writer task: write inline
+            self._queue(produce())
+            if not self._running:  # no writer task: write inline
                 await self.drain()
                 self._check()
+
+    def _queue(self, chunks: Iterable[bytes]) -> None:
+        """Write ``chunks`` at once if the stream takes them, else queue them for the
+        writer (the caller checked there is room)."""
+        self._check()
+        if self._try_write is not None and self._running and self._idle():
+            chunks = self._write_now(chunks)
+            self._check()  # the stream broke as we wrote
+        for data in chunks:
+            self._data.append(data)
+            self._size += len(data)
+        if chunks and self._running:  # all written at once: nothing for the writer to wake for
+            self._wake_writer()
 
     def put_urgent(self, chunks: Iterable[bytes]) -> None:
         """Queue ``chunks`` ahead of queued data, without waiting (control replies)."""

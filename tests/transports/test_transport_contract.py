@@ -427,6 +427,44 @@ async def test_concurrent_senders_interleave_whole_messages(kind: str) -> None:
         assert [m["n"] for m in received if m["sender"] == sender] == list(range(each))
 
 
+async def test_concurrent_receivers_share_the_messages_and_a_cancelled_one_loses_none(
+    kind: str,
+) -> None:
+    """Several tasks may receive at once (one reads, the others wait for it); each message
+    goes to exactly one of them, and a receiver cancelled while it waits takes none.
+
+    The contract asks it of ``send`` only; the stdio transport reads its pipe from one
+    task at a time (as frames and hosts always do).
+    """
+    if kind == "stdio":
+        pytest.skip("stdio: one receiving task at a time (not asked by the contract)")
+    total = 60
+    async with connected(kind) as pair:
+        with anyio.fail_after(10):
+            got: list[Any] = []
+            doomed = anyio.CancelScope()  # waits, then is cancelled: takes nothing
+
+            async def receive_until_cancelled() -> None:
+                with doomed:
+                    got.append(("doomed", await pair.remote.receive()))
+
+            async with anyio.create_task_group() as tasks:
+                tasks.start_soon(receive_until_cancelled)
+                await anyio.wait_all_tasks_blocked()
+                doomed.cancel()
+
+                async def receive(count: int) -> None:
+                    for _ in range(count):
+                        got.append(await pair.remote.receive())
+
+                for _ in range(3):
+                    tasks.start_soon(receive, total // 3)
+                await anyio.wait_all_tasks_blocked()
+                for n in range(total):
+                    await pair.local.send({"n": n})
+    assert sorted(message["n"] for message in got) == list(range(total))
+
+
 # -- what send refuses -------------------------------------------------------------------------
 
 

@@ -72,7 +72,8 @@ class WebSocketTransport(ObjectStream[Any]):
         self._fragments: list[bytes] = []
         self._fragment_opcode = Opcode.TEXT
         self._outbox = outbox_for(stream, self._write, high_water=high_water)
-        self._receive_lock = anyio.Lock(fast_acquire=True)
+        self._reading = False  # a task reads the socket; others wait for _read_done
+        self._read_done: anyio.Event | None = None
         self._closed = False
         self._ended: BaseException | None = None  # what receive raises once drained
         self._invalid: str | None = None  # a protocol error found while reading frames
@@ -133,15 +134,19 @@ class WebSocketTransport(ObjectStream[Any]):
                 raise anyio.ClosedResourceError
             if self._ended is not None:
                 raise self._ended
-            lock = self._receive_lock
-            if lock.locked():  # another task reads: wait for it, then look again
-                async with lock:
-                    continue
-            lock.acquire_nowait()  # no checkpoint of its own: reading waits if it must
+            if self._reading:  # another task reads: wait for it, then look again
+                if self._read_done is None:
+                    self._read_done = anyio.Event()
+                await self._read_done.wait()
+                continue
+            self._reading = True  # a flag, not a lock: one read rarely has company
             try:
                 await self._read()
             finally:
-                lock.release()
+                self._reading = False
+                done, self._read_done = self._read_done, None
+                if done is not None:
+                    done.set()
 
     def receive_on_arrival(self, handler: Callable[[Any], bool] | None) -> None:
         """Offer ``handler(message)`` each message as it arrives, while none is queued;
@@ -222,7 +227,7 @@ class WebSocketTransport(ObjectStream[Any]):
         """Read until the peer answers our close frame, as RFC 6455 asks (the caller
         bounds the time): a client then waits for the server to close the TCP
         connection; a server, which closes it first, is done."""
-        if self._protocol.state is not State.CLOSING or self._receive_lock.locked():
+        if self._protocol.state is not State.CLOSING or self._reading:
             return
         protocol = self._protocol
         if self._pending:  # the start of a frame read here: the protocol reads on from it
