@@ -17,7 +17,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 import anyio
 import anyio.lowlevel
@@ -25,6 +25,9 @@ import anyio.to_thread
 import sniffio
 
 from ._anyio import running_asyncio
+
+if TYPE_CHECKING:
+    from ._resident_threads import ResidentThreads
 
 __all__ = [
     "DEFAULT_MAX_THREADS",
@@ -58,13 +61,16 @@ class ThreadLimiter:
     ``abandon_on_cancel``, but its thread keeps its place until the function returns.
     May be created outside an event loop; one limiter may serve several in turn.
 
-    One call more than ``total`` is handed to a thread of its own, where it waits for a
-    place: when a function returns, the next starts at once in that thread, instead of
+    On asyncio the functions run in up to ``total`` threads of the limiter's own that
+    take calls from one queue (:mod:`._resident_threads`): a thread that finishes one
+    takes the next at once, without the event loop. On trio they run in anyio's threads,
+    and one call more than ``total`` is handed to a thread of its own, where it waits for
+    a place: when a function returns, the next starts at once in that thread, instead of
     after the event loop has seen the result and started it (several loop turns, which
     a CPU-bound tool's thread would otherwise spend idle between calls).
     """
 
-    __slots__ = ("_admitted", "_free", "_places", "_waiters", "total")
+    __slots__ = ("_admitted", "_free", "_places", "_resident", "_waiters", "total")
 
     def __init__(self, total: int = DEFAULT_MAX_THREADS) -> None:
         if not isinstance(total, int) or isinstance(total, bool) or total < 1:
@@ -77,14 +83,24 @@ class ThreadLimiter:
         # Thread side, under _places: the places free for a function to run.
         self._places = threading.Condition(threading.Lock())
         self._free = total
+        # On asyncio, made on first use (anyio's asyncio backend is imported then); False
+        # where anyio lacks what they need.
+        self._resident: ResidentThreads | Literal[False] | None = None
 
     @property
     def running(self) -> int:
         """How many threads are running a function now (abandoned ones included)."""
-        return self.total - self._free
+        resident = self._resident
+        return self.total - self._free + (resident.running if resident else 0)
 
     async def run_sync(self, fn: Callable[[], T]) -> T:
         """Run ``fn()`` in a thread once one is free and return what it returns."""
+        if running_asyncio():
+            resident = self._resident
+            if resident is None:
+                resident = self._resident = _resident_threads(self.total)
+            if resident:
+                return cast(T, await resident.run_sync(fn))
         await self._acquire()
         job = _Job()
         places = self._places
@@ -157,6 +173,12 @@ class ThreadLimiter:
 
     def __repr__(self) -> str:
         return f"<ThreadLimiter {self.running}/{self.total} running, {len(self._waiters)} waiting>"
+
+
+def _resident_threads(total: int) -> ResidentThreads | Literal[False]:
+    from ._resident_threads import AVAILABLE, ResidentThreads
+
+    return ResidentThreads(total) if AVAILABLE else False
 
 
 def _give_back(

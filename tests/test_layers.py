@@ -19,7 +19,7 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "assistant_frames"
 
-BASE = {"_anyio", "_json", "_text", "_threads", "_version", "calls", "errors"}
+BASE = {"_anyio", "_json", "_text", "_threads", "_resident_threads", "_version", "calls", "errors"}
 
 #: serve_stdio's former home, kept working (deprecated): deferred to first use. The
 #: contracts ignore this import ("ignore_imports"); this checks that it stays deferred.
