@@ -8,10 +8,11 @@ call on a 2-core machine, three times a bare hand-off. Here a call queues a job 
 job takes the next at once, without the event loop (a CPU-bound tool's thread never
 waits for it between calls).
 
-The threads are anyio worker threads as far as anyio can tell (``anyio.from_thread``
-works in them, and ``check_cancelled`` sees the caller's cancel scope): that takes
-anyio's ``claim_worker_thread`` and ``threadlocals``, the same since anyio 4.4. Where
-they are missing (another anyio), :data:`AVAILABLE` is false and
+They are daemon threads: a program ends without waiting for a sync tool still running
+(its caller was cancelled, or gave up). They are anyio worker threads as far as anyio
+can tell (``anyio.from_thread`` works in them, and ``check_cancelled`` sees the caller's
+cancel scope): that takes anyio's ``claim_worker_thread`` and ``threadlocals``, the same
+since anyio 4.4. Where they are missing (another anyio), :data:`AVAILABLE` is false and
 :class:`~assistant_frames._threads.ThreadLimiter` uses ``anyio.to_thread`` instead.
 """
 
@@ -95,9 +96,16 @@ class ResidentThreads:
             start = self._pending > self._idle and self._started < self.total
             if start:
                 self._started += 1
-        self._jobs.put(job)
         if start:
-            threading.Thread(target=self._work, name="assistant-frames tool", daemon=True).start()
+            thread = threading.Thread(target=self._work, name="assistant-frames tool", daemon=True)
+            try:
+                thread.start()
+            except BaseException:  # no thread to be had (a process limit): not queued
+                with self._lock:
+                    self._started -= 1
+                    self._pending -= 1
+                raise
+        self._jobs.put(job)
 
     def _work(self) -> None:
         jobs, lock = self._jobs, self._lock

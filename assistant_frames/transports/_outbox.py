@@ -144,7 +144,7 @@ class Outbox(_OutboxBase):
         for data in chunks:
             self._data.append(data)
             self._size += len(data)
-        if chunks and self._running:  # all written at once: nothing for the writer to wake for
+        if chunks and self._running:  # left for the writer (all written: nothing to wake it for)
             self._wake_writer()
 
     def put_urgent(self, chunks: Iterable[bytes]) -> None:

@@ -109,7 +109,12 @@ class WebSocketTransport(ObjectStream[Any]):
         def frame() -> list[bytes]:
             if protocol.state is not State.OPEN:
                 raise anyio.BrokenResourceError(self._close_description())
-            if protocol.expect_continuation_frame or protocol.extensions or protocol.writes:
+            if (
+                protocol.expect_continuation_frame
+                or protocol.extensions
+                or protocol.writes
+                or protocol.debug
+            ):
                 protocol.send_text(data)
                 return protocol.data_to_send()
             return [encode_text(data, mask=protocol.side is Side.CLIENT)]
@@ -431,8 +436,8 @@ class WebSocketTransport(ObjectStream[Any]):
 
 
 def _frame_limit(protocol: Protocol) -> float:
-    """The largest payload the protocol takes in one frame (websockets 15 split
-    ``max_size`` into a message and a fragment limit)."""
+    """The largest payload the protocol takes in one frame (``max_size``, which newer
+    websockets split into a message and a fragment limit)."""
     limits = [
         getattr(protocol, name, None)
         for name in ("max_message_size", "max_fragment_size", "max_size")

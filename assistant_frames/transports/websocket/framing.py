@@ -22,7 +22,15 @@ try:  # websockets' C helper, and its own fallback when it was built without it
 except ImportError:  # pragma: no cover - a websockets without its C extension
     from websockets.utils import apply_mask
 
-__all__ = ["FIN_BINARY", "FIN_TEXT", "Head", "at_frame_start", "encode_text", "read_head"]
+__all__ = [
+    "FIN_BINARY",
+    "FIN_TEXT",
+    "Head",
+    "at_frame_start",
+    "encode_text",
+    "read_head",
+    "unmasked_payload",
+]
 
 FIN_TEXT = 0x81  # FIN, no reserved bits, opcode 1: a whole text frame
 FIN_BINARY = 0x82
