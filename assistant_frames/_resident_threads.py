@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import os
 import threading
+import weakref
 from collections.abc import Callable
 from contextlib import suppress
 from queue import Empty, SimpleQueue
@@ -65,10 +67,24 @@ class ResidentThreads:
     """Up to ``total`` threads taking jobs from one queue, started as jobs come and ended
     after ``_IDLE_SECONDS`` without one. Thread-safe; jobs may come from several loops."""
 
-    __slots__ = ("_idle", "_jobs", "_lock", "_pending", "_running", "_started", "total")
+    __slots__ = (
+        "__weakref__",
+        "_idle",
+        "_jobs",
+        "_lock",
+        "_pending",
+        "_running",
+        "_started",
+        "total",
+    )
 
     def __init__(self, total: int) -> None:
         self.total = total
+        self._reset()
+        _pools.add(self)
+
+    def _reset(self) -> None:
+        """No thread and no job: as made, and in a forked child (whose threads are gone)."""
         self._jobs: SimpleQueue[_Job] = SimpleQueue()
         self._lock = threading.Lock()
         self._started = 0  # threads alive
@@ -147,6 +163,19 @@ class ResidentThreads:
                 return job.context.run(job.fn)
             finally:
                 del threadlocals.current_cancel_scope
+
+
+#: Every pool, so that a forked child starts its own threads (a fork copies no thread).
+_pools: weakref.WeakSet[ResidentThreads] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for pool in list(_pools):
+        pool._reset()  # noqa: SLF001
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | None) -> None:

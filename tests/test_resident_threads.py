@@ -127,3 +127,31 @@ async def test_a_call_cancelled_before_its_turn_never_runs() -> None:
         assert await limiter.run_sync(lambda: 2) == 2  # the queue moved on past it
     assert ran == []
     assert limiter.running == 0
+
+
+def _call_in_a_new_loop(limiter: ThreadLimiter) -> None:
+    async def call() -> int:
+        with anyio.fail_after(WAIT):
+            return await limiter.run_sync(lambda: 7)
+
+    raise SystemExit(0 if anyio.run(call) == 7 else 1)
+
+
+def test_a_forked_child_starts_threads_of_its_own() -> None:
+    """A fork copies no thread: the child's calls must not wait for the parent's."""
+    import multiprocessing
+
+    limiter = ThreadLimiter(1)
+
+    async def first() -> int:
+        with anyio.fail_after(WAIT):
+            return await limiter.run_sync(lambda: 1)
+
+    assert anyio.run(first) == 1  # the parent's thread now exists, idle
+    child = multiprocessing.get_context("fork").Process(target=_call_in_a_new_loop, args=(limiter,))
+    child.start()
+    child.join(WAIT + 5)
+    if child.is_alive():  # hung: waiting for a thread the fork did not copy
+        child.kill()
+        child.join()
+    assert child.exitcode == 0
