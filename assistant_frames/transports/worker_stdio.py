@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from .._anyio import task_group
+from ..errors import ConnectError
 from ._fd_streams import FdReceiveStream, FdSendStream
 from ._streams import read_pipe, write_pipe
 from .contract import (
@@ -45,6 +47,20 @@ def _claim_stdio() -> Any:
         os.close(saved_stdout)
 
 
+def _require_pollable(fd: int, name: str) -> None:
+    """``ConnectError`` unless an event loop can wait on ``fd``: a pipe, a socket or a
+    terminal. (A regular file or ``/dev/null`` would fail inside the loop, where a read
+    side is never woken: the worker would wait for ever.)"""
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or (stat.S_ISCHR(mode) and os.isatty(fd)):
+        return
+    kind = "a regular file" if stat.S_ISREG(mode) else "a device that is not a terminal"
+    raise ConnectError(
+        f"The worker's {name} is {kind}: serving a frame over stdio needs a pipe or a "
+        "socket, as spawn_worker makes them (or a terminal)"
+    )
+
+
 @asynccontextmanager
 async def own_stdio(
     max_message_bytes: int | None = DEFAULT_MAX_MESSAGE_BYTES,
@@ -59,10 +75,14 @@ async def own_stdio(
     stderr. POSIX only: stdin and stdout must be pipes (as :func:`spawn_worker` makes
     them) or sockets. ``max_message_bytes`` (16 MiB; ``None``: no limit) bounds the
     messages sent and the lines read (``max_line_bytes`` is its deprecated name).
+    Anything else (a regular file, ``/dev/null``) is refused at once with
+    :class:`~assistant_frames.ConnectError`.
     """
     max_message_bytes = _renamed_limit(
         max_message_bytes, DEFAULT_MAX_MESSAGE_BYTES, max_line_bytes, "max_line_bytes"
     )
+    _require_pollable(0, "stdin")
+    _require_pollable(1, "stdout")
     with _claim_stdio() as (in_fd, out_fd):
         # Text the process wrote to stdout without a newline before this would otherwise
         # be glued to our first message; an empty line is skipped by the reader.

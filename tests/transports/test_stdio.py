@@ -515,3 +515,33 @@ def test_serve_stdio_from_its_former_home_warns_and_is_the_same_function() -> No
     assert again is serve_stdio
     assert "serve_stdio" in transports.__all__
     assert not hasattr(importlib.import_module("assistant_frames.transports.stdio"), "serve_stdio")
+
+
+@pytest.mark.parametrize(
+    ("stdin", "stdout", "said"),
+    [
+        ("devnull", "pipe", "stdin is a device that is not a terminal"),
+        ("file", "pipe", "stdin is a regular file"),
+        ("pipe", "file", "stdout is a regular file"),
+    ],
+)
+async def test_a_worker_whose_stdio_is_no_pipe_says_so_and_exits(
+    worker: Callable[..., list[str]], tmp_path: Path, stdin: str, stdout: str, said: str
+) -> None:
+    """An event loop cannot wait on a regular file or /dev/null: the worker fails at once
+    saying why, instead of waiting for ever on a read that is never woken."""
+    import subprocess
+
+    requests = tmp_path / "requests.ndjson"
+    requests.write_text('{"type": "ping"}\n')
+    with requests.open("rb") as file_in, (tmp_path / "out.ndjson").open("wb") as file_out:
+        streams = {"devnull": subprocess.DEVNULL, "file_in": file_in, "pipe": subprocess.PIPE}
+        with anyio.fail_after(20):  # without the check, the /dev/null worker never ends
+            process = await anyio.run_process(
+                worker(),
+                stdin=streams["file_in" if stdin == "file" else stdin],
+                stdout=file_out if stdout == "file" else subprocess.PIPE,
+                check=False,
+            )
+    assert process.returncode == 1
+    assert f"ConnectError: The worker's {said}" in process.stderr.decode()
