@@ -14,9 +14,10 @@ import weakref
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.abc
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -28,6 +29,10 @@ from assistant_frames import (
     memory_pair,
 )
 from assistant_frames.transports import WebSocketServer
+
+if TYPE_CHECKING:
+    from websockets.client import ClientProtocol
+    from websockets.http11 import Response
 
 CHANNEL = "assistant-ui-frame"
 EMPTY_OBJECT = {"type": "object", "properties": {}}
@@ -336,3 +341,35 @@ def count(text: str) -> int:
 
 anyio.run(serve_stdio, registry)
 """
+
+
+async def raw_handshake(
+    url: str, headers: dict[str, str] | None = None
+) -> tuple[anyio.abc.SocketStream, ClientProtocol, Response]:
+    """Open TCP and send the WebSocket opening handshake by hand (websockets' sans-I/O
+    client); the server's response (any status). The caller closes the stream."""
+    from websockets.client import ClientProtocol
+    from websockets.http11 import Response
+    from websockets.uri import parse_uri
+
+    uri = parse_uri(url)
+    protocol = ClientProtocol(uri, max_size=None)
+    stream = await anyio.connect_tcp(uri.host, uri.port)
+    request = protocol.connect()
+    for name, value in (headers or {}).items():
+        request.headers[name] = value
+    protocol.send_request(request)
+    for data in protocol.data_to_send():
+        await stream.send(data)
+    events: list[object] = []
+    while not events:
+        try:
+            data = await stream.receive()
+        except anyio.EndOfStream:
+            await stream.aclose()
+            raise
+        protocol.receive_data(data)
+        events = protocol.events_received()
+    response = events[0]
+    assert isinstance(response, Response)
+    return stream, protocol, response

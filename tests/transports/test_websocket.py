@@ -22,8 +22,6 @@ import pytest
 from anyio.abc import SocketAttribute
 from websockets.client import ClientProtocol
 from websockets.frames import Frame, Opcode
-from websockets.http11 import Response
-from websockets.uri import parse_uri
 
 from assistant_frames import (
     AssistantFrameHost,
@@ -50,6 +48,7 @@ from helpers import (
     calculator,
     envelope,
     free_port,
+    raw_handshake,
     wait_until,
 )
 
@@ -199,33 +198,6 @@ class RawClient:
         self.protocol.send_close(code)
         await self.flush()
         return await self.wait_closed()
-
-
-async def raw_handshake(
-    url: str, headers: dict[str, str] | None = None
-) -> tuple[anyio.abc.SocketStream, ClientProtocol, Response]:
-    """Open TCP and send the opening handshake; the server's response (any status)."""
-    uri = parse_uri(url)
-    protocol = ClientProtocol(uri, max_size=None)
-    stream = await anyio.connect_tcp(uri.host, uri.port)
-    request = protocol.connect()
-    for name, value in (headers or {}).items():
-        request.headers[name] = value
-    protocol.send_request(request)
-    for data in protocol.data_to_send():
-        await stream.send(data)
-    events: list[object] = []
-    while not events:
-        try:
-            data = await stream.receive()
-        except anyio.EndOfStream:
-            await stream.aclose()
-            raise
-        protocol.receive_data(data)
-        events = protocol.events_received()
-    response = events[0]
-    assert isinstance(response, Response)
-    return stream, protocol, response
 
 
 @asynccontextmanager

@@ -18,7 +18,6 @@ from websockets.frames import Frame, Opcode
 from websockets.protocol import State
 from websockets.server import ServerProtocol
 from websockets.streams import StreamReader
-from websockets.uri import parse_uri
 
 from assistant_frames.transports import WebSocketTransport, connect_websocket, websocket_server
 from assistant_frames.transports.websocket.framing import (
@@ -27,6 +26,8 @@ from assistant_frames.transports.websocket.framing import (
     read_head,
     unmasked_payload,
 )
+
+from helpers import raw_handshake
 
 SIZES = [0, 1, 125, 126, 127, 65535, 65536, 70000]
 
@@ -95,14 +96,9 @@ def chunks(data: bytes, size: int) -> Generator[bytes, None, None]:
 @asynccontextmanager
 async def raw_connection(url: str) -> AsyncIterator[tuple[anyio.abc.SocketStream, ClientProtocol]]:
     """A client that writes whatever bytes it likes after a real handshake."""
-    uri = parse_uri(url)
-    protocol = ClientProtocol(uri, max_size=None)
-    async with await anyio.connect_tcp(uri.host, uri.port) as stream:
-        protocol.send_request(protocol.connect())
-        for data in protocol.data_to_send():
-            await stream.send(data)
-        while not protocol.events_received():
-            protocol.receive_data(await stream.receive())
+    stream, protocol, response = await raw_handshake(url)
+    async with stream:
+        assert response.status_code == 101
         assert protocol.state is State.OPEN
         yield stream, protocol
 
