@@ -31,6 +31,8 @@ from typing import Any
 import anyio
 import sniffio
 
+from ._anyio import cancel_scope_class
+
 try:
     from anyio._backends._asyncio import AsyncIOBackend
     from anyio._core._eventloop import claim_worker_thread, threadlocals
@@ -72,6 +74,7 @@ class ResidentThreads:
         "_idle",
         "_jobs",
         "_lock",
+        "_new_scope",
         "_pending",
         "_running",
         "_started",
@@ -79,7 +82,9 @@ class ResidentThreads:
     )
 
     def __init__(self, total: int) -> None:
+        """Made inside a running asyncio loop (the only backend that uses them)."""
         self.total = total
+        self._new_scope = cancel_scope_class()
         self._reset()
         _pools.add(self)
 
@@ -102,7 +107,7 @@ class ResidentThreads:
         not yet started is skipped; a running one finishes in its thread)."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
-        with anyio.CancelScope() as scope:  # what check_cancelled sees from the thread
+        with self._new_scope() as scope:  # what check_cancelled sees from the thread
             self._submit(_Job(fn, loop, future, scope))
             return await future
 

@@ -83,6 +83,9 @@ class WebSocketTransport(ObjectStream[Any]):
         # Whole data frames are read here (framing.py) while the protocol's parser is
         # at a frame's start; bytes of a frame not all arrived wait in _pending.
         self._masked_in = protocol.side is Side.SERVER  # a client masks, a server not
+        # Extensions are settled by the handshake, debug logging when the protocol is
+        # made: with either, every frame goes through the protocol.
+        self._frames_here = not protocol.extensions and not protocol.debug
         self._frame_limit = _frame_limit(protocol)
         self._synced = False
         self._pending = bytearray()
@@ -109,12 +112,7 @@ class WebSocketTransport(ObjectStream[Any]):
         def frame() -> list[bytes]:
             if protocol.state is not State.OPEN:
                 raise anyio.BrokenResourceError(self._close_description())
-            if (
-                protocol.expect_continuation_frame
-                or protocol.extensions
-                or protocol.writes
-                or protocol.debug
-            ):
+            if not self._frames_here or protocol.expect_continuation_frame or protocol.writes:
                 protocol.send_text(data)
                 return protocol.data_to_send()
             return [encode_text(data, mask=protocol.side is Side.CLIENT)]
@@ -302,9 +300,9 @@ class WebSocketTransport(ObjectStream[Any]):
         protocol = self._protocol
         position, size = 0, len(data)
         if not self._synced:
-            self._synced = at_frame_start(protocol)
+            self._synced = self._frames_here and at_frame_start(protocol)
         while self._synced and position < size:
-            if protocol.state is not State.OPEN or protocol.extensions or protocol.debug:
+            if protocol.state is not State.OPEN:
                 break
             head = read_head(data, position)
             if head is None or head.end > size:
