@@ -1,5 +1,5 @@
-"""MCP Apps: (l) to (p), a view's ``tools/call`` through an ``AppBridge``, and the
-handshake of a new bridge."""
+"""MCP Apps: (l) to (p), a view's ``tools/call`` through an ``AppBridge`` (and (m'), the
+task hops any view's host makes, without a bridge), and the handshake of a new bridge."""
 
 from __future__ import annotations
 
@@ -129,6 +129,34 @@ async def app_view_target(frame: Any) -> AsyncIterator[Call]:
         yield call
 
 
+@asynccontextmanager
+async def task_hop_target(frame: Any) -> AsyncIterator[Call]:
+    """(m'): (m) made by a task of its own for a caller over a memory pair, the result
+    sent back in its wire form: what any host of a view does (the view is a peer of its
+    own, answered from another task), without the bridge's JSON-RPC and checks."""
+    import anyio
+
+    host_end, view_end = memory_pair()
+    call_tool_result = frame.call_tool_result
+
+    async def serve() -> None:
+        while True:
+            request = await host_end.receive()
+            result = await call_tool_result(request["name"], request["arguments"])
+            await host_end.send(result.model_dump(mode="json", by_alias=True, exclude_none=True))
+
+    params = {"name": "add", "arguments": {"a": 1, "b": 2}}
+    async with anyio.create_task_group() as group:
+        group.start_soon(serve)
+
+        async def call() -> object:
+            await view_end.send(params)
+            return _structured_result_dict(await view_end.receive())
+
+        yield call
+        group.cancel_scope.cancel()
+
+
 def _structured_result_dict(result: dict[str, Any]) -> object:
     structured = result.get("structuredContent")
     return structured.get("result") if isinstance(structured, dict) else structured
@@ -160,6 +188,7 @@ async def bench_apps(config: Config, backend: str, log: Callable[[str], None]) -
     results = {
         "app_view": CallResult("app_view", "(l) view -> AppBridge -> MCPFrameHost"),
         "app_frame": CallResult("app_frame", "(m) MCPFrameHost.call_tool_result"),
+        "app_hop": CallResult("app_hop", "(m') (m) from a task, over a pair"),
         "app_mcp": CallResult("app_mcp", "(n) mcp.Client -> MCPServer"),
         "app_view_stdio": CallResult("app_view_stdio", "(o) view -> AppBridge -> stdio"),
         "app_frame_stdio": CallResult("app_frame_stdio", "(p) MCPFrameHost over stdio"),
@@ -180,12 +209,14 @@ async def bench_apps(config: Config, backend: str, log: Callable[[str], None]) -
         targets: dict[str, Call] = {
             "app_view": await stack.enter_async_context(app_view_target(frame)),
             "app_frame": frame_call,
+            "app_hop": await stack.enter_async_context(task_hop_target(frame)),
             "app_mcp": await stack.enter_async_context(mcp_client_target(server)),
             "app_view_stdio": await stack.enter_async_context(app_view_target(stdio_frame)),
             "app_frame_stdio": stdio_frame_call,
         }
         paired = {
             "app_view": ("app_frame", frame_call, config.sequential_calls // 2),
+            "app_hop": ("app_frame", frame_call, config.sequential_calls // 2),
             "app_view_stdio": ("app_frame_stdio", stdio_frame_call, config.transport_calls // 2),
         }
         for key, call in targets.items():
@@ -193,7 +224,8 @@ async def bench_apps(config: Config, backend: str, log: Callable[[str], None]) -
             await measure_sequential(call, config.warmup_calls)
         await measure_handshakes(frame, max(1, config.handshakes // 10))
 
-        keys = ["app_view", "app_mcp", "app_view_stdio"]  # (m), (p): paired with (l), (o)
+        # (m), (p): paired with (l) and (m'), and (o)
+        keys = ["app_view", "app_hop", "app_mcp", "app_view_stdio"]
         for repeat in range(config.repeats):
             log(f"apps: repeat {repeat + 1}/{config.repeats}")
             shift = repeat % len(keys)

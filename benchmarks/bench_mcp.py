@@ -1,6 +1,7 @@
-"""MCP interop, in-process: (i) ``mcp.Client`` on a plain ``MCPServer``, (j) on
-``MCPContextServer``, (k) through an ``MCPFrameHost``; and the ``MCPServer`` and
-``mcp.Client`` targets that row (c) and the MCP Apps rows share."""
+"""MCP interop, in-process: (i) ``mcp.Client`` on a plain ``MCPServer``, (i') the same
+with each call in a cancel scope, (j) on ``MCPContextServer``, (k) through an
+``MCPFrameHost``; and the ``MCPServer`` and ``mcp.Client`` targets that row (c) and the
+MCP Apps rows share."""
 
 from __future__ import annotations
 
@@ -64,6 +65,23 @@ async def mcp_target() -> AsyncIterator[Call]:
 
 
 @asynccontextmanager
+async def mcp_scoped_target() -> AsyncIterator[Call]:
+    """(i'): (i) with each call in a cancel scope of its own, as any caller that can
+    stop a call (at a deadline, or when its connection closes) needs one: an in-process
+    server runs the call in the caller's task, where nothing else can stop it."""
+    import anyio
+
+    async with mcp_target() as plain:
+        new_scope = type(anyio.CancelScope())  # the backend's class, as MCPFrameHost has it
+
+        async def call() -> object:
+            with new_scope():
+                return await plain()
+
+        yield call
+
+
+@asynccontextmanager
 async def mcp_context_server_target() -> AsyncIterator[Call]:
     """(j): ``mcp.Client`` in-process on ``MCPContextServer`` serving a registry."""
     from assistant_frames.mcp import MCPContextServer
@@ -91,10 +109,12 @@ async def mcp_frame_target() -> AsyncIterator[Call]:
 
 
 async def bench_mcp_interop(config: Config, log: Callable[[str], None]) -> dict[str, CallResult]:
-    """(i) ``mcp.Client`` on a plain ``MCPServer``, (j) on ``MCPContextServer``, and (k)
-    through an ``MCPFrameHost``: all in-process, in blocks of calls taken in turn."""
+    """(i) ``mcp.Client`` on a plain ``MCPServer``, (i') in a cancel scope, (j) on
+    ``MCPContextServer``, and (k) through an ``MCPFrameHost``: all in-process, in blocks
+    of calls taken in turn."""
     results = {
         "mcp_plain": CallResult("mcp_plain", "(i) mcp.Client -> MCPServer"),
+        "mcp_scoped": CallResult("mcp_scoped", "(i') ... each call in a cancel scope"),
         "mcp_served": CallResult("mcp_served", "(j) mcp.Client -> MCPContextServer"),
         "mcp_frame": CallResult("mcp_frame", "(k) MCPFrameHost -> MCPServer"),
     }
@@ -105,6 +125,7 @@ async def bench_mcp_interop(config: Config, log: Callable[[str], None]) -> dict[
     async with AsyncExitStack() as stack:
         targets = {
             "mcp_plain": await stack.enter_async_context(mcp_target()),
+            "mcp_scoped": await stack.enter_async_context(mcp_scoped_target()),
             "mcp_served": await stack.enter_async_context(mcp_context_server_target()),
             "mcp_frame": await stack.enter_async_context(mcp_frame_target()),
         }

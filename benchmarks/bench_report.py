@@ -312,7 +312,7 @@ def render(
         f"{'MCP interop, in-process':<38}{'sequential µs/call':>20}{'p90 µs':>10}{'x (i)':>24}",
     ]
     plain = calls["mcp_plain"]
-    for key in ("mcp_plain", "mcp_served", "mcp_frame"):
+    for key in ("mcp_plain", "mcp_scoped", "mcp_served", "mcp_frame"):
         result = calls[key]
         if result.skipped:
             lines.append(f"{result.label:<38}{'skipped: ' + result.skipped}")
@@ -321,6 +321,10 @@ def render(
             f"{result.label:<38}{result.latency_us:>20.1f}{result.latency_p90_us:>10.1f}"
             f"{result.latency_us / plain.latency_us:>23.2f}x"
         )
+    frame, scoped = calls["mcp_frame"], calls["mcp_scoped"]
+    if not (frame.skipped or scoped.skipped):
+        label = "[info] (k)/(i'): what a frame adds to the cancel scope it must open"
+        lines.append(f"{label:<68}{frame.latency_us / scoped.latency_us:>23.2f}x")
     lines += ["", *render_fastmcp_mount(calls)]
     lines += ["", *render_apps(apps)]
     lines += [
@@ -427,7 +431,8 @@ def render_apps(apps: AppsResult) -> list[str]:
     ]
     mcp = apps.calls["app_mcp"]
     references = {"app_view_stdio": "app_frame_stdio", "app_frame_stdio": "app_frame_stdio"}
-    for key in ("app_view", "app_frame", "app_mcp", "app_view_stdio", "app_frame_stdio"):
+    keys = ("app_view", "app_frame", "app_hop", "app_mcp", "app_view_stdio", "app_frame_stdio")
+    for key in keys:
         result = apps.calls[key]
         if result.skipped:
             lines.append(f"{result.label:<38}{'skipped: ' + result.skipped}")
@@ -442,6 +447,9 @@ def render_apps(apps: AppsResult) -> list[str]:
             f"{ratios:>24}"
         )
     if not apps.skipped:
+        view, hop = apps.calls["app_view"], apps.calls["app_hop"]
+        label = "[info] (l)/(m'): what the bridge adds to the hops a view needs"
+        lines.append(f"{label:<68}{view.latency_us / hop.latency_us:>23.2f}x")
         label = "handshake: ui/initialize -> initialized"
         lines.append(
             f"{label:<38}{apps.handshake_us:>20.1f}{apps.handshake_p90_us:>10.1f}"
