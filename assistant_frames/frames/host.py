@@ -10,7 +10,6 @@ from __future__ import annotations
 import copy
 import logging
 import math
-import os
 import secrets
 from collections.abc import Callable
 from contextlib import suppress
@@ -337,7 +336,7 @@ class AssistantFrameHost(Driver, WaitsForTools):
         """
         if self._task_group is None:
             raise RuntimeError("Enter the host (async with) before telling it a frame loaded")
-        self._send_soon(self._machine.frame_loaded(os.urandom(16).hex()), grace)
+        self._send_soon(self._machine.frame_loaded(), grace)
 
     def _send_soon(
         self, sends: tuple[dict[str, Any], ...], grace: float = FRAME_LOAD_GRACE

@@ -342,7 +342,7 @@ class HostMachine:
                 return self._malformed(exc.reason)
         if message is None:
             if is_frame_loaded(raw):
-                return Send(self.frame_loaded(os.urandom(16).hex()))
+                return Send(self.frame_loaded())
             self._ignore(raw)
             return None
         kind: str = message.type
@@ -421,16 +421,18 @@ class HostMachine:
 
     # -- documents (0.3.35) ----------------------------------------------------------------
 
-    def frame_loaded(self, request_id: str) -> tuple[dict[str, Any], ...]:
+    def frame_loaded(self, request_id: str | None = None) -> tuple[dict[str, Any], ...]:
         """The frame (re)loaded, as far as its relay knows: the JS host's ``frameLoaded()``.
 
-        Returns the ``model-context-request`` carrying ``request_id`` to send, and starts
-        its grace period (:attr:`load_timer`): unless an answer, a context from another
-        document or one without a document comes first, :meth:`load_expired` forgets the
-        current document.
+        Returns the ``model-context-request`` carrying ``request_id`` (a fresh random one
+        when ``None``) to send, and starts its grace period (:attr:`load_timer`): unless an
+        answer, a context from another document or one without a document comes first,
+        :meth:`load_expired` forgets the current document.
         """
         if self.state != "connected":
             return _NO_SENDS
+        if request_id is None:
+            request_id = os.urandom(16).hex()
         self.load_request = self.load_timer = request_id
         self._load_document = self.document
         return (protocol.encode_context_request(request_id=request_id),)
