@@ -78,6 +78,20 @@ async def main() -> None:
             double.remove()
             await wait_until(lambda: "double" not in host.get_model_context().tools, "removed")
             report("live changes as patches", host._machine.patch_seq)
+            # frame_loaded(), the JS host's frameLoaded(): a context request with a fresh
+            # id, which the frame answers before the grace period ends.
+            host.frame_loaded(grace=5)
+            request = host._machine.load_request or ""
+            await wait_until(lambda: host._machine.load_request is None, "the load answered")
+            report(
+                "frame loaded",
+                [
+                    len(request),
+                    request.strip("0123456789abcdef") == "",
+                    host.get_model_context().system,
+                    await host.call_tool("add", {"a": 2, "b": 2}),
+                ],
+            )
         try:
             async with connect(server.url, token="wrong", name="intruder", connect_timeout=5):
                 pass
