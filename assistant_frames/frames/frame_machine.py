@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 from . import protocol
 from .protocol import MalformedMessage, SerializedModelContext
-from .serialization import WireLineage, context_changes
+from .serialization import context_changes
 
 if TYPE_CHECKING:  # the message models: read from protocol when a message needs them
     from .protocol import ModelContextRequest, ModelContextSubscribe, ToolCall, ToolCancel
+    from .wire_tools import WireTools
 
 __all__ = [
     "CallCancelled",
@@ -104,6 +105,7 @@ class FrameMachine(Generic[H]):
         "document_id",
         "force_context",
         "last_sent",
+        "last_version",
         "malformed",
         "patches",
         "request_id",
@@ -118,6 +120,9 @@ class FrameMachine(Generic[H]):
         self.force_context = False  # a request waits for an answer, changed or not
         self.request_id: str | None = None  # the id that answer echoes, if the request had one
         self.last_sent: SerializedModelContext | None = None
+        #: The version of the frame's :class:`~.wire_tools.WireTools` last sent (``None``:
+        #: none, or contexts given without one).
+        self.last_version: int | None = None
         self.malformed = 0
         #: The host asked for changes as patches (``model-context-subscribe`` with
         #: ``patches: true``); :attr:`seq` numbers what it was sent since.
@@ -222,32 +227,44 @@ class FrameMachine(Generic[H]):
     # -- context ---------------------------------------------------------------------------
 
     def context_update(
-        self, wire: SerializedModelContext, lineage: WireLineage | None = None
+        self, wire: SerializedModelContext, tools: WireTools | None = None
     ) -> dict[str, Any] | None:
         """The context message to send for ``wire``, or ``None``.
 
         Sent to a subscribed host when it differs from what was last sent, and to a host
         that asked (a request) even when it does not: a ``model-context-update``, or to a
         host that asked for patches, a ``model-context-patch`` of what changed (answers
-        to requests stay whole, numbered). ``lineage`` says how ``wire``'s tools were
-        made from earlier ones (see :func:`~.serialization.context_changes`).
+        to requests stay whole, numbered). ``tools`` is the frame's
+        :class:`~.wire_tools.WireTools` when ``wire``'s tools are its live dict (changed
+        in place later): patches are then made from its versions, and whole contexts
+        carry its snapshot.
         """
         force, self.force_context = self.force_context, False
         if not (force or self.subscribed):
             return None
         last = self.last_sent
+        version = None if tools is None else tools.version
         if self.patches and not force and last is not None:
-            if wire is last:
+            if wire is last and version == self.last_version:
                 return None
-            changes = context_changes(last, wire, lineage)
-            if changes is None:
-                return None
-            self.last_sent = wire
-            self.seq += 1
-            return protocol.encode_context_patch(self.seq, changes, document_id=self.document_id)
-        if not force and (wire is last or wire == last):
+            known = None
+            if tools is not None and self.last_version is not None:
+                known = tools.changes_since(self.last_version)
+            if tools is None or known is not None:
+                changes = context_changes(last, wire, known)
+                self.last_sent, self.last_version = wire, version
+                if changes is None:
+                    return None
+                self.seq += 1
+                return protocol.encode_context_patch(
+                    self.seq, changes, document_id=self.document_id
+                )
+            # Too far behind for the versions remembered: sent whole, numbered.
+        if tools is not None and wire.get("tools") is tools.live:
+            wire = {**wire, "tools": tools.snapshot()}
+        if not force and last is not None and self._unchanged(last, wire, version):
             return None
-        self.last_sent = wire
+        self.last_sent, self.last_version = wire, version
         request_id, self.request_id = self.request_id, None
         seq = None
         if self.patches:
@@ -255,6 +272,19 @@ class FrameMachine(Generic[H]):
             seq = self.seq
         return protocol.encode_context_update(
             wire, document_id=self.document_id, request_id=request_id, seq=seq
+        )
+
+    def _unchanged(
+        self, last: SerializedModelContext, wire: SerializedModelContext, version: int | None
+    ) -> bool:
+        """Whether ``wire`` (whole) is what was last sent. With versioned tools, the
+        tools' version tells (``last``'s may be a live dict that has moved on since)."""
+        if version is None:
+            return wire is last or wire == last
+        return (
+            version == self.last_version
+            and wire.get("system") == last.get("system")
+            and wire.get("uiResources") == last.get("uiResources")
         )
 
     # -- stopping --------------------------------------------------------------------------
@@ -270,7 +300,7 @@ class FrameMachine(Generic[H]):
         handles = list(self.calls.values())
         messages: list[dict[str, Any]] = []
         if self.last_sent:  # the host shows our tools: take them away
-            self.last_sent = {}
+            self.last_sent, self.last_version = {}, None
             messages.append(protocol.encode_context_update({}, document_id=self.document_id))
         messages.extend(
             protocol.encode_tool_error(

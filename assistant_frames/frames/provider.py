@@ -32,10 +32,9 @@ from .frame_machine import (
 )
 from .protocol import (
     SerializedModelContext,
-    SerializedTool,
 )
 from .provider_connection import ProviderCall, ProviderConnection, ReadingHandoff
-from .serialization import WireLineage, derive_wire_tools
+from .wire_tools import WireTools
 
 __all__ = ["DEFAULT_MAX_ARGUMENT_BYTES", "AssistantFrameProvider"]
 
@@ -101,9 +100,8 @@ class AssistantFrameProvider:
         self._wire_source: ModelContext | None = None
         self._wire: SerializedModelContext = {}
         self._tools_source: Mapping[str, Tool] | None = None
-        self._tools_wire: dict[str, SerializedTool] = {}
-        # How _tools_wire was made from the one before, for the machines' patches.
-        self._wire_lineage: WireLineage | None = None
+        # The tools in wire form, changed in place: versions for the machines' patches.
+        self._tools_wire = WireTools()
         for provider in providers:
             self.add_model_context_provider(provider)
 
@@ -264,15 +262,11 @@ class AssistantFrameProvider:
         if context is not self._wire_source:
             tools = context.tools
             if tools is not self._tools_source:  # not an instructions-only change
+                # The same steps on the wire form: only the changed tools serialized.
                 steps = tools.steps(self._tools_source) if type(tools) is ToolMap else None
-                previous = self._tools_wire
-                if steps is None:
-                    self._tools_wire = protocol.serialize_tools(tools)
-                else:  # the same steps on the wire form: only the changed tools serialized
-                    self._tools_wire = derive_wire_tools(previous, tools, steps)
+                self._tools_wire.advance(tools, steps)
                 self._tools_source = tools
-                self._wire_lineage = None if steps is None else (previous, steps)
-            self._wire = protocol.serialize_context(context, tools=self._tools_wire)
+            self._wire = protocol.serialize_context(context, tools=self._tools_wire.live)
             self._wire_source = context
         return self._wire
 
@@ -291,7 +285,7 @@ class AssistantFrameProvider:
             await connection.wake.wait()
             connection.wake = connection.new_event()
             await anyio.lowlevel.checkpoint()  # let the rest of a burst land first
-            message = machine.context_update(self._current_wire(), self._wire_lineage)
+            message = machine.context_update(self._current_wire(), self._tools_wire)
             if message is None:
                 continue
             try:

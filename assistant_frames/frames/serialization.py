@@ -18,21 +18,22 @@ from typing_extensions import TypedDict
 
 from ..registry.context import ModelContext
 from ..registry.tool import Tool, ToolOptions
-from ..registry.tool_map import Steps
 
 __all__ = [
     "NotJSONSerializable",
     "SerializedModelContext",
     "SerializedTool",
     "check_tool",
+    "NO_TOOL_CHANGES",
     "ContextChanges",
+    "ToolChanges",
     "check_tools",
     "context_changes",
-    "derive_wire_tools",
     "serialize_context",
     "serialize_tool",
     "serialize_tools",
     "to_json_value",
+    "tool_changes",
     "tool_options",
 ]
 
@@ -116,26 +117,6 @@ def serialize_tools(tools: Mapping[str, Tool]) -> dict[str, SerializedTool]:
     return {name: tool.serialized_form(_wire_form) for name, tool in tools.items()}
 
 
-#: How a context's tools in wire form were made from earlier ones: that earlier dict,
-#: the names removed then put, and whether they were then put in the tools' own order
-#: (see :class:`~assistant_frames.registry.tool_map.ToolMap`).
-WireLineage = tuple[dict[str, SerializedTool], Steps]
-
-
-def derive_wire_tools(
-    previous: dict[str, SerializedTool], tools: Mapping[str, Tool], steps: Steps
-) -> dict[str, SerializedTool]:
-    """``tools`` in wire form, made from ``previous`` (the wire form of the map they were
-    derived from) by the same steps: only the tools put are serialized."""
-    removed, put, reordered = steps
-    wire = previous.copy()  # copy() stays fast once tools were removed; dict() does not
-    for name in removed:
-        wire.pop(name, None)
-    for name in put:
-        wire[name] = tools[name].serialized_form(_wire_form)
-    return {name: wire[name] for name in tools} if reordered else wire
-
-
 def serialize_context(
     context: ModelContext, *, tools: dict[str, SerializedTool] | None = None
 ) -> SerializedModelContext:
@@ -151,6 +132,50 @@ def serialize_context(
     if context.ui_resources:
         wire["uiResources"] = [resource.to_wire() for resource in context.ui_resources.values()]
     return wire
+
+
+class ToolChanges(NamedTuple):
+    """What changed between two versions of a context's tools in wire form."""
+
+    #: The tools added or replaced.
+    put: dict[str, SerializedTool]
+    #: The tools that went.
+    removed: list[str]
+    #: Every tool's name in the new order, when adding the new tools at the end of what
+    #: stays would not give it (else ``None``).
+    order: list[str] | None
+
+
+NO_TOOL_CHANGES: Final = ToolChanges({}, [], None)
+
+
+def tool_changes(
+    old: Mapping[str, SerializedTool], new: Mapping[str, SerializedTool]
+) -> ToolChanges:
+    """What changed from ``old`` to ``new`` (tools in wire form), by one walk.
+
+    An unchanged tool is usually the same object in both (tools cache their wire form),
+    so a change costs one identity check per tool. The order counts only where tools
+    came or went (a reorder alone is no change, as for whole contexts).
+    """
+    if new is old:
+        return NO_TOOL_CHANGES
+    put: dict[str, SerializedTool] = {}
+    added: list[str] = []
+    for name, spec in new.items():
+        previous = old.get(name)
+        if previous is None:
+            added.append(name)
+            put[name] = spec
+        elif previous is not spec and previous != spec:
+            put[name] = spec
+    removed: list[str] = []
+    if len(old) + len(added) != len(new):  # some went
+        removed = [name for name in old if name not in new]
+    order = None
+    if added and list(new)[-len(added) :] != added:
+        order = list(new)  # added anywhere but at the end
+    return ToolChanges(put, removed, order)
 
 
 class ContextChanges(NamedTuple):
@@ -169,54 +194,29 @@ class ContextChanges(NamedTuple):
 def context_changes(
     old: SerializedModelContext,
     new: SerializedModelContext,
-    lineage: WireLineage | None = None,
+    tools: ToolChanges | None = None,
 ) -> ContextChanges | None:
     """What changed from ``old`` to ``new`` (both in wire form), or ``None``: nothing.
 
-    With ``lineage`` (how ``new``'s tools were made from earlier ones) and ``old``
-    holding those very ones, only the tools it names are looked at: a removed one is
-    removed, then each put one is put (last if it is new or was removed). Otherwise an
-    unchanged tool is usually the same object in both (tools cache their wire form), so
-    a change costs one identity check per tool. The order of the tools counts only
-    where tools came or went (a reorder alone is no change, as for whole contexts).
+    ``tools`` is what changed of the tools when the caller knows it (a frame's
+    :class:`~.wire_tools.WireTools` does, from the steps that made each version; ``new``'s
+    tools may then be ahead of ``old``'s, changed in place); otherwise
+    :func:`tool_changes` walks them.
     """
     changed: SerializedModelContext = {}
     system = new.get("system")
     if system != old.get("system"):
         changed["system"] = system
-    old_tools = old.get("tools") or {}
-    new_tools = new.get("tools") or {}
-    removed: list[str] = []
-    order: list[str] | None = None
-    if lineage is not None and lineage[0] is old.get("tools") and new_tools:
-        gone, put, reordered = lineage[1]
-        removed = list(gone)
-        if put:
-            changed["tools"] = {name: new_tools[name] for name in put}
-        if reordered:
-            order = list(new_tools)
-    elif new_tools is not old_tools:
-        tools: dict[str, SerializedTool] = {}
-        added: list[str] = []
-        for name, spec in new_tools.items():
-            previous = old_tools.get(name)
-            if previous is None:
-                added.append(name)
-                tools[name] = spec
-            elif previous is not spec and previous != spec:
-                tools[name] = spec
-        if len(old_tools) + len(added) != len(new_tools):  # some went
-            removed = [name for name in old_tools if name not in new_tools]
-        if added and list(new_tools)[-len(added) :] != added:
-            order = list(new_tools)  # added anywhere but at the end
-        if tools:
-            changed["tools"] = tools
+    if tools is None:
+        tools = tool_changes(old.get("tools") or {}, new.get("tools") or {})
+    if tools.put:
+        changed["tools"] = tools.put
     resources = new.get("uiResources")
     if resources != old.get("uiResources"):
         changed["uiResources"] = resources or []
-    if not changed and not removed:
+    if not changed and not tools.removed:
         return None
-    return ContextChanges(changed, removed, order)
+    return ContextChanges(changed, tools.removed, tools.order)
 
 
 _TOOL_FIELDS: Final = (

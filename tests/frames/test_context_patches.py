@@ -32,7 +32,9 @@ from assistant_frames.frames.host_machine import ContextChanged, HostMachine
 from assistant_frames.frames.host_machine import Malformed as HostMalformed
 from assistant_frames.frames.host_machine import Send as HostSend
 from assistant_frames.frames.serialization import context_changes
+from assistant_frames.frames.wire_tools import JOURNAL_LENGTH, WireTools
 from assistant_frames.registry.tool import Tool
+from assistant_frames.registry.tool_map import ToolMap
 from assistant_frames.registry.ui import UIResource
 from assistant_frames.transports.websocket import connect_websocket, websocket_server
 
@@ -110,6 +112,110 @@ def test_unsubscribing_ends_the_patches() -> None:
     assert frame_sends(frame, {"tools": {}}) is None
     frame.receive(REQUEST)
     assert frame_sends(frame, {"tools": {}})["message"]["type"] == "model-context-update"
+
+
+class ServedTools:
+    """A registry's tools followed in place by :class:`WireTools`, as a provider does."""
+
+    def __init__(self, *names: str) -> None:
+        self.registry = ModelContextRegistry()
+        self.handles = {name: self.registry.add_tool(name, lookup) for name in names}
+        self.tools = WireTools()
+        self._followed: Any = None
+        self.follow()
+
+    def follow(self) -> protocol.SerializedModelContext:
+        """Take the registry's current tools; the wire context a provider would send."""
+        context = self.registry.get_model_context()
+        now = context.tools
+        steps = now.steps(self._followed) if isinstance(now, ToolMap) else None
+        self.tools.advance(now, steps)
+        self._followed = now
+        return protocol.serialize_context(context, tools=self.tools.live)
+
+    def sends(self, frame: FrameMachine[Any], wire: protocol.SerializedModelContext) -> Any:
+        message = frame.context_update(wire, self.tools)
+        return None if message is None else json.loads(json.dumps(message))
+
+
+def versioned_frame(served: ServedTools, *, patches: bool = True) -> FrameMachine[Any]:
+    frame: FrameMachine[Any] = FrameMachine(document_id="doc")
+    frame.receive(REQUEST)
+    assert served.sends(frame, served.follow())["message"]["type"] == "model-context-update"
+    if patches:
+        frame.receive(SUBSCRIBE_PATCHES)
+    return frame
+
+
+def test_a_host_behind_by_several_changes_gets_them_in_one_patch() -> None:
+    served = ServedTools("a", "b", "c")
+    frame = versioned_frame(served)
+    live = served.tools.live
+    served.handles["a"].update(description="A2")
+    served.follow()
+    served.handles["b"].remove()
+    served.registry.add_tool("d", lookup)
+    wire = served.follow()
+    assert served.tools.live is live  # changed in place, not copied
+    message = served.sends(frame, wire)["message"]
+    assert message["type"] == "model-context-patch"
+    assert message["seq"] == 1
+    assert message["removed"] == ["b"]
+    assert list(message["context"]["tools"]) == ["a", "d"]
+    assert message["context"]["tools"]["a"]["description"] == "A2"
+    assert served.sends(frame, wire) is None  # nothing since
+
+
+def test_whole_contexts_carry_a_snapshot_that_later_changes_leave_alone() -> None:
+    served = ServedTools("a")
+    frame = versioned_frame(served, patches=False)
+    served.handles["a"].update(description="A2")
+    message = frame.context_update(served.follow(), served.tools)
+    assert message is not None
+    sent = message["message"]["context"]["tools"]
+    assert sent is not served.tools.live
+    served.registry.add_tool("b", lookup)
+    wire = served.follow()
+    assert list(sent) == ["a"]  # what went out stays as it went
+    assert served.sends(frame, wire)["message"]["context"]["tools"].keys() == {"a", "b"}
+    assert served.sends(frame, wire) is None  # unchanged: nothing
+
+
+def test_a_host_further_behind_than_the_versions_kept_is_sent_everything_numbered() -> None:
+    served = ServedTools("a")
+    frame = versioned_frame(served)
+    for change in range(JOURNAL_LENGTH + 1):
+        served.handles["a"].update(description=f"A{change}")
+        wire = served.follow()
+    message = served.sends(frame, wire)["message"]
+    assert message["type"] == "model-context-update"
+    assert message["seq"] == 1
+    assert message["context"]["tools"]["a"]["description"] == f"A{JOURNAL_LENGTH}"
+    served.handles["a"].update(description="next")
+    assert served.sends(frame, served.follow())["message"]["type"] == "model-context-patch"
+
+
+def test_a_host_that_stops_taking_patches_still_gets_what_changed_in_place() -> None:
+    served = ServedTools("a")
+    frame = versioned_frame(served)
+    served.handles["a"].update(description="A2")
+    assert served.sends(frame, served.follow())["message"]["type"] == "model-context-patch"
+    frame.receive(envelope({"type": "model-context-unsubscribe"}))
+    served.handles["a"].update(description="A3")  # the tools the frame last sent change too
+    wire = served.follow()
+    frame.receive(envelope({"type": "model-context-subscribe"}))
+    message = served.sends(frame, wire)["message"]
+    assert message["type"] == "model-context-update"
+    assert message["context"]["tools"]["a"]["description"] == "A3"
+
+
+def test_a_change_that_serializes_the_same_is_no_version() -> None:
+    served = ServedTools("a")
+    frame = versioned_frame(served)
+    version = served.tools.version
+    served.handles["a"].update(description=served.handles["a"].tool.description)
+    assert served.sends(frame, served.follow()) is None
+    assert served.tools.version == version
 
 
 def test_context_changes_of_the_same_context_is_none() -> None:

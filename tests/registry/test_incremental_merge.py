@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from assistant_frames import ModelContext, ModelContextRegistry, merge_model_contexts
 from assistant_frames.frames import protocol
-from assistant_frames.frames.serialization import context_changes, derive_wire_tools
+from assistant_frames.frames.wire_tools import JOURNAL_LENGTH, WireTools
 from assistant_frames.registry.registry import ToolHandle
 from assistant_frames.registry.tool_map import ToolMap
 
@@ -160,25 +160,126 @@ def test_the_wire_form_followed_step_by_step_is_the_wire_form(
     and the patch that says what changed gives the host the same tools, in that order."""
     federation = Federation(children)
     tools = federation.parent.get_model_context().tools
-    wire = protocol.serialize_tools(tools)
+    wire = WireTools()
+    wire.advance(tools, None)
+    host_side = wire.snapshot()
+    in_order = True  # until a merge made whole is walked (a reorder alone is no change)
     for which, op, pick in steps:
+        version = wire.version
         federation.apply(which % len(children), op, pick)
         now = federation.parent.get_model_context().tools
         made = now.steps(tools) if isinstance(now, ToolMap) else None
         expected = protocol.serialize_tools(now)
-        if made is None:  # merged whole: followers serialize whole too
-            tools, wire = now, expected
+        wire.advance(now, made)
+        assert list(wire.live) == list(expected)
+        assert wire.live == expected
+        changes = wire.changes_since(version)
+        assert changes is not None
+        host_side = dict(host_side)
+        for name in changes.removed:
+            host_side.pop(name, None)
+        host_side.update(changes.put)
+        if changes.order is not None:
+            host_side = {name: host_side[name] for name in changes.order}
+        assert host_side == expected
+        in_order = in_order and made is not None
+        if in_order:
+            assert list(host_side) == list(expected)
+        tools = now
+
+
+@settings(max_examples=200, deadline=None, database=None)
+@given(
+    children=children,
+    steps=steps,
+    batch=st.integers(1, 3),
+    lag=st.lists(st.integers(0, 70), min_size=1, max_size=8),
+)
+def test_hosts_behind_by_any_number_of_versions_are_patched_to_the_tools(
+    children: list[tuple[str | None, int]],
+    steps: list[tuple[int, str, int]],
+    batch: int,
+    lag: list[int],
+) -> None:
+    """A frame's wire tools change in place; a host that holds any version still
+    remembered gets, from the steps since put together, the tools in order. Changes are
+    taken in batches (a frame coalesces them: a batch has no steps, and is walked)."""
+    federation = Federation(children)
+    wire = WireTools()
+    held = {wire.version: wire.snapshot()}  # what a host sent each version holds
+    tools = federation.parent.get_model_context().tools
+    wire.advance(tools, None)
+    held[wire.version] = wire.snapshot()
+    walked = {wire.version}  # versions serialized whole (a reorder alone is no change)
+    for index, (which, op, pick) in enumerate(steps):
+        federation.apply(which % len(children), op, pick)
+        if index % batch:
             continue
-        followed = derive_wire_tools(wire, now, made)
-        assert list(followed) == list(expected)
-        assert followed == expected
-        changes = context_changes({"tools": wire}, {"tools": followed}, (wire, made))
-        host_side = dict(wire)
-        if changes is not None:
+        now = federation.parent.get_model_context().tools
+        made = now.steps(tools) if isinstance(now, ToolMap) else None
+        wire.advance(now, made)
+        if made is None:
+            walked.add(wire.version)
+        tools = now
+        expected = protocol.serialize_tools(now)
+        assert wire.live == expected
+        held.setdefault(wire.version, wire.snapshot())
+        for behind in lag:
+            version = max(wire.version - behind, 0)
+            changes = wire.changes_since(version)
+            if changes is None:  # forgotten: sent whole
+                assert version < wire.version - JOURNAL_LENGTH
+                continue
+            host_side = dict(held[version])
             for name in changes.removed:
                 host_side.pop(name, None)
-            host_side.update(changes.changed.get("tools") or {})
+            host_side.update(changes.put)
             if changes.order is not None:
                 host_side = {name: host_side[name] for name in changes.order}
-        assert list(host_side) == list(expected)
-        tools, wire = now, followed
+            assert host_side == expected
+            if not walked.intersection(range(version, wire.version + 1)):
+                assert list(host_side) == list(expected)
+        assert held[wire.version] == expected  # snapshots never change
+
+
+def test_wire_tools_change_in_place_and_count_only_changes() -> None:
+    registry = ModelContextRegistry()
+    handles = [registry.add_tool(f"t{i}", lookup) for i in range(3)]
+    wire = WireTools()
+    first = registry.get_model_context().tools
+    wire.advance(first, None)
+    live, snapshot, version = wire.live, wire.snapshot(), wire.version
+    assert wire.snapshot() is snapshot  # one per version
+    handles[1].update(description="changed")
+    second = registry.get_model_context().tools
+    wire.advance(second, second.steps(first))
+    assert wire.live is live  # in place: no copy of every tool per change
+    assert wire.version == version + 1
+    assert snapshot == protocol.serialize_tools(first)  # what was sent stays as it was
+    assert wire.snapshot() is not snapshot
+    assert wire.changes_since(version) == (
+        {"t1": protocol.serialize_tools(second)["t1"]},
+        [],
+        None,
+    )
+    # The same tools again, serialized whole: no new version.
+    wire.advance(dict(second), None)
+    assert wire.version == version + 1
+    assert wire.changes_since(wire.version) == ({}, [], None)
+
+
+def test_a_host_further_behind_than_the_journal_is_sent_everything() -> None:
+    registry = ModelContextRegistry()
+    handle = registry.add_tool("t", lookup)
+    wire = WireTools()
+    tools = registry.get_model_context().tools
+    wire.advance(tools, None)
+    start = wire.version
+    for change in range(JOURNAL_LENGTH + 1):
+        handle.update(description=f"change {change}")
+        now = registry.get_model_context().tools
+        wire.advance(now, now.steps(tools))
+        tools = now
+    assert wire.changes_since(start) is None
+    assert wire.changes_since(start + 1) is not None  # the oldest still remembered
+    assert wire.changes_since(wire.version + 1) is None  # a version never made

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from assistant_frames import ModelContext, ModelContextRegistry, Tool, merge_model_contexts
 from assistant_frames.frames import protocol
-from assistant_frames.frames.serialization import derive_wire_tools
+from assistant_frames.frames.wire_tools import WireTools
 from assistant_frames.registry.registry import ProviderHandle
 from assistant_frames.registry.tool_map import ToolMap
 from assistant_frames.registry.ui import UIResource
@@ -139,7 +139,8 @@ def test_a_merge_stepped_from_the_last_one_is_what_merging_again_gives(
 ) -> None:
     parent = Parent()
     tools = parent.registry.get_model_context().tools
-    wire = protocol.serialize_tools(tools)
+    wire = WireTools()
+    wire.advance(tools, None)
     for index, (op, which, pick) in enumerate(steps):
         parent.apply(op, which, pick)
         if index % batch:
@@ -149,9 +150,9 @@ def test_a_merge_stepped_from_the_last_one_is_what_merging_again_gives(
         # Who follows the parent by its steps (a frame serving it) gets the same tools.
         now = context.tools
         made = now.steps(tools) if isinstance(now, ToolMap) and now is not tools else None
-        wire = protocol.serialize_tools(now) if made is None else derive_wire_tools(wire, now, made)
-        assert list(wire) == list(now)
-        assert wire == protocol.serialize_tools(now)
+        wire.advance(now, made)
+        assert list(wire.live) == list(now)
+        assert wire.live == protocol.serialize_tools(now)
         tools = now
     assert shown(parent.registry.get_model_context()) == shown(parent.again())
 

@@ -1,0 +1,128 @@
+"""``WireTools``: a frame's tools in wire form, changed in place, version by version.
+
+A frame serving thousands of tools sees them change one at a time. Copying the whole
+wire form per change, so that what each host was sent stays as it was, costs more at
+10,000 tools than the rest of the change together. So the form is changed in place
+(:attr:`WireTools.live`), and each version remembers how it was made from the one
+before: the names removed, then put (:class:`~assistant_frames.registry.tool_map.ToolMap`
+steps), or, when the tools were serialized whole, the dict that held the version before
+(never changed again). A host that takes patches is sent what changed since the version
+it holds (:meth:`WireTools.changes_since`); one sent whole contexts gets
+:meth:`WireTools.snapshot`, a copy made once per version.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Mapping
+from typing import Final
+
+from ..registry.tool import Tool
+from ..registry.tool_map import Steps
+from .serialization import (
+    NO_TOOL_CHANGES,
+    SerializedTool,
+    ToolChanges,
+    serialize_tool,
+    serialize_tools,
+    tool_changes,
+)
+
+__all__ = ["JOURNAL_LENGTH", "WireTools"]
+
+#: Versions remembered: a host further behind than this is sent the whole context.
+JOURNAL_LENGTH: Final = 64
+
+# One version: its number, and the steps that made it from the version before, or
+# (serialized whole) ``None`` and the dict that held the version before.
+_Entry = tuple[int, Steps | None, dict[str, SerializedTool] | None]
+
+
+class WireTools:
+    """A frame's current tools in wire form, and how each recent version was made.
+
+    :attr:`live` changes in place: send :meth:`snapshot` (or what
+    :meth:`changes_since` returns), never :attr:`live` itself.
+    """
+
+    __slots__ = ("_journal", "_snapshot", "live", "version")
+
+    def __init__(self) -> None:
+        self.live: dict[str, SerializedTool] = {}
+        #: Bumped by every change of :attr:`live`'s content (a reorder alone is none).
+        self.version = 0
+        self._journal: deque[_Entry] = deque(maxlen=JOURNAL_LENGTH)
+        self._snapshot: dict[str, SerializedTool] | None = None
+
+    def advance(self, tools: Mapping[str, Tool], steps: Steps | None) -> None:
+        """Take ``tools`` as the current tools. ``steps`` says how their map was made
+        from the last one taken (only the tools it puts are serialized); ``None``
+        serializes them all."""
+        if steps is None:
+            before, self.live = self.live, serialize_tools(tools)
+            if self.live != before:
+                self._record((self.version + 1, None, before))
+            else:  # a new order alone: no change (as for whole contexts), new snapshots
+                self._snapshot = None
+            return
+        removed, put, reordered = steps
+        live = self.live
+        changed = reordered or any(name in live for name in removed)
+        for name in removed:
+            live.pop(name, None)
+        for name in put:
+            form = serialize_tool(tools[name])
+            held = live.get(name)
+            if held is not form and held != form:
+                changed = True
+            live[name] = form
+        if reordered:
+            self.live = {name: live[name] for name in tools}
+        if changed:
+            self._record((self.version + 1, steps, None))
+
+    def _record(self, entry: _Entry) -> None:
+        self.version = entry[0]
+        self._snapshot = None
+        self._journal.append(entry)
+
+    def snapshot(self) -> dict[str, SerializedTool]:
+        """A copy of the current tools that never changes (one per version)."""
+        if self._snapshot is None:
+            self._snapshot = self.live.copy()
+        return self._snapshot
+
+    def changes_since(self, version: int) -> ToolChanges | None:
+        """What changed since ``version``, or ``None`` when that is no longer known
+        (older than the versions remembered): send the whole context then.
+
+        The steps since are put together: every name removed, then every name put, each
+        where it first went after its last removal (in place, or last when new or removed
+        first), so that a host applying them, removals first, gets the tools in order.
+        """
+        if version == self.version:
+            return NO_TOOL_CHANGES
+        entries = [entry for entry in self._journal if entry[0] > version]
+        if not entries or entries[0][0] != version + 1:
+            return None  # forgotten (or a version never made)
+        live = self.live
+        removed: dict[str, None] = {}
+        put: dict[str, None] = {}
+        reorder = False
+        for _, steps, before in entries:
+            if steps is None:  # serialized whole: a walk from the dict that held the
+                assert before is not None  # version before, to now, is the last step
+                walked = tool_changes(before, live)
+                steps = (tuple(walked.removed), tuple(walked.put), walked.order is not None)
+            gone, names, reordered = steps
+            for name in gone:
+                put.pop(name, None)
+                removed[name] = None
+            for name in names:
+                put.setdefault(name, None)  # where it first went since its last removal
+            reorder = reorder or reordered
+            if before is not None:
+                break
+        return ToolChanges(
+            {name: live[name] for name in put}, list(removed), list(live) if reorder else None
+        )
