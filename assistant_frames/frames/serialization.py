@@ -23,10 +23,9 @@ __all__ = [
     "NotJSONSerializable",
     "SerializedModelContext",
     "SerializedTool",
-    "check_tool",
-    "NO_TOOL_CHANGES",
     "ContextChanges",
     "ToolChanges",
+    "check_tool",
     "check_tools",
     "context_changes",
     "serialize_context",
@@ -146,9 +145,6 @@ class ToolChanges(NamedTuple):
     order: list[str] | None
 
 
-NO_TOOL_CHANGES: Final = ToolChanges({}, [], None)
-
-
 def tool_changes(
     old: Mapping[str, SerializedTool], new: Mapping[str, SerializedTool]
 ) -> ToolChanges:
@@ -159,7 +155,7 @@ def tool_changes(
     came or went (a reorder alone is no change, as for whole contexts).
     """
     if new is old:
-        return NO_TOOL_CHANGES
+        return ToolChanges({}, [], None)
     put: dict[str, SerializedTool] = {}
     added: list[str] = []
     for name, spec in new.items():
