@@ -518,3 +518,68 @@ async def test_a_frame_that_never_heard_the_subscribe_sends_snapshots_the_host_t
             tasks.cancel_scope.cancel()
     assert len(counting.sizes["model-context-update"]) == 2
     assert "model-context-patch" not in counting.sizes
+
+
+class SlowSends(Counting):
+    """The frame's end of a pair, taking a while over each send: the frame's pushes to
+    this host fall behind a burst of changes."""
+
+    async def send(self, item: Any) -> None:
+        await anyio.sleep(0.003)
+        await self.inner.send(item)
+
+
+@pytest.mark.anyio
+async def test_a_host_that_falls_behind_a_burst_ends_with_the_frames_tools_in_order() -> None:
+    """Two hosts of one frame whose members change in a burst: one keeps up, the other
+    gets what changed over several versions at once (or, further behind, the whole
+    context); both end with the frame's tools, in its order."""
+    parent = ModelContextRegistry()
+    members = [ModelContextRegistry() for _ in range(3)]
+    for index, member in enumerate(members):
+        parent.add_provider(member, namespace=f"m{index}")
+    handles = [
+        [member.add_tool(f"t{i}", lookup, description=f"Tool {i}") for i in range(30)]
+        for member in members
+    ]
+    provider = AssistantFrameProvider(parent)
+    fast_end, fast_frame = memory_pair()
+    slow_end, slow_frame = memory_pair()
+    with anyio.fail_after(20):
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(provider.serve, fast_frame)
+            tasks.start_soon(provider.serve, SlowSends(slow_frame))
+            async with (
+                Counting(slow_end) as counting,
+                AssistantFrameHost(fast_end, name="fast") as fast,
+                AssistantFrameHost(counting, name="slow") as slow,
+            ):
+                await fast.wait_for_context()
+                await slow.wait_for_context()
+                await until(slow, lambda context: len(context.tools) == 90)
+                changes = 0
+                for step in range(300):
+                    which = step % 3
+                    member, held = members[which], handles[which]
+                    if step % 5 == 0 or not held:
+                        held.insert(step % 7, member.add_tool(f"n{step}", lookup))
+                    elif step % 5 == 1:
+                        held.pop(step % len(held)).remove()
+                    else:
+                        held[step % len(held)].update(description=f"change {step}")
+                    changes += 1
+                    if step % 4 == 0:  # the fast host's push keeps up; the slow one's does not
+                        await anyio.sleep(0.001)
+                expected = parent.get_model_context().tools
+
+                def caught_up(context: ModelContext) -> bool:
+                    return [(name, tool.description) for name, tool in context.tools.items()] == [
+                        (name, tool.description) for name, tool in expected.items()
+                    ]
+
+                await until(fast, caught_up)
+                await until(slow, caught_up)
+                patches = counting.kinds.count("model-context-patch")
+                assert 3 <= patches < changes / 4  # several versions per patch
+                assert counting.kinds.count("model-context-update") <= 2  # the first ones
+            tasks.cancel_scope.cancel()
