@@ -32,25 +32,28 @@ __all__ = ["JOURNAL_LENGTH", "WireTools"]
 #: Versions remembered: a host further behind than this is sent the whole context.
 JOURNAL_LENGTH: Final = 64
 
-# One version: its number, and the steps that made it from the version before, or
-# (serialized whole) ``None`` and the dict that held the version before.
-_Entry = tuple[int, Steps | None, dict[str, SerializedTool] | None]
+# One version: its number, and the steps that made it from the version before (``None``:
+# serialized whole).
+_Entry = tuple[int, Steps | None]
 
 
 class WireTools:
     """A frame's current tools in wire form, and how each recent version was made.
 
     :attr:`live` changes in place: send :meth:`snapshot` (or what
-    :meth:`changes_since` returns), never :attr:`live` itself.
+    :meth:`changes_since` returns), never :attr:`live` itself. Besides the steps, one
+    old dict is kept: the one that held the version before the last serialized whole
+    (memory stays bounded; a host behind an earlier one is sent the whole context).
     """
 
-    __slots__ = ("_journal", "_snapshot", "live", "version")
+    __slots__ = ("_before", "_journal", "_snapshot", "live", "version")
 
     def __init__(self) -> None:
         self.live: dict[str, SerializedTool] = {}
         #: Bumped by every change of :attr:`live`'s content (a reorder alone is none).
         self.version = 0
         self._journal: deque[_Entry] = deque(maxlen=JOURNAL_LENGTH)
+        self._before: tuple[int, dict[str, SerializedTool]] | None = None
         self._snapshot: dict[str, SerializedTool] | None = None
 
     def advance(self, tools: Mapping[str, Tool], steps: Steps | None) -> None:
@@ -60,7 +63,8 @@ class WireTools:
         if steps is None:
             before, self.live = self.live, serialize_tools(tools)
             if self.live != before:
-                self._record((self.version + 1, None, before))
+                self._record(None)
+                self._before = (self.version, before)  # never changed again
             else:  # a new order alone: no change (as for whole contexts), new snapshots
                 self._snapshot = None
             return
@@ -78,12 +82,12 @@ class WireTools:
         if reordered:
             self.live = {name: live[name] for name in tools}
         if changed:
-            self._record((self.version + 1, steps, None))
+            self._record(steps)
 
-    def _record(self, entry: _Entry) -> None:
-        self.version = entry[0]
+    def _record(self, steps: Steps | None) -> None:
+        self.version += 1
         self._snapshot = None
-        self._journal.append(entry)
+        self._journal.append((self.version, steps))
 
     def snapshot(self) -> dict[str, SerializedTool]:
         """A copy of the current tools that never changes (one per version)."""
@@ -93,11 +97,14 @@ class WireTools:
 
     def changes_since(self, version: int) -> ToolChanges | None:
         """What changed since ``version``, or ``None`` when that is no longer known
-        (older than the versions remembered): send the whole context then.
+        (older than the versions remembered, or than the last whole serialization but
+        one): send the whole context then.
 
         The steps since are put together: every name removed, then every name put, each
         where it first went after its last removal (in place, or last when new or removed
         first), so that a host applying them, removals first, gets the tools in order.
+        The last whole serialization is a walk from the dict that held the version
+        before it to now.
         """
         if version == self.version:
             return ToolChanges({}, [], None)
@@ -108,10 +115,12 @@ class WireTools:
         removed: dict[str, None] = {}
         put: dict[str, None] = {}
         reorder = False
-        for _, steps, before in entries:
-            if steps is None:  # serialized whole: a walk from the dict that held the
-                assert before is not None  # version before, to now, is the last step
-                walked = tool_changes(before, live)
+        for made, steps in entries:
+            whole = steps is None
+            if steps is None:
+                if self._before is None or self._before[0] != made:
+                    return None  # an earlier whole serialization: its dict is gone
+                walked = tool_changes(self._before[1], live)
                 steps = (tuple(walked.removed), tuple(walked.put), walked.order is not None)
             gone, names, reordered = steps
             for name in gone:
@@ -120,7 +129,7 @@ class WireTools:
             for name in names:
                 put.setdefault(name, None)  # where it first went since its last removal
             reorder = reorder or reordered
-            if before is not None:
+            if whole:  # the walk goes to now
                 break
         return ToolChanges(
             {name: live[name] for name in put}, list(removed), list(live) if reorder else None

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from assistant_frames import ModelContext, ModelContextRegistry, merge_model_contexts
+from assistant_frames import ModelContext, ModelContextRegistry, Tool, merge_model_contexts
 from assistant_frames.frames import protocol
 from assistant_frames.frames.wire_tools import JOURNAL_LENGTH, WireTools
 from assistant_frames.registry.registry import ToolHandle
@@ -211,6 +211,7 @@ def test_hosts_behind_by_any_number_of_versions_are_patched_to_the_tools(
     wire.advance(tools, None)
     held[wire.version] = wire.snapshot()
     walked = {wire.version}  # versions serialized whole (a reorder alone is no change)
+    wholes = [wire.version]  # the versions serialized whole that were a change
     for index, (which, op, pick) in enumerate(steps):
         federation.apply(which % len(children), op, pick)
         if index % batch:
@@ -220,6 +221,8 @@ def test_hosts_behind_by_any_number_of_versions_are_patched_to_the_tools(
         wire.advance(now, made)
         if made is None:
             walked.add(wire.version)
+            if wire.version != wholes[-1]:
+                wholes.append(wire.version)
         tools = now
         expected = protocol.serialize_tools(now)
         assert wire.live == expected
@@ -227,8 +230,10 @@ def test_hosts_behind_by_any_number_of_versions_are_patched_to_the_tools(
         for behind in lag:
             version = max(wire.version - behind, 0)
             changes = wire.changes_since(version)
-            if changes is None:  # forgotten: sent whole
-                assert version < wire.version - JOURNAL_LENGTH
+            if changes is None:  # forgotten, or behind the last whole one but one: sent whole
+                assert version < wire.version - JOURNAL_LENGTH or any(
+                    version < whole < wholes[-1] for whole in wholes
+                )
                 continue
             host_side = dict(held[version])
             for name in changes.removed:
@@ -283,3 +288,20 @@ def test_a_host_further_behind_than_the_journal_is_sent_everything() -> None:
     assert wire.changes_since(start) is None
     assert wire.changes_since(start + 1) is not None  # the oldest still remembered
     assert wire.changes_since(wire.version + 1) is None  # a version never made
+
+
+def test_only_the_last_whole_serialization_keeps_the_dict_before_it() -> None:
+    """Memory stays bounded when every change is serialized whole (a frame's bursts):
+    one old dict is kept, so a host behind an earlier one is sent the whole context."""
+    wire = WireTools()
+    versions = []
+    for count in range(1, 5):
+        wire.advance({f"t{i}": Tool(f"t{i}", lookup) for i in range(count)}, None)
+        versions.append(wire.version)
+    assert wire.changes_since(versions[-2]) == (
+        {"t3": protocol.serialize_tools({"t3": Tool("t3", lookup)})["t3"]},
+        [],
+        None,
+    )
+    assert wire.changes_since(versions[-3]) is None
+    assert wire.changes_since(versions[0]) is None
