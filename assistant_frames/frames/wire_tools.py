@@ -4,10 +4,11 @@ A frame serving thousands of tools sees them change one at a time. Copying the w
 wire form per change, so that what each host was sent stays as it was (and freeing the
 copy before), took a fifth of a change's time at 10,000 tools. So the form is changed
 in place (:attr:`WireTools.live`), and each version remembers how it was made from the
-one before: the names removed, then put (:class:`~assistant_frames.registry.tool_map.ToolMap`
-steps), or, when the tools were serialized whole, the dict that held the version before
-(never changed again). A host that takes patches is sent what changed since the version
-it holds (:meth:`WireTools.changes_since`); one sent whole contexts gets
+one before: the names removed, then put
+(:class:`~assistant_frames.registry.tool_map.ToolMap` steps), or, when the tools were
+serialized whole, the dict that held the version before (never changed again; kept for
+the last few such versions). A host that takes patches is sent what changed since the
+version it holds (:meth:`WireTools.changes_since`); one sent whole contexts gets
 :meth:`WireTools.snapshot`, a copy made once per version.
 """
 
@@ -27,10 +28,12 @@ from .serialization import (
     tool_changes,
 )
 
-__all__ = ["JOURNAL_LENGTH", "WireTools"]
+__all__ = ["JOURNAL_LENGTH", "KEPT_WHOLES", "WireTools"]
 
 #: Versions remembered: a host further behind than this is sent the whole context.
 JOURNAL_LENGTH: Final = 64
+#: Whole serializations whose dict before is kept (each is as large as the tools).
+KEPT_WHOLES: Final = 4
 
 # One version: its number, and the steps that made it from the version before (``None``:
 # serialized whole).
@@ -41,19 +44,20 @@ class WireTools:
     """A frame's current tools in wire form, and how each recent version was made.
 
     :attr:`live` changes in place: send :meth:`snapshot` (or what
-    :meth:`changes_since` returns), never :attr:`live` itself. Besides the steps, one
-    old dict is kept: the one that held the version before the last serialized whole
-    (memory stays bounded; a host behind an earlier one is sent the whole context).
+    :meth:`changes_since` returns), never :attr:`live` itself. Besides the steps, the
+    dicts that held the versions before the last :data:`KEPT_WHOLES` whole
+    serializations are kept (memory stays bounded; a host behind an earlier one is sent
+    the whole context).
     """
 
-    __slots__ = ("_before", "_journal", "_snapshot", "live", "version")
+    __slots__ = ("_befores", "_journal", "_snapshot", "live", "version")
 
     def __init__(self) -> None:
         self.live: dict[str, SerializedTool] = {}
         #: Bumped by every change of :attr:`live`'s content (a reorder alone is none).
         self.version = 0
         self._journal: deque[_Entry] = deque(maxlen=JOURNAL_LENGTH)
-        self._before: tuple[int, dict[str, SerializedTool]] | None = None
+        self._befores: dict[int, dict[str, SerializedTool]] = {}  # by the version after
         self._snapshot: dict[str, SerializedTool] | None = None
 
     def advance(self, tools: Mapping[str, Tool], steps: Steps | None) -> None:
@@ -64,7 +68,9 @@ class WireTools:
             before, self.live = self.live, serialize_tools(tools)
             if self.live != before:
                 self._record(None)
-                self._before = (self.version, before)  # never changed again
+                self._befores[self.version] = before  # never changed again
+                if len(self._befores) > KEPT_WHOLES:
+                    del self._befores[next(iter(self._befores))]
             else:  # a new order alone: no change (as for whole contexts), new snapshots
                 self._snapshot = None
             return
@@ -97,13 +103,13 @@ class WireTools:
 
     def changes_since(self, version: int) -> ToolChanges | None:
         """What changed since ``version``, or ``None`` when that is no longer known
-        (older than the versions remembered, or than the last whole serialization but
-        one): send the whole context then.
+        (older than the versions remembered, or behind a whole serialization whose dict
+        before is no longer kept): send the whole context then.
 
         The steps since are put together: every name removed, then every name put, each
         where it first went after its last removal (in place, or last when new or removed
         first), so that a host applying them, removals first, gets the tools in order.
-        The last whole serialization is a walk from the dict that held the version
+        The first whole serialization since is a walk from the dict that held the version
         before it to now.
         """
         if version == self.version:
@@ -118,9 +124,10 @@ class WireTools:
         for made, steps in entries:
             whole = steps is None
             if steps is None:
-                if self._before is None or self._before[0] != made:
+                before = self._befores.get(made)
+                if before is None:
                     return None  # an earlier whole serialization: its dict is gone
-                walked = tool_changes(self._before[1], live)
+                walked = tool_changes(before, live)
                 steps = (tuple(walked.removed), tuple(walked.put), walked.order is not None)
             gone, names, reordered = steps
             for name in gone:

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from assistant_frames import ModelContext, ModelContextRegistry, Tool, merge_model_contexts
 from assistant_frames.frames import protocol
-from assistant_frames.frames.wire_tools import JOURNAL_LENGTH, WireTools
+from assistant_frames.frames.wire_tools import JOURNAL_LENGTH, KEPT_WHOLES, WireTools
 from assistant_frames.registry.registry import ToolHandle
 from assistant_frames.registry.tool_map import ToolMap
 
@@ -232,7 +232,7 @@ def test_hosts_behind_by_any_number_of_versions_are_patched_to_the_tools(
             changes = wire.changes_since(version)
             if changes is None:  # forgotten, or behind the last whole one but one: sent whole
                 assert version < wire.version - JOURNAL_LENGTH or any(
-                    version < whole < wholes[-1] for whole in wholes
+                    version < whole for whole in wholes[:-KEPT_WHOLES]
                 )
                 continue
             host_side = dict(held[version])
@@ -290,18 +290,16 @@ def test_a_host_further_behind_than_the_journal_is_sent_everything() -> None:
     assert wire.changes_since(wire.version + 1) is None  # a version never made
 
 
-def test_only_the_last_whole_serialization_keeps_the_dict_before_it() -> None:
+def test_only_the_last_whole_serializations_keep_the_dict_before_them() -> None:
     """Memory stays bounded when every change is serialized whole (a frame's bursts):
-    one old dict is kept, so a host behind an earlier one is sent the whole context."""
+    a few old dicts are kept, and a host behind an earlier one is sent everything."""
     wire = WireTools()
     versions = []
-    for count in range(1, 5):
+    for count in range(1, KEPT_WHOLES + 3):
         wire.advance({f"t{i}": Tool(f"t{i}", lookup) for i in range(count)}, None)
         versions.append(wire.version)
-    assert wire.changes_since(versions[-2]) == (
-        {"t3": protocol.serialize_tools({"t3": Tool("t3", lookup)})["t3"]},
-        [],
-        None,
-    )
-    assert wire.changes_since(versions[-3]) is None
+    changes = wire.changes_since(versions[-KEPT_WHOLES - 1])
+    assert changes is not None
+    assert list(changes.put) == [f"t{i}" for i in range(len(versions) - KEPT_WHOLES, len(versions))]
+    assert wire.changes_since(versions[-KEPT_WHOLES - 2]) is None
     assert wire.changes_since(versions[0]) is None
