@@ -297,7 +297,8 @@ def _fast_context(wire: object) -> dict[str, Any] | None:
 
 
 def _names(value: object) -> list[str] | None:
-    if type(value) is list and all(type(name) is str for name in value):
+    # At C speed: an ``order`` names every tool of a context (thousands).
+    if type(value) is list and set(map(type, value)) <= {str}:
         return list(value)
     return None
 
