@@ -4,11 +4,14 @@ the same tools in the same order, the same conflicts."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from assistant_frames import ModelContext, ModelContextRegistry, Tool, merge_model_contexts
 from assistant_frames.frames import protocol
+from assistant_frames.frames.serialization import ToolChanges
 from assistant_frames.frames.wire_tools import JOURNAL_LENGTH, KEPT_WHOLES, WireTools
 from assistant_frames.registry.registry import ToolHandle
 from assistant_frames.registry.tool_map import ToolMap
@@ -150,6 +153,17 @@ def test_a_new_tool_in_an_earlier_member_is_merged_again_in_its_place() -> None:
     assert put[0] not in before
 
 
+def applied(held: dict[str, Any], changes: ToolChanges) -> dict[str, Any]:
+    """What a host holding ``held`` holds once it applied ``changes`` (as a patch)."""
+    host_side = dict(held)
+    for name in changes.removed:
+        host_side.pop(name, None)
+    host_side.update(changes.put)
+    if changes.order is not None:
+        host_side = {name: host_side[name] for name in changes.order}
+    return host_side
+
+
 @settings(max_examples=200, deadline=None, database=None)
 @given(children=children, steps=steps)
 def test_the_wire_form_followed_step_by_step_is_the_wire_form(
@@ -175,12 +189,7 @@ def test_the_wire_form_followed_step_by_step_is_the_wire_form(
         assert wire.live == expected
         changes = wire.changes_since(version)
         assert changes is not None
-        host_side = dict(host_side)
-        for name in changes.removed:
-            host_side.pop(name, None)
-        host_side.update(changes.put)
-        if changes.order is not None:
-            host_side = {name: host_side[name] for name in changes.order}
+        host_side = applied(host_side, changes)
         assert host_side == expected
         in_order = in_order and made is not None
         if in_order:
@@ -230,17 +239,12 @@ def test_hosts_behind_by_any_number_of_versions_are_patched_to_the_tools(
         for behind in lag:
             version = max(wire.version - behind, 0)
             changes = wire.changes_since(version)
-            if changes is None:  # forgotten, or behind the last whole one but one: sent whole
+            if changes is None:  # forgotten, or behind a whole one no longer kept: sent whole
                 assert version < wire.version - JOURNAL_LENGTH or any(
                     version < whole for whole in wholes[:-KEPT_WHOLES]
                 )
                 continue
-            host_side = dict(held[version])
-            for name in changes.removed:
-                host_side.pop(name, None)
-            host_side.update(changes.put)
-            if changes.order is not None:
-                host_side = {name: host_side[name] for name in changes.order}
+            host_side = applied(held[version], changes)
             assert host_side == expected
             if not walked.intersection(range(version, wire.version + 1)):
                 assert list(host_side) == list(expected)
