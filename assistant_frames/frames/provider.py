@@ -30,9 +30,7 @@ from .frame_machine import (
     Malformed,
     Refused,
 )
-from .protocol import (
-    SerializedModelContext,
-)
+from .protocol import SerializedModelContext
 from .provider_connection import ProviderCall, ProviderConnection, ReadingHandoff
 from .wire_tools import WireTools
 
