@@ -109,7 +109,9 @@ def merge_step(
                 if index < last:
                     reorder = True  # a full merge puts it before the later items' tools
             put[name] = tools[name]
-        removed.extend(gone)
+        # Only what the item had: a name added and removed again since (one step of
+        # its own) may be another item's, which stays.
+        removed.extend(name for name in gone if name in old.tools)
         if tools:
             last = max(last, index)
     for offset, (context, _) in enumerate(added):

@@ -110,6 +110,19 @@ def test_a_merge_made_from_the_last_one_is_what_merging_again_gives(
         ]
 
 
+def test_a_name_added_and_removed_between_merges_leaves_another_members_tool() -> None:
+    """A member that adds a tool another member offers and removes it again before the
+    parent merges says it removed that name; the other member's tool stays."""
+    federation = Federation([(None, 0), (None, 0)])
+    federation.children[1].add_tool("shared", lookup)
+    assert "shared" in federation.parent.get_model_context().tools
+    handle = federation.children[0].add_tool("shared", lookup)
+    handle.remove()
+    merged = federation.parent.get_model_context()
+    assert described(merged) == described(federation.rebuilt())
+    assert "shared" in merged.tools
+
+
 def test_a_change_in_one_member_is_merged_from_the_last_merge() -> None:
     """The path is taken: the parent's tools are made from its previous tools, so whoever
     follows the parent (a frame serving it) sees the one change too."""
