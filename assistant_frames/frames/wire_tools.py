@@ -86,8 +86,13 @@ class WireTools:
                 changed = True
             live[name] = form
         if reordered:
-            self.live = {name: live[name] for name in tools}
-        if changed:
+            self.live = {name: live[name] for name in tools if name in live}
+        if len(self.live) != len(tools):
+            # Steps that do not lead to these tools (a follower's bug): start over, with
+            # no dict to walk from (hosts are sent the whole context).
+            self.live = serialize_tools(tools)
+            self._record(None)
+        elif changed:
             self._record(steps)
 
     def _record(self, steps: Steps | None) -> None:

@@ -320,3 +320,17 @@ def test_only_the_last_whole_serializations_keep_the_dict_before_them() -> None:
     assert list(changes.put) == [f"t{i}" for i in range(len(versions) - KEPT_WHOLES, len(versions))]
     assert wire.changes_since(versions[-KEPT_WHOLES - 2]) is None
     assert wire.changes_since(versions[0]) is None
+
+
+def test_steps_that_do_not_lead_to_the_tools_start_the_wire_form_over() -> None:
+    """A follower's bug (steps that miss a name) costs a whole context, not the frame."""
+    first = ToolMap({"a": Tool("a", lookup)})
+    tools = ToolMap({"a": first["a"], "b": Tool("b", lookup), "c": Tool("c", lookup)})
+    for reordered in (False, True):
+        wire = WireTools()
+        wire.advance(first, None)
+        version = wire.version
+        wire.advance(tools, ((), ("b",), reordered))  # "c" is not put
+        assert wire.live == protocol.serialize_tools(tools)
+        assert wire.version == version + 1
+        assert wire.changes_since(version) is None  # no dict to walk from: sent whole
