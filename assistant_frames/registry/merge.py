@@ -155,6 +155,9 @@ def _merge_changes(
     removed: list[str] = []
     put: dict[str, Tool] = {}
     reorder = False
+    # A name in a conflict the last merge resolved: who offers it now is for a full
+    # merge to tell (the conflict may be gone, or kept by another item).
+    contested = {c.name for c in merged.conflicts}
     for index, ((context, source), (old, old_source)) in enumerate(zip(items, before, strict=True)):
         if source is not old_source or context.priority != old.priority:
             return None
@@ -167,6 +170,8 @@ def _merge_changes(
         if lineage is None:
             return None
         gone, changed = lineage
+        if contested and any(name in contested for name in (*gone, *changed)):
+            return None
         others = [c.tools for i, (c, _) in enumerate(items) if i != index and c.tools]
         if any(name in other for other in others for name in (*gone, *changed)):
             return None

@@ -123,6 +123,21 @@ def test_a_name_added_and_removed_between_merges_leaves_another_members_tool() -
     assert "shared" in merged.tools
 
 
+def test_a_conflict_both_sides_left_between_merges_is_no_longer_reported() -> None:
+    """Two members offered one name (a conflict the merge resolved and reported); both
+    remove it before the parent merges again: the conflict goes with it."""
+    federation = Federation([(None, 0), (None, 0), (None, 0)])
+    for which in range(3):
+        federation.children[which].add_tool(f"own_{which}", lookup)
+    shared = [federation.children[which].add_tool("shared", lookup) for which in (1, 2)]
+    assert [c.name for c in federation.parent.get_model_context().conflicts] == ["shared"]
+    for handle in shared:
+        handle.remove()
+    merged = federation.parent.get_model_context()
+    assert described(merged) == described(federation.rebuilt())
+    assert merged.conflicts == ()
+
+
 def test_a_change_in_one_member_is_merged_from_the_last_merge() -> None:
     """The path is taken: the parent's tools are made from its previous tools, so whoever
     follows the parent (a frame serving it) sees the one change too."""
