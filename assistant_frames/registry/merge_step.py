@@ -109,9 +109,7 @@ def merge_step(
                 if index < last:
                     reorder = True  # a full merge puts it before the later items' tools
             put[name] = tools[name]
-        # Only what the item had: a name added and removed again since (one step of
-        # its own) may be another item's, which stays.
-        removed.extend(name for name in gone if name in old.tools)
+        removed.extend(gone)
         if tools:
             last = max(last, index)
     for offset, (context, _) in enumerate(added):

@@ -43,14 +43,17 @@ class ToolMap(dict[str, Tool]):
         cls, base: Mapping[str, Tool], removed: tuple[str, ...], put: Mapping[str, Tool]
     ) -> ToolMap:
         """A copy of ``base`` without ``removed``, then with ``put``; it remembers how,
-        when ``base`` is a :class:`ToolMap`."""
+        when ``base`` is a :class:`ToolMap`. Only names ``base`` had are remembered as
+        removed: a name added and removed again since may be another map's, in a merge
+        that follows this one."""
         tools = cls(base)
         for name in removed:
             tools.pop(name, None)
         tools.update(put)
         if isinstance(base, ToolMap):
             tools._base = weakref.ref(base)
-            tools._removed, tools._put = removed, tuple(put)
+            tools._removed = tuple(name for name in removed if name in base)
+            tools._put = tuple(put)
         return tools
 
     def reordered_from(
@@ -60,7 +63,8 @@ class ToolMap(dict[str, Tool]):
         an order of its own (a new name in the middle); returns the map. Only
         :meth:`steps` tells it: :meth:`lineage` does not, as its followers keep order."""
         self._base = weakref.ref(base)
-        self._removed, self._put, self._reordered = removed, put, True
+        self._removed = tuple(name for name in removed if name in base)  # as derived's
+        self._put, self._reordered = put, True
         return self
 
     def lineage(self, since: Mapping[str, Any] | None) -> Lineage | None:
