@@ -14,6 +14,7 @@ version it holds (:meth:`WireTools.changes_since`); one sent whole contexts gets
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Mapping
 from typing import Final
@@ -35,10 +36,6 @@ JOURNAL_LENGTH: Final = 64
 #: Whole serializations whose dict before is kept (each is as large as the tools).
 KEPT_WHOLES: Final = 4
 
-# One version: its number, and the steps that made it from the version before (``None``:
-# serialized whole).
-_Entry = tuple[int, Steps | None]
-
 
 class WireTools:
     """A frame's current tools in wire form, and how each recent version was made.
@@ -56,7 +53,9 @@ class WireTools:
         self.live: dict[str, SerializedTool] = {}
         #: Bumped by every change of :attr:`live`'s content (a reorder alone is none).
         self.version = 0
-        self._journal: deque[_Entry] = deque(maxlen=JOURNAL_LENGTH)
+        # The steps that made each of the last versions, the newest last (``None``:
+        # serialized whole); an entry's version is told by its place.
+        self._journal: deque[Steps | None] = deque(maxlen=JOURNAL_LENGTH)
         self._befores: dict[int, dict[str, SerializedTool]] = {}  # by the version after
         self._snapshot: dict[str, SerializedTool] | None = None
 
@@ -98,7 +97,7 @@ class WireTools:
     def _record(self, steps: Steps | None) -> None:
         self.version += 1
         self._snapshot = None
-        self._journal.append((self.version, steps))
+        self._journal.append(steps)
 
     def snapshot(self) -> dict[str, SerializedTool]:
         """A copy of the current tools that never changes (one per version)."""
@@ -117,16 +116,18 @@ class WireTools:
         The first whole serialization since is a walk from the dict that held the version
         before it to now.
         """
-        if version == self.version:
+        behind = self.version - version
+        if behind == 0:
             return ToolChanges({}, [], None)
-        entries = [entry for entry in self._journal if entry[0] > version]
-        if not entries or entries[0][0] != version + 1:
+        journal = self._journal
+        if not 0 < behind <= len(journal):
             return None  # forgotten (or a version never made)
         live = self.live
         removed: dict[str, None] = {}
         put: dict[str, None] = {}
         reorder = False
-        for made, steps in entries:
+        entries = itertools.islice(journal, len(journal) - behind, None)
+        for made, steps in enumerate(entries, version + 1):
             whole = steps is None
             if steps is None:
                 before = self._befores.get(made)
