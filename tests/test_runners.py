@@ -153,6 +153,7 @@ def frames_expected(runner: str) -> dict[str, Any]:
         "connect_websocket add": 2,
         "live tool added": 42,
         "live changes as patches": 2,
+        "live burst as patches": [True, 15, True],
         "frame loaded": [32, True, "ws: use add for sums.", 4],
         "ws wrong token": "HandshakeRejected",
         "nap timeout": "ToolCallTimeout",

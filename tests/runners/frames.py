@@ -78,6 +78,33 @@ async def main() -> None:
             double.remove()
             await wait_until(lambda: "double" not in host.get_model_context().tools, "removed")
             report("live changes as patches", host._machine.patch_seq)
+            # A burst between two pushes: a tool replaced in place, one added, one gone.
+            seq = host._machine.patch_seq or 0
+            double = ws_registry.add_tool("double", lambda n: 2 * n)
+            double.update(description="Twice n.")
+            triple = ws_registry.add_tool("triple", lambda n: 3 * n)
+            double.remove()
+
+            def burst_seen() -> bool:
+                tools = host.get_model_context().tools
+                return "triple" in tools and "double" not in tools
+
+            await wait_until(burst_seen, "the burst arrived")
+            triple.update(description="Thrice n.")
+            await wait_until(
+                lambda: host.get_model_context().tools["triple"].description == "Thrice n.",
+                "the update arrived",
+            )
+            report(
+                "live burst as patches",
+                [
+                    list(host.get_model_context().tools)
+                    == list(ws_registry.get_model_context().tools),
+                    await host.call_tool("triple", {"n": 5}),
+                    (host._machine.patch_seq or 0) > seq,
+                ],
+            )
+            triple.remove()
             # frame_loaded(), the JS host's frameLoaded(): a context request with a fresh
             # id, which the frame answers before the grace period ends.
             host.frame_loaded(grace=5)
