@@ -335,7 +335,7 @@ def render(
     ]
     lines += [
         "",
-        *render_cross_process(cross),
+        *render_cross_process(cross, calls["af"]),
         "",
         f"{'target':<58}{'measured':>10}{'goal':>10}  verdict",
     ]
@@ -463,7 +463,9 @@ def render_apps(apps: AppsResult) -> list[str]:
     return lines
 
 
-def render_cross_process(cross: CrossProcess) -> list[str]:
+def render_cross_process(cross: CrossProcess, in_process: CallResult) -> list[str]:
+    """The cross-process rows; ``in_process`` is (b), the same call's whole round trip
+    inside one process, to set against what (g) adds to its loop's echo (f')."""
     t = cross.transports
     lines = [
         f"{'add(1, 2) across processes, 127.0.0.1':<38}{'sequential µs/call':>20}{'p90 µs':>10}"
@@ -488,6 +490,7 @@ def render_cross_process(cross: CrossProcess) -> list[str]:
         lines.append(
             f"{result.label:<38}{result.latency_us:>20.1f}{result.latency_p90_us:>10.1f}{ratio:>24}"
         )
+    lines += _stdio_floor(t, in_process)
     lines += [
         "",
         f"{'worker start (spawn -> ready)':<38}{'median ms':>20}{'min ms':>10}{'max ms':>24}",
@@ -507,6 +510,21 @@ def render_cross_process(cross: CrossProcess) -> list[str]:
             f"{ours.median_ms / floor.median_ms:.2f}x (what the library adds to an anyio worker)"
         )
     return [*lines, "", *render_nats(cross.nats)]
+
+
+def _stdio_floor(t: dict[str, CallResult], in_process: CallResult) -> list[str]:
+    """(g) - (f'): the work of the protocol's two ends, one in each process; against (b),
+    which is that same work (and no pipe) in one process, and against what the stdio
+    goal of 1.3x the bare echo (f) leaves over (f')."""
+    ours, loop_echo, echo = t["stdio_af"], t["loop_echo"], t["pipe_echo"]
+    if ours.skipped or loop_echo.skipped or echo.skipped or in_process.skipped:
+        return []
+    added = ours.latency_us - loop_echo.latency_us
+    room = 1.3 * echo.latency_us - loop_echo.latency_us
+    return [
+        f"[info] (g) - (f'): {added:.1f} µs for both ends' protocol work; (b), the same work "
+        f"in one process: {in_process.latency_us:.1f} µs; 1.3x (f) leaves {room:.1f} µs"
+    ]
 
 
 def render_nats(nats: NATSResult) -> list[str]:
