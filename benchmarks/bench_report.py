@@ -521,9 +521,10 @@ def _stdio_floor(t: dict[str, CallResult], in_process: CallResult) -> list[str]:
         return []
     added = ours.latency_us - loop_echo.latency_us
     room = 1.3 * echo.latency_us - loop_echo.latency_us
+    left = f"leaves {room:.1f} µs" if room >= 0 else "is below (f') itself"
     return [
         f"[info] (g) - (f'): {added:.1f} µs for both ends' protocol work; (b), the same work "
-        f"in one process: {in_process.latency_us:.1f} µs; 1.3x (f) leaves {room:.1f} µs"
+        f"in one process: {in_process.latency_us:.1f} µs; 1.3x (f) {left}"
     ]
 
 
