@@ -43,17 +43,13 @@ class ToolMap(dict[str, Tool]):
         cls, base: Mapping[str, Tool], removed: tuple[str, ...], put: Mapping[str, Tool]
     ) -> ToolMap:
         """A copy of ``base`` without ``removed``, then with ``put``; it remembers how,
-        when ``base`` is a :class:`ToolMap`. Only names ``base`` had are remembered as
-        removed: a name added and removed again since may be another map's, in a merge
-        that follows this one."""
+        when ``base`` is a :class:`ToolMap` (only the names removed that ``base`` had)."""
         tools = cls(base)
         for name in removed:
             tools.pop(name, None)
         tools.update(put)
         if isinstance(base, ToolMap):
-            tools._base = weakref.ref(base)
-            tools._removed = tuple(name for name in removed if name in base)
-            tools._put = tuple(put)
+            tools._remember(base, removed, tuple(put))
         return tools
 
     def reordered_from(
@@ -62,10 +58,17 @@ class ToolMap(dict[str, Tool]):
         """Remember that this map is ``base`` without ``removed``, then with ``put``, in
         an order of its own (a new name in the middle); returns the map. Only
         :meth:`steps` tells it: :meth:`lineage` does not, as its followers keep order."""
-        self._base = weakref.ref(base)
-        self._removed = tuple(name for name in removed if name in base)  # as derived's
-        self._put, self._reordered = put, True
+        self._remember(base, removed, put)
+        self._reordered = True
         return self
+
+    def _remember(self, base: ToolMap, removed: tuple[str, ...], put: tuple[str, ...]) -> None:
+        """Remember this map as made from ``base``: of ``removed``, only the names ``base``
+        had (a name added and removed again since may be another map's, in a merge that
+        follows this one)."""
+        self._base = weakref.ref(base)
+        self._removed = tuple(name for name in removed if name in base)
+        self._put = put
 
     def lineage(self, since: Mapping[str, Any] | None) -> Lineage | None:
         """How this map was made from ``since`` (the names removed, then put), or
